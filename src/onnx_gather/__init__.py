@@ -1,0 +1,141 @@
+"""ONNX-exact Gather and GatherElements on NumPy, PyTorch, JAX, Dask, CuPy and array-API arrays.
+
+>>> import numpy as np
+>>> import onnx_gather as og
+>>> og.gather(np.array([[1.0, 1.2], [2.3, 3.4], [4.5, 5.7]]), [[0, 1], [1, 2]])
+array([[[1. , 1.2],
+        [2.3, 3.4]],
+<BLANKLINE>
+       [[2.3, 3.4],
+        [4.5, 5.7]]])
+
+Importing this package imports NumPy and array-api-compat only; a framework's backend is
+loaded the first time an array of that framework is passed in.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from onnx_gather import _spec
+from onnx_gather._api import run
+from onnx_gather._version import __version__
+
+__all__ = ["__version__", "gather", "gather_elements"]
+
+
+def gather(data: Any, indices: Any, /, axis: int = 0, *, opset: int = 13, check_bounds: bool = True) -> Any:
+    """ONNX ``Gather``: take slices of ``data`` along ``axis`` at ``indices``.
+
+    ``out[i_0, ..., i_{a-1}, j_0, ..., j_{q-1}, k_{a+1}, ...] =
+    data[i_0, ..., i_{a-1}, indices[j_0, ..., j_{q-1}], k_{a+1}, ...]``.
+
+    Parameters
+    ----------
+    data : array
+        A NumPy, PyTorch, JAX, Dask or CuPy array, or an array of any array-API library,
+        of rank >= 1 and an ONNX data type (bfloat16 from version 13; strings where the
+        library has them).
+    indices : array, int or sequence of ints
+        int32 or int64 indices of any rank: an array of ``data``'s library, a NumPy array,
+        or a Python int or (nested) sequence, placed on ``data``'s device.
+    axis : int, optional
+        The axis to gather along, in ``[-r, r-1]``. Default 0.
+    opset : int, optional
+        The model's opset import. Gather-1 serves opsets 1-10, Gather-11 serves 11 and 12,
+        Gather-13 serves 13 and newer. Default 13.
+    check_bounds : bool, optional
+        Raise IndexError for an index outside ``[-s, s-1]`` (``[0, s-1]`` in Gather-1),
+        where ``s = data.shape[axis]``. With False the check is skipped for speed and an
+        out-of-range index gives an unspecified result (never a crash). Default True.
+
+    Returns
+    -------
+    array
+        Of ``data``'s library, dtype and device, with shape
+        ``data.shape[:axis] + indices.shape + data.shape[axis+1:]``. It never aliases an
+        input, and the inputs are never modified.
+
+    Raises
+    ------
+    IndexError
+        An index is out of range; the message names the operator, the value, its position
+        in ``indices``, the axis and its size.
+    TypeError
+        ``indices`` is not int32/int64, ``data``'s type is not allowed in this version, or
+        ``indices`` belongs to a different array library than ``data``.
+    ValueError
+        ``opset`` is below 1, ``axis`` is out of range, or ``data`` is 0-d.
+
+    Notes
+    -----
+    Under tracing (``jax.jit``, ``jax.vmap``, ``torch.compile``) index values are unknown
+    and nothing can raise: an out-of-range index then never reads another element. JAX
+    yields the fill value (NaN, the minimum integer, True) and records the IndexError for
+    :func:`jax.experimental.checkify.checkify`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import onnx_gather as og
+    >>> og.gather(np.array([10, 20, 30]), [-1, 0])
+    array([30, 10])
+    """
+    version = _spec.resolve_version(_spec.GATHER, opset)
+    return run(_spec.plan_gather, version, data, indices, axis, check_bounds)
+
+
+def gather_elements(
+    data: Any, indices: Any, /, axis: int = 0, *, opset: int = 13, check_bounds: bool = True
+) -> Any:
+    """ONNX ``GatherElements``: pick one element of ``data`` along ``axis`` per index.
+
+    For rank 3 and ``axis=1``: ``out[i][j][k] = data[i][indices[i][j][k]][k]``.
+
+    Parameters
+    ----------
+    data : array
+        A NumPy, PyTorch, JAX, Dask or CuPy array, or an array of any array-API library,
+        of rank >= 1 and an ONNX data type (bfloat16 from version 13).
+    indices : array or sequence of ints
+        int32 or int64 indices of the same rank as ``data``. Off ``axis`` each dimension
+        must be at most ``data``'s; along ``axis`` any length. No broadcasting.
+    axis : int, optional
+        The axis to gather along, in ``[-r, r-1]``. Default 0.
+    opset : int, optional
+        The model's opset import: GatherElements-11 serves opsets 11 and 12, -13 serves 13
+        and newer. Below 11 is a ValueError. Default 13.
+    check_bounds : bool, optional
+        Raise IndexError for an index outside ``[-s, s-1]``, ``s = data.shape[axis]``.
+        Default True.
+
+    Returns
+    -------
+    array
+        Of ``data``'s library, dtype and device, with exactly ``indices``' shape.
+
+    Raises
+    ------
+    IndexError
+        An index is out of range; the message names the operator, the value, its position
+        in ``indices``, the axis and its size.
+    TypeError
+        Disallowed index or data type, or ``indices`` from another array library.
+    ValueError
+        ``opset`` below 11, ``axis`` out of range, 0-d ``data``, ranks that differ, or an
+        indices dimension off the axis larger than ``data``'s.
+
+    Notes
+    -----
+    Under tracing the out-of-range policy of :func:`gather` applies.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import onnx_gather as og
+    >>> og.gather_elements(np.array([[1, 2], [3, 4]]), [[0, 0], [1, 0]], axis=1)
+    array([[1, 1],
+           [4, 3]])
+    """
+    version = _spec.resolve_version(_spec.GATHER_ELEMENTS, opset)
+    return run(_spec.plan_gather_elements, version, data, indices, axis, check_bounds)

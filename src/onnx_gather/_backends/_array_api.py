@@ -1,0 +1,108 @@
+"""Any other library that implements the Python array API standard.
+
+Uses only the standard's functions: ``take`` (1-D indices) for Gather, ``take_along_axis``
+where the namespace has it (standard 2024.12) for GatherElements, else the same gather
+expressed as ``take`` on the flattened data with linear indices. The standard leaves
+negative and out-of-range indices unspecified, so negative ones are normalised first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from array_api_compat import array_namespace
+
+if TYPE_CHECKING:
+    from onnx_gather._spec import Plan
+
+_CANDIDATE_NAMES = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+)
+
+
+class ArrayAPIBackend:
+    """A backend for one array-API namespace ``xp``."""
+
+    def __init__(self, xp: Any) -> None:
+        self.xp = xp
+        self.name = xp.__name__.removeprefix("array_api_compat.")
+        self._names = [(getattr(xp, n), n) for n in _CANDIDATE_NAMES if hasattr(xp, n)]
+
+    def owns(self, x: Any, /) -> bool:  # noqa: D102
+        try:
+            return array_namespace(x) is self.xp
+        except TypeError:
+            return False
+
+    def shape(self, x: Any, /) -> tuple[int, ...]:  # noqa: D102
+        return tuple(x.shape)
+
+    def dtype_name(self, x: Any, /) -> str:  # noqa: D102
+        for dtype, name in self._names:
+            if x.dtype == dtype:
+                return name
+        return str(x.dtype)
+
+    def from_host(self, indices: np.ndarray, data: Any, /) -> Any:  # noqa: D102
+        return self.xp.asarray(indices, device=data.device)
+
+    def adopt(self, indices: Any, data: Any, /) -> Any:  # noqa: D102
+        if indices.device != data.device:
+            return indices.to_device(data.device)
+        return indices
+
+    def index_range(self, indices: Any, /) -> tuple[int, int]:  # noqa: D102
+        return int(self.xp.min(indices)), int(self.xp.max(indices))
+
+    def to_host(self, indices: Any, /) -> np.ndarray:  # noqa: D102
+        return np.from_dlpack(indices)
+
+    def _prepare(self, indices: Any, plan: Plan, negative: bool) -> Any:
+        if negative:
+            indices = self.xp.where(indices < 0, indices + plan.size, indices)
+        return indices
+
+    def gather(self, data: Any, indices: Any, plan: Plan, negative: bool, /) -> Any:  # noqa: D102
+        xp = self.xp
+        flat = xp.reshape(self._prepare(indices, plan, negative), (-1,))
+        return xp.reshape(xp.take(data, flat, axis=plan.axis), plan.out_shape)
+
+    def gather_elements(self, data: Any, indices: Any, plan: Plan, negative: bool, /) -> Any:  # noqa: D102
+        xp = self.xp
+        indices = self._prepare(indices, plan, negative)
+        if plan.trim is not None:
+            data = data[plan.trim]
+        if hasattr(xp, "take_along_axis"):
+            return xp.take_along_axis(data, indices, axis=plan.axis)
+        return self._take_along_axis(data, indices, plan)
+
+    def _take_along_axis(self, data: Any, indices: Any, plan: Plan) -> Any:
+        """GatherElements from ``take`` alone: linear indices into the flattened data."""
+        xp = self.xp
+        shape = plan.out_shape
+        strides = [1] * len(shape)
+        for d in range(len(shape) - 2, -1, -1):
+            n = data.shape[d + 1]
+            strides[d] = strides[d + 1] * n
+        linear = xp.astype(indices, xp.int64) * strides[plan.axis]
+        for d, n in enumerate(shape):
+            if d == plan.axis or n == 1:
+                continue
+            coord = xp.reshape(xp.arange(n, dtype=xp.int64, device=data.device), [n if e == d else 1 for e in range(len(shape))])
+            linear = linear + coord * strides[d]
+        return xp.reshape(xp.take(xp.reshape(data, (-1,)), xp.reshape(linear, (-1,)), axis=0), shape)

@@ -1,0 +1,125 @@
+"""JAX: ``jnp.take`` for Gather and ``jnp.take_along_axis`` for GatherElements.
+
+Eager calls get their indices range-checked by :mod:`onnx_gather._api` and raise the
+IndexError. Under tracing (``jax.jit``, ``jax.vmap``, ``jax.grad``) the values are unknown,
+so nothing can raise; instead:
+
+* the kernels run in ``mode="fill"``, so an out-of-range index yields the fill value (NaN
+  for inexact types, the most negative value for signed integers, the largest for unsigned
+  ones, True for bool) and never another element's value. ``fill`` is also the only mode in
+  which both kernels count negative indices from the end (``clip`` and
+  ``promise_in_bounds`` do not), so it is used eagerly too;
+* ``checkify.debug_check`` records the same IndexError text, which surfaces when the caller
+  wraps the function in :func:`jax.experimental.checkify.checkify` (it is a no-op otherwise).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import checkify
+
+from onnx_gather import _spec
+from onnx_gather._dtypes import numpy_dtype_name
+
+if TYPE_CHECKING:
+    from onnx_gather._spec import Plan
+
+
+def _traced(x: Any) -> bool:
+    return isinstance(x, jax.core.Tracer)
+
+
+@jax.jit
+def _minmax(indices: jax.Array) -> jax.Array:
+    return jnp.stack([jnp.min(indices), jnp.max(indices)])
+
+
+def _record_out_of_range(plan: Plan, indices: jax.Array) -> None:
+    """Under tracing: register the plan's IndexError text with checkify."""
+    if indices.size == 0:
+        return
+    bad = ((indices < plan.low) | (indices >= plan.size)).reshape(-1)
+    first = jnp.argmax(bad)
+    position = jnp.unravel_index(first, indices.shape)
+    names = [f"p{d}" for d in range(indices.ndim)]
+    # The text comes from _spec, with format fields where the traced values go.
+    template = str(_spec.out_of_range(plan, "{value}", ["{" + n + "}" for n in names]))  # type: ignore[arg-type]
+    checkify.debug_check(
+        ~jnp.any(bad),
+        template,
+        value=indices.reshape(-1)[first],
+        **dict(zip(names, position, strict=True)),
+    )
+
+
+class JaxBackend:
+    """The JAX backend."""
+
+    name = "jax"
+
+    def owns(self, x: Any, /) -> bool:  # noqa: D102
+        return isinstance(x, jax.Array)
+
+    def shape(self, x: jax.Array, /) -> tuple[int, ...]:  # noqa: D102
+        return tuple(x.shape)
+
+    def dtype_name(self, x: jax.Array, /) -> str:  # noqa: D102
+        return numpy_dtype_name(x.dtype)
+
+    def from_host(self, indices: np.ndarray, data: jax.Array, /) -> jax.Array:  # noqa: D102
+        if indices.dtype == np.int64 and not jax.config.jax_enable_x64:
+            # Without x64 JAX would truncate int64 to int32 and wrap large values onto
+            # valid ones; saturate instead, so an unchecked huge index stays out of range.
+            info = np.iinfo(np.int32)
+            indices = np.clip(indices, info.min, info.max).astype(np.int32)
+        if _traced(data):
+            return jnp.asarray(indices)
+        devices = data.devices()
+        if len(devices) == 1:
+            return jax.device_put(indices, next(iter(devices)))
+        return jnp.asarray(indices)
+
+    def adopt(self, indices: jax.Array, data: jax.Array, /) -> jax.Array:  # noqa: D102
+        if _traced(indices) or _traced(data):
+            return indices
+        target = data.devices()
+        if len(target) == 1 and indices.devices() != target:
+            return jax.device_put(indices, next(iter(target)))
+        return indices
+
+    def index_range(self, indices: jax.Array, /) -> tuple[int, int] | None:  # noqa: D102
+        if _traced(indices):
+            return None
+        lo, hi = np.asarray(_minmax(indices)).tolist()
+        return int(lo), int(hi)
+
+    def to_host(self, indices: jax.Array, /) -> np.ndarray:  # noqa: D102
+        return np.asarray(indices)
+
+    @staticmethod
+    def _prepare(indices: jax.Array, plan: Plan) -> jax.Array:
+        if _traced(indices):
+            if plan.check_bounds:
+                _record_out_of_range(plan, indices)
+            if not plan.negative_allowed:
+                # Gather-1 and OpenVINO read no negative index: send it past the end, where
+                # fill mode gives the fill value instead of counting from the end.
+                indices = jnp.where(indices < 0, plan.size, indices)
+        return indices
+
+    def gather(self, data: jax.Array, indices: jax.Array, plan: Plan, negative: bool, /) -> jax.Array:  # noqa: D102
+        indices = self._prepare(indices, plan)
+        return jnp.take(data, indices, axis=plan.axis, mode="fill")
+
+    def gather_elements(self, data: jax.Array, indices: jax.Array, plan: Plan, negative: bool, /) -> jax.Array:  # noqa: D102
+        indices = self._prepare(indices, plan)
+        if plan.trim is not None:
+            data = data[plan.trim]
+        return jnp.take_along_axis(data, indices, axis=plan.axis, mode="fill")
+
+
+backend = JaxBackend()

@@ -1,0 +1,112 @@
+"""PyTorch, CPU and CUDA: ``torch.index_select`` for Gather, ``torch.gather`` for GatherElements.
+
+Both kernels want non-negative int64 indices, so negative ones are normalised into a new
+tensor (the caller's is never touched). ``torch.gather`` has no kernels for uint16/32/64
+(pytorch/pytorch#58734), so those are gathered through a same-width signed view: the bits
+move unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+if TYPE_CHECKING:
+    from onnx_gather._spec import Plan
+
+_NAMES: dict[torch.dtype, str] = {
+    torch.bool: "bool",
+    torch.int8: "int8",
+    torch.int16: "int16",
+    torch.int32: "int32",
+    torch.int64: "int64",
+    torch.uint8: "uint8",
+    torch.uint16: "uint16",
+    torch.uint32: "uint32",
+    torch.uint64: "uint64",
+    torch.float16: "float16",
+    torch.bfloat16: "bfloat16",
+    torch.float32: "float32",
+    torch.float64: "float64",
+    torch.complex64: "complex64",
+    torch.complex128: "complex128",
+}
+_SIGNED_VIEW = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
+
+
+def _values_unknown(indices: torch.Tensor) -> bool:
+    """Whether reading index values now would break a trace (torch.compile, torch.func)."""
+    if torch.compiler.is_compiling():
+        return True
+    return bool(torch._C._functorch.is_functorch_wrapped_tensor(indices))
+
+
+class TorchBackend:
+    """The PyTorch backend."""
+
+    name = "torch"
+
+    def owns(self, x: Any, /) -> bool:  # noqa: D102
+        return isinstance(x, torch.Tensor)
+
+    def shape(self, x: torch.Tensor, /) -> tuple[int, ...]:  # noqa: D102
+        return tuple(x.shape)
+
+    def dtype_name(self, x: torch.Tensor, /) -> str:  # noqa: D102
+        return _NAMES.get(x.dtype, str(x.dtype).removeprefix("torch."))
+
+    def from_host(self, indices: np.ndarray, data: torch.Tensor, /) -> torch.Tensor:  # noqa: D102
+        if not indices.flags.writeable:
+            # torch warns on read-only arrays it would share; we only read them, but copy
+            # rather than share memory we promised not to alias.
+            indices = indices.copy()
+        return torch.as_tensor(indices, device=data.device)
+
+    def adopt(self, indices: torch.Tensor, data: torch.Tensor, /) -> torch.Tensor:  # noqa: D102
+        if indices.device != data.device:
+            return indices.to(data.device, non_blocking=True)
+        return indices
+
+    def index_range(self, indices: torch.Tensor, /) -> tuple[int, int] | None:  # noqa: D102
+        if _values_unknown(indices):
+            return None
+        # One fused pass and a single host synchronisation for both ends.
+        lo, hi = torch.aminmax(indices.detach())
+        return int(lo), int(hi)
+
+    def to_host(self, indices: torch.Tensor, /) -> np.ndarray:  # noqa: D102
+        return indices.detach().cpu().numpy()
+
+    @staticmethod
+    def _prepare(indices: torch.Tensor, plan: Plan, negative: bool) -> torch.Tensor:
+        if indices.dtype != torch.int64:
+            indices = indices.to(torch.int64)
+        if negative:
+            indices = torch.where(indices < 0, indices + plan.size, indices)
+        if not plan.check_bounds and indices.device.type != "cpu":
+            # Unchecked indices must never reach a CUDA kernel out of range: that is a
+            # device-side assert, which kills the process' CUDA context. Clamping makes no
+            # host synchronisation.
+            indices = indices.clamp(0, max(plan.size - 1, 0))
+        return indices
+
+    def gather(self, data: torch.Tensor, indices: torch.Tensor, plan: Plan, negative: bool, /) -> torch.Tensor:  # noqa: D102
+        indices = self._prepare(indices, plan, negative)
+        signed = _SIGNED_VIEW.get(data.dtype)
+        source = data.view(signed) if signed is not None else data
+        out = torch.index_select(source, plan.axis, indices.reshape(-1)).reshape(plan.out_shape)
+        return out.view(data.dtype) if signed is not None else out
+
+    def gather_elements(self, data: torch.Tensor, indices: torch.Tensor, plan: Plan, negative: bool, /) -> torch.Tensor:  # noqa: D102
+        indices = self._prepare(indices, plan, negative)
+        signed = _SIGNED_VIEW.get(data.dtype)
+        source = data.view(signed) if signed is not None else data
+        if plan.trim is not None:
+            source = source[plan.trim]
+        out = torch.gather(source, plan.axis, indices)
+        return out.view(data.dtype) if signed is not None else out
+
+
+backend = TorchBackend()
