@@ -11,6 +11,10 @@ so nothing can raise; instead:
   ``promise_in_bounds`` do not), so it is used eagerly too;
 * ``checkify.debug_check`` records the same IndexError text, which surfaces when the caller
   wraps the function in :func:`jax.experimental.checkify.checkify` (it is a no-op otherwise).
+
+In ``fill`` mode XLA's CPU gather rewrites bfloat16 NaN payloads (0x7FC1 comes back as
+0x7FC0; seen with jax 0.10.2), so eager bfloat16 data is gathered as its int16 bits. Under
+tracing the float path is kept so that gradients flow.
 """
 
 from __future__ import annotations
@@ -54,6 +58,13 @@ def _record_out_of_range(plan: Plan, indices: jax.Array) -> None:
         value=indices.reshape(-1)[first],
         **dict(zip(names, position, strict=True)),
     )
+
+
+def _as_bits(data: jax.Array) -> jax.Array:
+    """Eager bfloat16 data as int16 bits (see the module docstring); anything else as is."""
+    if data.dtype == jnp.bfloat16 and not _traced(data):
+        return jax.lax.bitcast_convert_type(data, jnp.int16)
+    return data
 
 
 class JaxBackend:
@@ -113,13 +124,17 @@ class JaxBackend:
 
     def gather(self, data: jax.Array, indices: jax.Array, plan: Plan, negative: bool, /) -> jax.Array:  # noqa: D102
         indices = self._prepare(indices, plan)
-        return jnp.take(data, indices, axis=plan.axis, mode="fill")
+        bits = _as_bits(data)
+        out = jnp.take(bits, indices, axis=plan.axis, mode="fill")
+        return out if bits is data else jax.lax.bitcast_convert_type(out, data.dtype)
 
     def gather_elements(self, data: jax.Array, indices: jax.Array, plan: Plan, negative: bool, /) -> jax.Array:  # noqa: D102
         indices = self._prepare(indices, plan)
         if plan.trim is not None:
             data = data[plan.trim]
-        return jnp.take_along_axis(data, indices, axis=plan.axis, mode="fill")
+        bits = _as_bits(data)
+        out = jnp.take_along_axis(bits, indices, axis=plan.axis, mode="fill")
+        return out if bits is data else jax.lax.bitcast_convert_type(out, data.dtype)
 
 
 backend = JaxBackend()

@@ -4,6 +4,11 @@ Both kernels want non-negative int64 indices, so negative ones are normalised in
 tensor (the caller's is never touched). ``torch.gather`` has no kernels for uint16/32/64
 (pytorch/pytorch#58734), so those are gathered through a same-width signed view: the bits
 move unchanged.
+
+``torch.gather`` on CPU also rewrites bfloat16 NaN payloads to 0xFFFF (torch 2.13.0; seen
+here with a 2-D gather along either axis, while ``index_select`` and float16/float32 keep
+the bits; no upstream report found). bfloat16 GatherElements therefore goes through an
+int16 view too, unless autograd needs the float graph.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ _NAMES: dict[torch.dtype, str] = {
     torch.complex128: "complex128",
 }
 _SIGNED_VIEW = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
+_GATHER_VIEW = {**_SIGNED_VIEW, torch.bfloat16: torch.int16}
 
 
 def _values_unknown(indices: torch.Tensor) -> bool:
@@ -101,7 +107,9 @@ class TorchBackend:
 
     def gather_elements(self, data: torch.Tensor, indices: torch.Tensor, plan: Plan, negative: bool, /) -> torch.Tensor:  # noqa: D102
         indices = self._prepare(indices, plan, negative)
-        signed = _SIGNED_VIEW.get(data.dtype)
+        signed = _GATHER_VIEW.get(data.dtype)
+        if signed is torch.int16 and data.dtype == torch.bfloat16 and data.requires_grad:
+            signed = None  # keep the autograd graph; NaN payloads may then be canonicalised
         source = data.view(signed) if signed is not None else data
         if plan.trim is not None:
             source = source[plan.trim]

@@ -1,0 +1,276 @@
+"""The shared table of cases: every behaviour the library promises, run on every backend.
+
+Each case names the operator, its inputs, ``axis``, ``opset`` and either the expected
+exception (type and a pattern its message must contain: the bad value) or the expected
+result. Results come from the specs: literally where a spec prints the example, else from
+the loop oracle in ``oracle.py``, which reads the spec's equations directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from libs import BFLOAT16, dtype_name
+
+GATHER = "gather"
+ELEMENTS = "gather_elements"
+OPENVINO = "openvino.gather_elements"
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    op: str
+    data: np.ndarray
+    indices: np.ndarray
+    axis: int = 0
+    opset: int | None = 13
+    check_bounds: bool = True
+    raises: type[Exception] | None = None
+    match: str | None = None
+    expected: Any = None  # literal from a spec; None means "ask the oracle"
+
+    @property
+    def dtypes(self) -> set[str]:
+        return {dtype_name(self.data.dtype), dtype_name(self.indices.dtype)}
+
+
+def a(values: Any, dtype: Any = None) -> np.ndarray:
+    return np.array(values, dtype=dtype)
+
+
+def f32(values: Any) -> np.ndarray:
+    return np.array(values, dtype=np.float32)
+
+
+def i64(values: Any) -> np.ndarray:
+    return np.array(values, dtype=np.int64)
+
+
+def i32(values: Any) -> np.ndarray:
+    return np.array(values, dtype=np.int32)
+
+
+SQUARE = a([[1, 2, 3], [4, 5, 6], [7, 8, 9]], np.int32)
+RNG = np.random.default_rng(20261122)
+
+
+def _special_values(name: str) -> np.ndarray:
+    """Eight values of a dtype, including its edge cases (bit patterns preserved)."""
+    if name == "bool":
+        return a([True, False, True, True, False, False, True, False])
+    if name == "string":
+        return a(["", "a", "ÿ-ü", "abc", "x" * 40, "\x00z", "日本", " "], object)
+    if name == "bfloat16":
+        assert BFLOAT16 is not None
+        bits = np.array([0x0000, 0x8000, 0x7FC1, 0x7F80, 0xFF80, 0x3F80, 0x0001, 0xC2F7], np.uint16)
+        return bits.view(BFLOAT16)
+    dtype = np.dtype(name)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return np.array([info.min, info.max, 0, 1, info.max - 1, 3, info.min + 1, 7], dtype)
+    if dtype.kind == "f":
+        bits_dtype = np.dtype(f"u{dtype.itemsize}")
+        finfo = np.finfo(dtype)
+        values = np.array([-0.0, 0.0, np.inf, -np.inf, finfo.tiny, finfo.max, 1.5, -2.25], dtype)
+        # A quiet NaN with a payload: it must arrive with the same bits.
+        nan = np.array([np.nan], dtype).view(bits_dtype) | bits_dtype.type(1)
+        values[6] = nan.view(dtype)[0]
+        return values
+    if dtype.kind == "c":
+        part = np.float32 if dtype.itemsize == 8 else np.float64
+        real = _special_values(np.dtype(part).name)
+        out = np.empty(real.shape, dtype)
+        out.real, out.imag = real, real[::-1]  # assignment keeps the bits; arithmetic would not
+        return out
+    raise AssertionError(name)
+
+
+def _dtype_cases() -> list[Case]:
+    names = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+             "float16", "float32", "float64", "complex64", "complex128", "string"]  # fmt: skip
+    if BFLOAT16 is not None:
+        names.append("bfloat16")
+    cases = []
+    for name in names:
+        data = _special_values(name).reshape(2, 4)
+        cases += [
+            Case(f"dtype-{name}-gather", GATHER, data, i64([[3, -1], [0, 2]]), axis=1),
+            Case(f"dtype-{name}-gather-axis0", GATHER, data, i32([1, -2, 1]), axis=0),
+            Case(f"dtype-{name}-elements", ELEMENTS, data, i64([[3, 2, 1, 0, -1], [0, 0, 1, 1, -4]]), axis=1),
+            Case(f"dtype-{name}-elements-axis0", ELEMENTS, data, i32([[1, 0, 1, 0]]), axis=0),
+            Case(f"dtype-{name}-openvino", OPENVINO, data, i64([[3, 2, 1], [0, 1, 2]]), axis=1),
+        ]
+    string_kinds = [("U", a(["a", "bb", "ccc"])), ("S", a([b"a", b"bb", b"ccc"]))]
+    if hasattr(np, "dtypes") and hasattr(np.dtypes, "StringDType"):
+        string_kinds.append(("StringDType", np.array(["a", "bb", "ccc"], dtype=np.dtypes.StringDType())))
+    for label, data in string_kinds:
+        cases += [
+            Case(f"dtype-string-{label}-gather", GATHER, data, i64([2, -3])),
+            Case(f"dtype-string-{label}-elements", ELEMENTS, data, i64([2, 0, -1, 1])),
+        ]
+    if BFLOAT16 is not None:
+        bf = _special_values("bfloat16").reshape(2, 4)
+        cases += [
+            Case("dtype-bfloat16-gather-opset12", GATHER, bf, i64([0]), opset=12, raises=TypeError, match="bfloat16"),
+            Case("dtype-bfloat16-gather-opset1", GATHER, bf, i64([0]), opset=1, raises=TypeError, match="bfloat16"),
+            Case("dtype-bfloat16-elements-opset11", ELEMENTS, bf, i64([[0, 0, 0, 0]]), opset=11, raises=TypeError, match="bfloat16"),
+            Case("dtype-bfloat16-gather-opset21", GATHER, bf, i64([1]), opset=21),
+        ]
+    return cases
+
+
+def _spec_examples() -> list[Case]:
+    """The examples printed in the specs, with the results they print."""
+    g1_data = f32([[1.0, 1.2], [2.3, 3.4], [4.5, 5.7]])
+    g2_data = f32([[1.0, 1.2, 1.9], [2.3, 3.4, 3.9], [4.5, 5.7, 5.9]])
+    return [
+        Case("spec-gather-example1", GATHER, g1_data, i64([[0, 1], [1, 2]]), axis=0,
+             expected=f32([[[1.0, 1.2], [2.3, 3.4]], [[2.3, 3.4], [4.5, 5.7]]])),
+        Case("spec-gather-example2", GATHER, g2_data, i64([[0, 2]]), axis=1,
+             expected=f32([[[1.0, 1.9]], [[2.3, 3.9]], [[4.5, 5.9]]])),
+        Case("spec-gather-negative-indices", GATHER, np.arange(10, dtype=np.float32), i64([0, -9, -10]),
+             expected=f32([0, 1, 0])),
+        Case("spec-gather-example1-opset11", GATHER, g1_data, i64([[0, 1], [1, 2]]), opset=11,
+             expected=f32([[[1.0, 1.2], [2.3, 3.4]], [[2.3, 3.4], [4.5, 5.7]]])),
+        Case("spec-gather-example1-opset1", GATHER, g1_data, i64([[0, 1], [1, 2]]), opset=1,
+             expected=f32([[[1.0, 1.2], [2.3, 3.4]], [[2.3, 3.4], [4.5, 5.7]]])),
+        Case("spec-elements-example1", ELEMENTS, f32([[1, 2], [3, 4]]), i64([[0, 0], [1, 0]]), axis=1,
+             expected=f32([[1, 1], [4, 3]])),
+        Case("spec-elements-example2", ELEMENTS, f32([[1, 2, 3], [4, 5, 6], [7, 8, 9]]), i32([[1, 2, 0], [2, 0, 0]]),
+             axis=0, expected=f32([[4, 8, 3], [7, 2, 3]])),
+        Case("spec-elements-negative-indices", ELEMENTS, f32([[1, 2, 3], [4, 5, 6], [7, 8, 9]]),
+             i64([[-1, -2, 0], [-2, 0, 0]]), axis=0, expected=f32([[7, 5, 3], [4, 2, 3]])),
+        Case("spec-elements-example1-opset11", ELEMENTS, f32([[1, 2], [3, 4]]), i64([[0, 0], [1, 0]]), axis=1,
+             opset=11, expected=f32([[1, 1], [4, 3]])),
+        Case("spec-openvino-example1", OPENVINO, i32([[1, 2], [3, 4]]), i64([[0, 1], [0, 0]]), axis=0,
+             opset=None, expected=i32([[1, 4], [1, 2]])),
+        Case("spec-openvino-example2", OPENVINO, i32([[1, 7], [4, 3]]), i64([[1, 1, 0], [1, 0, 1]]), axis=1,
+             opset=None, expected=i32([[7, 7, 1], [3, 4, 3]])),
+        Case("spec-openvino-example3", OPENVINO, SQUARE, i64([[1, 0, 1], [1, 2, 0]]), axis=0,
+             opset=None, expected=i32([[4, 2, 6], [4, 8, 3]])),
+    ]  # fmt: skip
+
+
+def _opset_cases() -> list[Case]:
+    d = np.arange(6, dtype=np.float32).reshape(2, 3)
+    return [
+        Case("opset-12-is-gather-11-negative-ok", GATHER, d, i64([-1]), axis=1, opset=12),
+        Case("opset-22-is-gather-13", GATHER, d, i64([-3, 2]), axis=1, opset=22),
+        Case("opset-10-is-gather-1-no-negative", GATHER, d, i64([0, -1]), axis=1, opset=10,
+             raises=IndexError, match=r"Gather-1: index -1 at position \(1,\)"),
+        Case("opset-1-gather-ok", GATHER, d, i64([1, 0]), axis=0, opset=1),
+        Case("opset-0-gather", GATHER, d, i64([0]), opset=0, raises=ValueError, match="opset 0"),
+        Case("opset-negative-gather", GATHER, d, i64([0]), opset=-3, raises=ValueError, match="opset -3"),
+        Case("opset-10-elements", ELEMENTS, d, i64([[0, 0, 0]]), opset=10, raises=ValueError, match="opset 10"),
+        Case("opset-11-elements-negative-ok", ELEMENTS, d, i64([[-1, 0, -2]]), opset=11),
+        Case("opset-12-elements", ELEMENTS, d, i64([[1], [0]]), axis=1, opset=12),
+        Case("opset-18-elements", ELEMENTS, d, i64([[-3], [2]]), axis=1, opset=18),
+    ]  # fmt: skip
+
+
+def _index_type_cases() -> list[Case]:
+    d = np.arange(6, dtype=np.float32).reshape(2, 3)
+    cases = []
+    for name in ["int8", "int16", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "bool"]:
+        idx = np.zeros((1, 3), dtype=name)
+        cases += [
+            Case(f"indices-{name}-gather", GATHER, d, idx, raises=TypeError, match=name),
+            Case(f"indices-{name}-elements", ELEMENTS, d, idx, raises=TypeError, match=name),
+            Case(f"indices-{name}-openvino", OPENVINO, d, idx, opset=None, raises=TypeError, match=name),
+        ]
+    cases.append(Case("indices-int32-gather", GATHER, d, i32([[1, -1]]), axis=1))
+    return cases
+
+
+def _bounds_cases() -> list[Case]:
+    d = np.arange(12, dtype=np.float32).reshape(3, 4)
+    msg = r"index {v} at position \({p}\) of indices is out of range for axis {ax} of size {n}"
+    return [
+        Case("bounds-gather-too-big", GATHER, d, i64([[0, 1], [3, 2]]), raises=IndexError,
+             match="Gather-13: " + msg.format(v=3, p="1, 0", ax=0, n=3)),
+        Case("bounds-gather-too-small", GATHER, d, i64([0, -5]), axis=1, raises=IndexError,
+             match=msg.format(v=-5, p="1,", ax=1, n=4)),
+        Case("bounds-gather-edges-ok", GATHER, d, i64([-4, 3, -1, 0]), axis=-1),
+        Case("bounds-gather-0d-index", GATHER, d, i64(7), axis=1, raises=IndexError,
+             match=r"index 7 at position \(\) of indices .* axis 1 of size 4"),
+        Case("bounds-gather-opset11-too-small", GATHER, d, i64([-4]), opset=11, raises=IndexError,
+             match="Gather-11: " + msg.format(v=-4, p="0,", ax=0, n=3)),
+        Case("bounds-gather-empty-output", GATHER, np.zeros((0, 3), np.float32), i64([5]), axis=1,
+             raises=IndexError, match=msg.format(v=5, p="0,", ax=1, n=3)),
+        Case("bounds-gather-empty-axis", GATHER, np.zeros((2, 0), np.float32), i64([0]), axis=1,
+             raises=IndexError, match=msg.format(v=0, p="0,", ax=1, n=0)),
+        Case("bounds-gather-empty-indices-empty-axis", GATHER, np.zeros((2, 0), np.float32),
+             np.zeros((0,), np.int64), axis=1),
+        Case("bounds-gather-huge-int64", GATHER, d, i64([0, 2**40]), raises=IndexError,
+             match=msg.format(v=2**40, p="1,", ax=0, n=3)),
+        Case("bounds-gather-int64-min", GATHER, d, i64([np.iinfo(np.int64).min]), raises=IndexError,
+             match=msg.format(v=np.iinfo(np.int64).min, p="0,", ax=0, n=3)),
+        Case("bounds-elements-too-big", ELEMENTS, d, i64([[0, 1, 2, 3], [0, 4, 0, 0]]), axis=1,
+             raises=IndexError, match="GatherElements-13: " + msg.format(v=4, p="1, 1", ax=1, n=4)),
+        Case("bounds-elements-too-small", ELEMENTS, d, i32([[0], [-5]]), axis=-1, raises=IndexError,
+             match=msg.format(v=-5, p="1, 0", ax=1, n=4)),
+        Case("bounds-elements-empty-output", ELEMENTS, np.zeros((3, 0), np.float32),
+             np.zeros((2, 0), np.int64), axis=0),
+        Case("bounds-elements-empty-axis", ELEMENTS, np.zeros((0, 2), np.float32), i64([[0, 0]]),
+             raises=IndexError, match=msg.format(v=0, p="0, 0", ax=0, n=0)),
+        Case("bounds-openvino-negative", OPENVINO, SQUARE, i64([[0, 1, 2], [0, -1, 2], [0, 0, 0]]),
+             axis=1, opset=None, raises=IndexError,
+             match="OpenVINO GatherElements-6: " + msg.format(v=-1, p="1, 1", ax=1, n=3)),
+        Case("bounds-openvino-too-big", OPENVINO, SQUARE, i64([[3, 0, 0]]), axis=0, opset=None,
+             raises=IndexError, match=msg.format(v=3, p="0, 0", ax=0, n=3)),
+        Case("bounds-unchecked-valid", GATHER, d, i64([2, -1]), check_bounds=False),
+        Case("bounds-unchecked-valid-elements", ELEMENTS, d, i64([[2, -1, 0, 1]]), check_bounds=False),
+    ]  # fmt: skip
+
+
+def _shape_cases() -> list[Case]:
+    d3 = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    return [
+        Case("shape-gather-0d-indices", GATHER, d3, i64(1), axis=1),
+        Case("shape-gather-0d-indices-negative", GATHER, d3, i64(-1), axis=-1),
+        Case("shape-gather-3d-indices-middle-axis", GATHER, d3, RNG.integers(-3, 3, (2, 1, 2)), axis=1),
+        Case("shape-gather-empty-indices", GATHER, d3, np.zeros((0, 2), np.int64), axis=2),
+        Case("shape-gather-1d-data", GATHER, np.arange(5, dtype=np.int32), i64([[4], [0]])),
+        Case("shape-gather-axis-neg-rank", GATHER, d3, i64([1]), axis=-3),
+        Case("shape-elements-smaller-off-axis", ELEMENTS, SQUARE, i64([[2], [1]]), axis=1),
+        Case("shape-elements-smaller-off-axis-axis0", ELEMENTS, SQUARE, i64([[2, 0]]), axis=0),
+        Case("shape-elements-longer-on-axis", ELEMENTS, SQUARE, i64([[0, 1, 2, 2, 1, 0]] * 3), axis=1),
+        Case("shape-elements-3d", ELEMENTS, d3, RNG.integers(-4, 4, (2, 2, 6)), axis=2),
+        Case("shape-elements-3d-axis0", ELEMENTS, d3, RNG.integers(-2, 2, (5, 3, 1)), axis=0),
+        Case("shape-elements-1d", ELEMENTS, np.arange(4, dtype=np.int16), i64([3, 3, -4])),
+        Case("shape-elements-long-axis", ELEMENTS, RNG.standard_normal((2, 300)).astype(np.float32),
+             RNG.integers(-300, 300, (2, 77)), axis=1),
+        Case("shape-elements-long-axis-64", ELEMENTS, RNG.standard_normal((64, 3)).astype(np.float32),
+             RNG.integers(0, 64, (70, 3)), axis=0),
+        Case("shape-elements-larger-off-axis", ELEMENTS, SQUARE, i64([[0]] * 4), axis=1,
+             raises=ValueError, match="dim 0 is 4"),
+        Case("shape-elements-rank-mismatch", ELEMENTS, SQUARE, i64([0, 1]), axis=0,
+             raises=ValueError, match="rank 1"),
+        Case("shape-openvino-smaller-off-axis", OPENVINO, SQUARE, i64([[0], [1]]), axis=1, opset=None,
+             raises=ValueError, match="dim 0 is 2"),
+        Case("shape-openvino-rank-mismatch", OPENVINO, SQUARE, i64([0]), axis=0, opset=None,
+             raises=ValueError, match="rank 1"),
+        Case("axis-gather-too-big", GATHER, d3, i64([0]), axis=3, raises=ValueError, match="axis 3"),
+        Case("axis-gather-too-small", GATHER, d3, i64([0]), axis=-4, raises=ValueError, match="axis -4"),
+        Case("axis-elements-too-big", ELEMENTS, SQUARE, i64([[0]]), axis=2, raises=ValueError, match="axis 2"),
+        Case("axis-openvino-too-small", OPENVINO, SQUARE, SQUARE, axis=-3, opset=None, raises=ValueError,
+             match="axis -3"),
+        Case("rank-gather-0d-data", GATHER, np.array(1.0, np.float32), i64(0), raises=ValueError, match="rank"),
+        Case("rank-elements-0d-data", ELEMENTS, np.array(1.0, np.float32), i64(0), raises=ValueError, match="rank"),
+        Case("rank-openvino-0d-data", OPENVINO, np.array(1.0, np.float32), i64(0), opset=None,
+             raises=ValueError, match="rank"),
+    ]  # fmt: skip
+
+
+def all_cases() -> list[Case]:
+    cases = _spec_examples() + _opset_cases() + _index_type_cases() + _bounds_cases() + _shape_cases() + _dtype_cases()
+    ids = [c.id for c in cases]
+    assert len(ids) == len(set(ids)), "duplicate case ids"
+    return cases
+
+
+CASES = all_cases()
