@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
 from libs import BFLOAT16, dtype_name
+
+from onnx_gather._examples import EXAMPLES
 
 GATHER = "gather"
 ELEMENTS = "gather_elements"
@@ -100,13 +101,21 @@ def _dtype_cases() -> list[Case]:
         cases += [
             Case(f"dtype-{name}-gather", GATHER, data, i64([[3, -1], [0, 2]]), axis=1),
             Case(f"dtype-{name}-gather-axis0", GATHER, data, i32([1, -2, 1]), axis=0),
-            Case(f"dtype-{name}-elements", ELEMENTS, data, i64([[3, 2, 1, 0, -1], [0, 0, 1, 1, -4]]), axis=1),
+            Case(
+                f"dtype-{name}-elements",
+                ELEMENTS,
+                data,
+                i64([[3, 2, 1, 0, -1], [0, 0, 1, 1, -4]]),
+                axis=1,
+            ),
             Case(f"dtype-{name}-elements-axis0", ELEMENTS, data, i32([[1, 0, 1, 0]]), axis=0),
             Case(f"dtype-{name}-openvino", OPENVINO, data, i64([[3, 2, 1], [0, 1, 2]]), axis=1),
         ]
     string_kinds = [("U", a(["a", "bb", "ccc"])), ("S", a([b"a", b"bb", b"ccc"]))]
     if hasattr(np, "dtypes") and hasattr(np.dtypes, "StringDType"):
-        string_kinds.append(("StringDType", np.array(["a", "bb", "ccc"], dtype=np.dtypes.StringDType())))
+        string_kinds.append(
+            ("StringDType", np.array(["a", "bb", "ccc"], dtype=np.dtypes.StringDType()))
+        )
     for label, data in string_kinds:
         cases += [
             Case(f"dtype-string-{label}-gather", GATHER, data, i64([2, -3])),
@@ -115,9 +124,33 @@ def _dtype_cases() -> list[Case]:
     if BFLOAT16 is not None:
         bf = _special_values("bfloat16").reshape(2, 4)
         cases += [
-            Case("dtype-bfloat16-gather-opset12", GATHER, bf, i64([0]), opset=12, raises=TypeError, match="bfloat16"),
-            Case("dtype-bfloat16-gather-opset1", GATHER, bf, i64([0]), opset=1, raises=TypeError, match="bfloat16"),
-            Case("dtype-bfloat16-elements-opset11", ELEMENTS, bf, i64([[0, 0, 0, 0]]), opset=11, raises=TypeError, match="bfloat16"),
+            Case(
+                "dtype-bfloat16-gather-opset12",
+                GATHER,
+                bf,
+                i64([0]),
+                opset=12,
+                raises=TypeError,
+                match="bfloat16",
+            ),
+            Case(
+                "dtype-bfloat16-gather-opset1",
+                GATHER,
+                bf,
+                i64([0]),
+                opset=1,
+                raises=TypeError,
+                match="bfloat16",
+            ),
+            Case(
+                "dtype-bfloat16-elements-opset11",
+                ELEMENTS,
+                bf,
+                i64([[0, 0, 0, 0]]),
+                opset=11,
+                raises=TypeError,
+                match="bfloat16",
+            ),
             Case("dtype-bfloat16-gather-opset21", GATHER, bf, i64([1]), opset=21),
         ]
     return cases
@@ -125,34 +158,18 @@ def _dtype_cases() -> list[Case]:
 
 def _spec_examples() -> list[Case]:
     """The examples printed in the specs, with the results they print."""
-    g1_data = f32([[1.0, 1.2], [2.3, 3.4], [4.5, 5.7]])
-    g2_data = f32([[1.0, 1.2, 1.9], [2.3, 3.4, 3.9], [4.5, 5.7, 5.9]])
     return [
-        Case("spec-gather-example1", GATHER, g1_data, i64([[0, 1], [1, 2]]), axis=0,
-             expected=f32([[[1.0, 1.2], [2.3, 3.4]], [[2.3, 3.4], [4.5, 5.7]]])),
-        Case("spec-gather-example2", GATHER, g2_data, i64([[0, 2]]), axis=1,
-             expected=f32([[[1.0, 1.9]], [[2.3, 3.9]], [[4.5, 5.9]]])),
-        Case("spec-gather-negative-indices", GATHER, np.arange(10, dtype=np.float32), i64([0, -9, -10]),
-             expected=f32([0, 1, 0])),
-        Case("spec-gather-example1-opset11", GATHER, g1_data, i64([[0, 1], [1, 2]]), opset=11,
-             expected=f32([[[1.0, 1.2], [2.3, 3.4]], [[2.3, 3.4], [4.5, 5.7]]])),
-        Case("spec-gather-example1-opset1", GATHER, g1_data, i64([[0, 1], [1, 2]]), opset=1,
-             expected=f32([[[1.0, 1.2], [2.3, 3.4]], [[2.3, 3.4], [4.5, 5.7]]])),
-        Case("spec-elements-example1", ELEMENTS, f32([[1, 2], [3, 4]]), i64([[0, 0], [1, 0]]), axis=1,
-             expected=f32([[1, 1], [4, 3]])),
-        Case("spec-elements-example2", ELEMENTS, f32([[1, 2, 3], [4, 5, 6], [7, 8, 9]]), i32([[1, 2, 0], [2, 0, 0]]),
-             axis=0, expected=f32([[4, 8, 3], [7, 2, 3]])),
-        Case("spec-elements-negative-indices", ELEMENTS, f32([[1, 2, 3], [4, 5, 6], [7, 8, 9]]),
-             i64([[-1, -2, 0], [-2, 0, 0]]), axis=0, expected=f32([[7, 5, 3], [4, 2, 3]])),
-        Case("spec-elements-example1-opset11", ELEMENTS, f32([[1, 2], [3, 4]]), i64([[0, 0], [1, 0]]), axis=1,
-             opset=11, expected=f32([[1, 1], [4, 3]])),
-        Case("spec-openvino-example1", OPENVINO, i32([[1, 2], [3, 4]]), i64([[0, 1], [0, 0]]), axis=0,
-             opset=None, expected=i32([[1, 4], [1, 2]])),
-        Case("spec-openvino-example2", OPENVINO, i32([[1, 7], [4, 3]]), i64([[1, 1, 0], [1, 0, 1]]), axis=1,
-             opset=None, expected=i32([[7, 7, 1], [3, 4, 3]])),
-        Case("spec-openvino-example3", OPENVINO, SQUARE, i64([[1, 0, 1], [1, 2, 0]]), axis=0,
-             opset=None, expected=i32([[4, 2, 6], [4, 8, 3]])),
-    ]  # fmt: skip
+        Case(
+            "spec-" + e.name.lower().replace(" ", "-"),
+            e.op,
+            e.data,
+            e.indices,
+            e.axis,
+            e.opset,
+            expected=e.expected,
+        )
+        for e in EXAMPLES
+    ]
 
 
 def _opset_cases() -> list[Case]:
@@ -175,12 +192,30 @@ def _opset_cases() -> list[Case]:
 def _index_type_cases() -> list[Case]:
     d = np.arange(6, dtype=np.float32).reshape(2, 3)
     cases = []
-    for name in ["int8", "int16", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "bool"]:
+    for name in [
+        "int8",
+        "int16",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float32",
+        "float64",
+        "bool",
+    ]:
         idx = np.zeros((1, 3), dtype=name)
         cases += [
             Case(f"indices-{name}-gather", GATHER, d, idx, raises=TypeError, match=name),
             Case(f"indices-{name}-elements", ELEMENTS, d, idx, raises=TypeError, match=name),
-            Case(f"indices-{name}-openvino", OPENVINO, d, idx, opset=None, raises=TypeError, match=name),
+            Case(
+                f"indices-{name}-openvino",
+                OPENVINO,
+                d,
+                idx,
+                opset=None,
+                raises=TypeError,
+                match=name,
+            ),
         ]
     cases.append(Case("indices-int32-gather", GATHER, d, i32([[1, -1]]), axis=1))
     return cases
@@ -267,7 +302,14 @@ def _shape_cases() -> list[Case]:
 
 
 def all_cases() -> list[Case]:
-    cases = _spec_examples() + _opset_cases() + _index_type_cases() + _bounds_cases() + _shape_cases() + _dtype_cases()
+    cases = (
+        _spec_examples()
+        + _opset_cases()
+        + _index_type_cases()
+        + _bounds_cases()
+        + _shape_cases()
+        + _dtype_cases()
+    )
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "duplicate case ids"
     return cases

@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from libs import Lib, selected  # noqa: E402
+from libs import Lib, selected
 
 LIBS: list[Lib] = selected()
 

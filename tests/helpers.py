@@ -5,15 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-
-import onnx_gather as og
 import oracle
 from cases import ELEMENTS, GATHER, OPENVINO, Case
 from libs import Lib, dtype_name
+
+import onnx_gather as og
 from onnx_gather import openvino
 
 
-def call(op: str, data: Any, indices: Any, axis: int, opset: int | None, check_bounds: bool = True) -> Any:
+def call(
+    op: str, data: Any, indices: Any, axis: int, opset: int | None, check_bounds: bool = True
+) -> Any:
     if op == GATHER:
         return og.gather(data, indices, axis, opset=opset, check_bounds=check_bounds)
     if op == ELEMENTS:
@@ -34,7 +36,9 @@ def expected(case: Case) -> np.ndarray:
         return case.expected
     if case.op == GATHER:
         return oracle.gather(case.data, case.indices, case.axis, case.opset)
-    return oracle.gather_elements(case.data, case.indices, case.axis, None if case.op == OPENVINO else case.opset)
+    return oracle.gather_elements(
+        case.data, case.indices, case.axis, None if case.op == OPENVINO else case.opset
+    )
 
 
 def assert_identical(actual: np.ndarray, want: np.ndarray) -> None:

@@ -65,7 +65,9 @@ class TorchLib(Lib):
     def asarray(self, a: np.ndarray) -> Any:
         torch = self.module
         if dtype_name(a.dtype) == "bfloat16":
-            return torch.from_numpy(np.ascontiguousarray(a).view(np.uint16).copy()).view(torch.bfloat16)
+            return torch.from_numpy(np.ascontiguousarray(a).view(np.uint16).copy()).view(
+                torch.bfloat16
+            )
         return torch.from_numpy(np.array(a, copy=True))
 
     def to_numpy(self, x: Any) -> np.ndarray:
@@ -135,7 +137,9 @@ def selected() -> list[Lib]:
         names = [n.strip() for n in wanted.split(",") if n.strip()]
         unknown = [n for n in names if n not in FACTORIES]
         if unknown:
-            raise RuntimeError(f"{ENV} names unknown backends {unknown}; known: {sorted(FACTORIES)}")
+            raise RuntimeError(
+                f"{ENV} names unknown backends {unknown}; known: {sorted(FACTORIES)}"
+            )
         # No try/except: a named backend that cannot be imported must fail the run.
         return [FACTORIES[n]() for n in names]
     libs = []

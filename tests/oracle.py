@@ -81,7 +81,9 @@ def gather_elements(
     if indices.ndim != data.ndim:
         raise ValueError("rank")
     for d in range(data.ndim):
-        if d != axis and (indices.shape[d] > data.shape[d] or (openvino and indices.shape[d] != data.shape[d])):
+        if d != axis and (
+            indices.shape[d] > data.shape[d] or (openvino and indices.shape[d] != data.shape[d])
+        ):
             raise ValueError(f"dim {d}")
     size = data.shape[axis]
     for pos in itertools.product(*map(range, indices.shape)):

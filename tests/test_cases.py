@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pytest
-
 import oracle
+import pytest
 from cases import CASES, Case
 from conftest import LIBS
 from helpers import applies, assert_identical, expected, run_case
@@ -31,7 +30,11 @@ def test_case(backend: Lib, case: Case) -> None:
     assert_identical(result, expected(case))
 
 
-@pytest.mark.parametrize(("backend", "case"), [p for p in PARAMS if p.values[1].raises is None], ids=lambda x: getattr(x, "id", None))
+@pytest.mark.parametrize(
+    ("backend", "case"),
+    [p for p in PARAMS if p.values[1].raises is None],
+    ids=lambda x: getattr(x, "id", None),
+)
 def test_case_with_host_indices(backend: Lib, case: Case) -> None:
     """The same case with indices given as a NumPy array and as a Python list."""
     for indices in (case.indices, case.indices.tolist()):
@@ -52,7 +55,9 @@ def test_oracle_agrees_with_spec_examples(case: Case) -> None:
     if op == "gather":
         got = oracle.gather(case.data, case.indices, case.axis, case.opset)
     else:
-        got = oracle.gather_elements(case.data, case.indices, case.axis, None if op.startswith("openvino") else case.opset)
+        got = oracle.gather_elements(
+            case.data, case.indices, case.axis, None if op.startswith("openvino") else case.opset
+        )
     assert_identical(got, case.expected)
 
 
@@ -61,4 +66,5 @@ def test_oracle_raises_the_same_type(case: Case) -> None:
     """Every error case is an error of the same type for the oracle: the table is not our opinion."""
     with pytest.raises(case.raises):
         expected(case)
-    assert case.match is not None and re.compile(case.match)
+    assert case.match is not None
+    assert re.compile(case.match)

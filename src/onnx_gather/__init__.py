@@ -24,7 +24,9 @@ from onnx_gather._version import __version__
 __all__ = ["__version__", "gather", "gather_elements"]
 
 
-def gather(data: Any, indices: Any, /, axis: int = 0, *, opset: int = 13, check_bounds: bool = True) -> Any:
+def gather(
+    data: Any, indices: Any, /, axis: int = 0, *, opset: int = 13, check_bounds: bool = True
+) -> Any:
     """ONNX ``Gather``: take slices of ``data`` along ``axis`` at ``indices``.
 
     ``out[i_0, ..., i_{a-1}, j_0, ..., j_{q-1}, k_{a+1}, ...] =

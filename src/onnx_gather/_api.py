@@ -56,9 +56,6 @@ def run(
         if bounds is not None:
             _spec.check_range(plan, *bounds, lambda: backend.to_host(indices))
             negative = bounds[0] < 0
-    if host is not None:
-        indices = backend.from_host(host, data)
-    else:
-        indices = backend.adopt(indices, data)
+    indices = backend.adopt(indices, data) if host is None else backend.from_host(host, data)
     kernel = backend.gather_elements if plan.elements else backend.gather
     return kernel(data, indices, plan, negative)

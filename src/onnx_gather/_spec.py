@@ -93,7 +93,6 @@ class Plan:
         return self.low < 0
 
 
-
 def resolve_version(op: str, opset: Any) -> int:
     """Return the version of ``op`` that a model importing ``opset`` uses.
 
@@ -120,15 +119,15 @@ def resolve_version(op: str, opset: Any) -> int:
         msg = f"opset must be an int, got {opset!r}"
         raise TypeError(msg)
     try:
-        opset = operator.index(opset)
+        number: int = operator.index(opset)
     except TypeError:
         msg = f"opset must be an int, got {opset!r} of type {type(opset).__name__}"
         raise TypeError(msg) from None
     versions = VERSIONS[op]
-    usable = [v for v in versions if v <= opset]
+    usable = [v for v in versions if v <= number]
     if not usable:
         msg = (
-            f"opset {opset} has no {op}: the operator exists from opset {versions[0]} on "
+            f"opset {number} has no {op}: the operator exists from opset {versions[0]} on "
             f"(versions {', '.join(map(str, versions))})"
         )
         raise ValueError(msg)
@@ -140,14 +139,14 @@ def _normalise_axis(op: str, axis: Any, rank: int) -> int:
         msg = f"{op}: axis must be an int, got {axis!r}"
         raise TypeError(msg)
     try:
-        axis = operator.index(axis)
+        number: int = operator.index(axis)
     except TypeError:
         msg = f"{op}: axis must be an int, got {axis!r} of type {type(axis).__name__}"
         raise TypeError(msg) from None
-    if not -rank <= axis < rank:
-        msg = f"{op}: axis {axis} is out of range for data of rank {rank} (allowed [{-rank}, {rank - 1}])"
+    if not -rank <= number < rank:
+        msg = f"{op}: axis {number} is out of range for data of rank {rank} (allowed [{-rank}, {rank - 1}])"
         raise ValueError(msg)
-    return axis % rank
+    return number % rank
 
 
 def _check_types(op: str, version: int, data_dtype: str, index_dtype: str) -> None:
@@ -274,7 +273,11 @@ def plan_gather_elements(
             raise ValueError(msg)
     size = data_shape[ax]
     trim = None
-    if any(n_idx != n_data for d, (n_idx, n_data) in enumerate(zip(indices_shape, data_shape)) if d != ax):
+    if any(
+        n_idx != n_data
+        for d, (n_idx, n_data) in enumerate(zip(indices_shape, data_shape, strict=True))
+        if d != ax
+    ):
         trim = tuple(slice(None) if d == ax else slice(0, n) for d, n in enumerate(indices_shape))
     return Plan(
         op=op,
@@ -319,8 +322,12 @@ def index_error(plan: Plan, indices: np.ndarray) -> IndexError:
     return out_of_range(plan, value, position)
 
 
-def out_of_range(plan: Plan, value: int, position: Sequence[int]) -> IndexError:
-    """Build the IndexError for index ``value`` at ``position`` of ``indices``."""
+def out_of_range(plan: Plan, value: int | str, position: Sequence[int | str]) -> IndexError:
+    """Build the IndexError for index ``value`` at ``position`` of ``indices``.
+
+    ``value`` and ``position`` may be format fields (``"{value}"``) for a message whose
+    numbers are filled in later, under tracing.
+    """
     where = "(" + ", ".join(map(str, position)) + ("," if len(position) == 1 else "") + ")"
     if plan.size == 0:
         valid = "the axis is empty"

@@ -43,33 +43,33 @@ class ArrayAPIBackend:
         self.name = xp.__name__.removeprefix("array_api_compat.")
         self._names = [(getattr(xp, n), n) for n in _CANDIDATE_NAMES if hasattr(xp, n)]
 
-    def owns(self, x: Any, /) -> bool:  # noqa: D102
+    def owns(self, x: Any, /) -> bool:
         try:
             return array_namespace(x) is self.xp
         except TypeError:
             return False
 
-    def shape(self, x: Any, /) -> tuple[int, ...]:  # noqa: D102
+    def shape(self, x: Any, /) -> tuple[int, ...]:
         return tuple(x.shape)
 
-    def dtype_name(self, x: Any, /) -> str:  # noqa: D102
+    def dtype_name(self, x: Any, /) -> str:
         for dtype, name in self._names:
             if x.dtype == dtype:
                 return name
         return str(x.dtype)
 
-    def from_host(self, indices: np.ndarray, data: Any, /) -> Any:  # noqa: D102
+    def from_host(self, indices: np.ndarray, data: Any, /) -> Any:
         return self.xp.asarray(indices, device=data.device)
 
-    def adopt(self, indices: Any, data: Any, /) -> Any:  # noqa: D102
+    def adopt(self, indices: Any, data: Any, /) -> Any:
         if indices.device != data.device:
             return indices.to_device(data.device)
         return indices
 
-    def index_range(self, indices: Any, /) -> tuple[int, int]:  # noqa: D102
+    def index_range(self, indices: Any, /) -> tuple[int, int]:
         return int(self.xp.min(indices)), int(self.xp.max(indices))
 
-    def to_host(self, indices: Any, /) -> np.ndarray:  # noqa: D102
+    def to_host(self, indices: Any, /) -> np.ndarray:
         return np.from_dlpack(indices)
 
     def _prepare(self, indices: Any, plan: Plan, negative: bool) -> Any:
@@ -77,12 +77,12 @@ class ArrayAPIBackend:
             indices = self.xp.where(indices < 0, indices + plan.size, indices)
         return indices
 
-    def gather(self, data: Any, indices: Any, plan: Plan, negative: bool, /) -> Any:  # noqa: D102
+    def gather(self, data: Any, indices: Any, plan: Plan, negative: bool, /) -> Any:
         xp = self.xp
         flat = xp.reshape(self._prepare(indices, plan, negative), (-1,))
         return xp.reshape(xp.take(data, flat, axis=plan.axis), plan.out_shape)
 
-    def gather_elements(self, data: Any, indices: Any, plan: Plan, negative: bool, /) -> Any:  # noqa: D102
+    def gather_elements(self, data: Any, indices: Any, plan: Plan, negative: bool, /) -> Any:
         xp = self.xp
         indices = self._prepare(indices, plan, negative)
         if plan.trim is not None:
@@ -103,6 +103,11 @@ class ArrayAPIBackend:
         for d, n in enumerate(shape):
             if d == plan.axis or n == 1:
                 continue
-            coord = xp.reshape(xp.arange(n, dtype=xp.int64, device=data.device), [n if e == d else 1 for e in range(len(shape))])
+            coord = xp.reshape(
+                xp.arange(n, dtype=xp.int64, device=data.device),
+                [n if e == d else 1 for e in range(len(shape))],
+            )
             linear = linear + coord * strides[d]
-        return xp.reshape(xp.take(xp.reshape(data, (-1,)), xp.reshape(linear, (-1,)), axis=0), shape)
+        return xp.reshape(
+            xp.take(xp.reshape(data, (-1,)), xp.reshape(linear, (-1,)), axis=0), shape
+        )

@@ -51,7 +51,7 @@ def _record_out_of_range(plan: Plan, indices: jax.Array) -> None:
     position = jnp.unravel_index(first, indices.shape)
     names = [f"p{d}" for d in range(indices.ndim)]
     # The text comes from _spec, with format fields where the traced values go.
-    template = str(_spec.out_of_range(plan, "{value}", ["{" + n + "}" for n in names]))  # type: ignore[arg-type]
+    template = str(_spec.out_of_range(plan, "{value}", ["{" + n + "}" for n in names]))
     checkify.debug_check(
         ~jnp.any(bad),
         template,
@@ -72,17 +72,17 @@ class JaxBackend:
 
     name = "jax"
 
-    def owns(self, x: Any, /) -> bool:  # noqa: D102
+    def owns(self, x: Any, /) -> bool:
         return isinstance(x, jax.Array)
 
-    def shape(self, x: jax.Array, /) -> tuple[int, ...]:  # noqa: D102
+    def shape(self, x: jax.Array, /) -> tuple[int, ...]:
         return tuple(x.shape)
 
-    def dtype_name(self, x: jax.Array, /) -> str:  # noqa: D102
+    def dtype_name(self, x: jax.Array, /) -> str:
         return numpy_dtype_name(x.dtype)
 
-    def from_host(self, indices: np.ndarray, data: jax.Array, /) -> jax.Array:  # noqa: D102
-        if indices.dtype == np.int64 and not jax.config.jax_enable_x64:
+    def from_host(self, indices: np.ndarray, data: jax.Array, /) -> jax.Array:
+        if indices.dtype == np.int64 and not jax.config.read("jax_enable_x64"):
             # Without x64 JAX would truncate int64 to int32 and wrap large values onto
             # valid ones; saturate instead, so an unchecked huge index stays out of range.
             info = np.iinfo(np.int32)
@@ -94,7 +94,7 @@ class JaxBackend:
             return jax.device_put(indices, next(iter(devices)))
         return jnp.asarray(indices)
 
-    def adopt(self, indices: jax.Array, data: jax.Array, /) -> jax.Array:  # noqa: D102
+    def adopt(self, indices: jax.Array, data: jax.Array, /) -> jax.Array:
         if _traced(indices) or _traced(data):
             return indices
         target = data.devices()
@@ -102,13 +102,13 @@ class JaxBackend:
             return jax.device_put(indices, next(iter(target)))
         return indices
 
-    def index_range(self, indices: jax.Array, /) -> tuple[int, int] | None:  # noqa: D102
+    def index_range(self, indices: jax.Array, /) -> tuple[int, int] | None:
         if _traced(indices):
             return None
         lo, hi = np.asarray(_minmax(indices)).tolist()
         return int(lo), int(hi)
 
-    def to_host(self, indices: jax.Array, /) -> np.ndarray:  # noqa: D102
+    def to_host(self, indices: jax.Array, /) -> np.ndarray:
         return np.asarray(indices)
 
     @staticmethod
@@ -122,18 +122,22 @@ class JaxBackend:
                 indices = jnp.where(indices < 0, plan.size, indices)
         return indices
 
-    def gather(self, data: jax.Array, indices: jax.Array, plan: Plan, negative: bool, /) -> jax.Array:  # noqa: D102
+    def gather(
+        self, data: jax.Array, indices: jax.Array, plan: Plan, negative: bool, /
+    ) -> jax.Array:
         indices = self._prepare(indices, plan)
         bits = _as_bits(data)
-        out = jnp.take(bits, indices, axis=plan.axis, mode="fill")
+        out: jax.Array = jnp.take(bits, indices, axis=plan.axis, mode="fill")
         return out if bits is data else jax.lax.bitcast_convert_type(out, data.dtype)
 
-    def gather_elements(self, data: jax.Array, indices: jax.Array, plan: Plan, negative: bool, /) -> jax.Array:  # noqa: D102
+    def gather_elements(
+        self, data: jax.Array, indices: jax.Array, plan: Plan, negative: bool, /
+    ) -> jax.Array:
         indices = self._prepare(indices, plan)
         if plan.trim is not None:
             data = data[plan.trim]
         bits = _as_bits(data)
-        out = jnp.take_along_axis(bits, indices, axis=plan.axis, mode="fill")
+        out: jax.Array = jnp.take_along_axis(bits, indices, axis=plan.axis, mode="fill")
         return out if bits is data else jax.lax.bitcast_convert_type(out, data.dtype)
 
 

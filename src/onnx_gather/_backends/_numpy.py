@@ -21,32 +21,32 @@ class NumpyBackend:
 
     name = "numpy"
 
-    def owns(self, x: Any, /) -> bool:  # noqa: D102
+    def owns(self, x: Any, /) -> bool:
         return isinstance(x, np.ndarray | np.generic)
 
-    def shape(self, x: Any, /) -> tuple[int, ...]:  # noqa: D102
+    def shape(self, x: Any, /) -> tuple[int, ...]:
         return tuple(x.shape)
 
-    def dtype_name(self, x: Any, /) -> str:  # noqa: D102
+    def dtype_name(self, x: Any, /) -> str:
         return numpy_dtype_name(x.dtype)
 
-    def from_host(self, indices: np.ndarray, data: Any, /) -> np.ndarray:  # noqa: D102
+    def from_host(self, indices: np.ndarray, data: Any, /) -> np.ndarray:
         return indices
 
-    def adopt(self, indices: Any, data: Any, /) -> np.ndarray:  # noqa: D102
+    def adopt(self, indices: Any, data: Any, /) -> np.ndarray:
         return np.asarray(indices)
 
-    def index_range(self, indices: np.ndarray, /) -> tuple[int, int]:  # noqa: D102
+    def index_range(self, indices: np.ndarray, /) -> tuple[int, int]:
         return int(indices.min()), int(indices.max())
 
-    def to_host(self, indices: np.ndarray, /) -> np.ndarray:  # noqa: D102
+    def to_host(self, indices: np.ndarray, /) -> np.ndarray:
         return indices
 
-    def gather(self, data: Any, indices: np.ndarray, plan: Plan, negative: bool, /) -> Any:  # noqa: D102
+    def gather(self, data: Any, indices: np.ndarray, plan: Plan, negative: bool, /) -> Any:
         # np.take counts negative indices from the end, as ONNX-11/13 do.
         return np.take(data, indices, axis=plan.axis)
 
-    def gather_elements(self, data: Any, indices: np.ndarray, plan: Plan, negative: bool, /) -> Any:  # noqa: D102
+    def gather_elements(self, data: Any, indices: np.ndarray, plan: Plan, negative: bool, /) -> Any:
         if plan.trim is not None:
             data = data[plan.trim]
         return np.take_along_axis(data, indices, axis=plan.axis)

@@ -54,35 +54,35 @@ class TorchBackend:
 
     name = "torch"
 
-    def owns(self, x: Any, /) -> bool:  # noqa: D102
+    def owns(self, x: Any, /) -> bool:
         return isinstance(x, torch.Tensor)
 
-    def shape(self, x: torch.Tensor, /) -> tuple[int, ...]:  # noqa: D102
+    def shape(self, x: torch.Tensor, /) -> tuple[int, ...]:
         return tuple(x.shape)
 
-    def dtype_name(self, x: torch.Tensor, /) -> str:  # noqa: D102
+    def dtype_name(self, x: torch.Tensor, /) -> str:
         return _NAMES.get(x.dtype, str(x.dtype).removeprefix("torch."))
 
-    def from_host(self, indices: np.ndarray, data: torch.Tensor, /) -> torch.Tensor:  # noqa: D102
+    def from_host(self, indices: np.ndarray, data: torch.Tensor, /) -> torch.Tensor:
         if not indices.flags.writeable:
             # torch warns on read-only arrays it would share; we only read them, but copy
             # rather than share memory we promised not to alias.
             indices = indices.copy()
         return torch.as_tensor(indices, device=data.device)
 
-    def adopt(self, indices: torch.Tensor, data: torch.Tensor, /) -> torch.Tensor:  # noqa: D102
+    def adopt(self, indices: torch.Tensor, data: torch.Tensor, /) -> torch.Tensor:
         if indices.device != data.device:
             return indices.to(data.device, non_blocking=True)
         return indices
 
-    def index_range(self, indices: torch.Tensor, /) -> tuple[int, int] | None:  # noqa: D102
+    def index_range(self, indices: torch.Tensor, /) -> tuple[int, int] | None:
         if _values_unknown(indices):
             return None
         # One fused pass and a single host synchronisation for both ends.
         lo, hi = torch.aminmax(indices.detach())
         return int(lo), int(hi)
 
-    def to_host(self, indices: torch.Tensor, /) -> np.ndarray:  # noqa: D102
+    def to_host(self, indices: torch.Tensor, /) -> np.ndarray:
         return indices.detach().cpu().numpy()
 
     @staticmethod
@@ -98,14 +98,18 @@ class TorchBackend:
             indices = indices.clamp(0, max(plan.size - 1, 0))
         return indices
 
-    def gather(self, data: torch.Tensor, indices: torch.Tensor, plan: Plan, negative: bool, /) -> torch.Tensor:  # noqa: D102
+    def gather(
+        self, data: torch.Tensor, indices: torch.Tensor, plan: Plan, negative: bool, /
+    ) -> torch.Tensor:
         indices = self._prepare(indices, plan, negative)
         signed = _SIGNED_VIEW.get(data.dtype)
         source = data.view(signed) if signed is not None else data
         out = torch.index_select(source, plan.axis, indices.reshape(-1)).reshape(plan.out_shape)
         return out.view(data.dtype) if signed is not None else out
 
-    def gather_elements(self, data: torch.Tensor, indices: torch.Tensor, plan: Plan, negative: bool, /) -> torch.Tensor:  # noqa: D102
+    def gather_elements(
+        self, data: torch.Tensor, indices: torch.Tensor, plan: Plan, negative: bool, /
+    ) -> torch.Tensor:
         indices = self._prepare(indices, plan, negative)
         signed = _GATHER_VIEW.get(data.dtype)
         if signed is torch.int16 and data.dtype == torch.bfloat16 and data.requires_grad:

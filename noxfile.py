@@ -1,0 +1,63 @@
+"""The test matrix: one ``tests`` session per file in backends/, plus lint, typecheck and
+a NumPy-only session. ``nox`` with no arguments runs them all.
+
+Uses nox's default virtualenv backend with pip: the CPU build of torch this project pins
+is found by pip, not by uv.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "virtualenv"
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True
+
+ROOT = Path(__file__).parent
+BACKENDS = sorted(p.stem for p in (ROOT / "backends").glob("*.txt"))
+# Extra environments a backend's tests must also pass under.
+VARIANTS: dict[str, list[dict[str, str]]] = {
+    "jax": [{"JAX_ENABLE_X64": "0"}, {"JAX_ENABLE_X64": "1"}],
+}
+
+
+def install_backend(session: nox.Session, backend: str) -> None:
+    # The backend's own pins first, so that nothing later resolves a framework afresh.
+    session.install("-r", f"backends/{backend}.txt")
+    session.install("-e", ".[test]")
+
+
+@nox.session
+@nox.parametrize("backend", BACKENDS)
+def tests(session: nox.Session, backend: str) -> None:
+    """The shared case table, the official ONNX cases and the API tests on one backend."""
+    install_backend(session, backend)
+    for env in VARIANTS.get(backend, [{}]):
+        # The fixture fails the run if this backend cannot be imported: never a green skip.
+        session.run("pytest", *session.posargs, env={"ONNX_GATHER_BACKENDS": backend, **env})
+
+
+@nox.session
+def numpy_only(session: nox.Session) -> None:
+    """The plain install (numpy and array-api-compat only) imports and works."""
+    session.install(".")
+    session.install("pytest")
+    session.run("python", "-m", "onnx_gather")
+    session.run("pytest", "tests/test_import.py", env={"ONNX_GATHER_BACKENDS": "numpy"})
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff check and ruff format --check."""
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict over the package."""
+    session.install("mypy", "-e", ".")
+    session.run("mypy")

@@ -1,0 +1,127 @@
+"""``python -m onnx_gather``: run the specs' examples on every installed array library.
+
+Prints a table of library x example with pass/fail and the result, and exits non-zero if
+any example fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+import onnx_gather as og
+from onnx_gather import openvino
+from onnx_gather._examples import EXAMPLES, Example
+
+
+def _converters() -> dict[str, tuple[Callable[[np.ndarray], Any], Callable[[Any], np.ndarray]]]:
+    """Each installed library: numpy -> library array, and back."""
+    found: dict[str, tuple[Callable[[np.ndarray], Any], Callable[[Any], np.ndarray]]] = {
+        "numpy": (np.asarray, np.asarray)
+    }
+    try:
+        torch = importlib.import_module("torch")
+        found["torch"] = (torch.from_numpy, lambda x: x.detach().cpu().numpy())
+        if torch.cuda.is_available():
+            found["torch[cuda]"] = (lambda a: torch.from_numpy(a).cuda(), lambda x: x.cpu().numpy())
+    except ImportError:
+        pass
+    try:
+        jnp = importlib.import_module("jax.numpy")
+        found["jax"] = (jnp.asarray, np.asarray)
+    except ImportError:
+        pass
+    try:
+        da = importlib.import_module("dask.array")
+        found["dask"] = (lambda a: da.from_array(a, chunks=1), lambda x: np.asarray(x.compute()))
+    except ImportError:
+        pass
+    try:
+        cupy = importlib.import_module("cupy")
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            found["cupy"] = (cupy.asarray, cupy.asnumpy)
+    except Exception:
+        pass
+    try:
+        xp = importlib.import_module("array_api_strict")
+        found["array-api-strict"] = (xp.asarray, np.from_dlpack)
+    except ImportError:
+        pass
+    return found
+
+
+def _call(example: Example, data: Any, indices: Any) -> Any:
+    if example.op == "gather":
+        return og.gather(data, indices, example.axis, opset=example.opset or 13)
+    if example.op == "gather_elements":
+        return og.gather_elements(data, indices, example.axis, opset=example.opset or 13)
+    return openvino.gather_elements(data, indices, example.axis)
+
+
+def run_examples() -> int:
+    """Run every example on every installed library; print the table; return failures."""
+    libraries = _converters()
+    rows, failures = [], 0
+    for example in EXAMPLES:
+        for name, (to_lib, to_numpy) in libraries.items():
+            data = example.data
+            indices = example.indices
+            if name == "jax" and not _jax_x64():
+                indices = indices.astype(np.int32)
+            try:
+                result = to_numpy(_call(example, to_lib(data), to_lib(indices)))
+                ok = result.shape == example.expected.shape and np.array_equal(
+                    result, example.expected
+                )
+                shown = np.array2string(result, separator=",").replace("\n", "")
+            except Exception as exc:
+                ok, shown = False, f"{type(exc).__name__}: {exc}"
+            failures += not ok
+            rows.append((name, example.name, "pass" if ok else "FAIL", shown))
+    _print_table(("backend", "example", "result", "output"), rows)
+    print(
+        f"\n{len(rows) - failures} passed, {failures} failed ({len(libraries)} backends: {', '.join(libraries)})"
+    )
+    return failures
+
+
+def _jax_x64() -> bool:
+    jax = importlib.import_module("jax")
+    return bool(jax.config.read("jax_enable_x64"))
+
+
+def _print_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    widths[-1] = min(widths[-1], 70)
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
+    print(line)
+    print("  ".join("-" * w for w in widths))
+    for row in rows:
+        cells = [
+            str(c) if len(str(c)) <= w else str(c)[: w - 3] + "..."
+            for c, w in zip(row, widths, strict=True)
+        ]
+        print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m onnx_gather``."""
+    parser = argparse.ArgumentParser(prog="python -m onnx_gather", description=__doc__)
+    parser.add_argument(
+        "mode",
+        nargs="?",
+        default="examples",
+        choices=["examples"],
+        help="what to run (default: examples)",
+    )
+    parser.parse_args(argv)
+    return 1 if run_examples() else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

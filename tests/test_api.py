@@ -1,0 +1,199 @@
+"""Behaviour around the table: argument forms, library mixing, aliasing, views."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import LIBS
+from helpers import assert_identical
+from libs import Lib
+
+import onnx_gather as og
+from onnx_gather import openvino
+
+
+def _namespace(lib: Lib, x: Any) -> Any:
+    import array_api_compat
+
+    return array_api_compat.array_namespace(x)
+
+
+def _shares_memory(lib: Lib, a: Any, b: Any) -> bool:
+    if lib.name == "numpy":
+        return bool(np.shares_memory(a, b))
+    if lib.name == "torch":
+        return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    if lib.name == "jax":
+        return a.unsafe_buffer_pointer() == b.unsafe_buffer_pointer()
+    return bool(np.shares_memory(np.from_dlpack(a), np.from_dlpack(b)))
+
+
+def test_signatures() -> None:
+    for fn in (og.gather, og.gather_elements):
+        params = inspect.signature(fn).parameters
+        assert [p.kind for p in params.values()] == [
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.KEYWORD_ONLY,
+            inspect.Parameter.KEYWORD_ONLY,
+        ]
+        assert params["axis"].default == 0
+        assert params["opset"].default == 13
+        assert params["check_bounds"].default is True
+    params = inspect.signature(openvino.gather_elements).parameters
+    assert params["axis"].default is inspect.Parameter.empty
+    with pytest.raises(TypeError):
+        og.gather(data=np.arange(3), indices=[0])  # type: ignore[call-arg]
+
+
+def test_axis_by_keyword_and_position(lib: Lib) -> None:
+    data = lib.asarray(np.arange(6, dtype=np.int32).reshape(2, 3))
+    by_kw = lib.to_numpy(og.gather(data, [2, 0], axis=1))
+    by_pos = lib.to_numpy(og.gather(data, [2, 0], 1))
+    assert_identical(by_kw, np.array([[2, 0], [5, 3]], np.int32))
+    assert_identical(by_pos, by_kw)
+
+
+@pytest.mark.parametrize(
+    "indices",
+    [1, -1, np.int64(1), np.int32(-2), [1, 0], (1, 0), [[1], [0]], np.array([1, 0], np.int32)],
+    ids=repr,
+)
+def test_host_index_forms(lib: Lib, indices: Any) -> None:
+    data_np = np.arange(6, dtype=np.float32).reshape(2, 3)
+    got = lib.to_numpy(og.gather(lib.asarray(data_np), indices, axis=1))
+    assert_identical(got, np.take(data_np, np.asarray(indices), axis=1))
+
+
+def test_empty_list_indices(lib: Lib) -> None:
+    data_np = np.arange(6, dtype=np.float32).reshape(2, 3)
+    got = lib.to_numpy(og.gather(lib.asarray(data_np), [], axis=1))
+    assert got.shape == (2, 0)
+
+
+@pytest.mark.parametrize("bad", [[0.5, 1.0], [True, False], True, ["a"]], ids=repr)
+def test_host_indices_of_wrong_type(lib: Lib, bad: Any) -> None:
+    data = lib.asarray(np.arange(3, dtype=np.float32))
+    with pytest.raises(
+        TypeError, match=r"indices must be int32 or int64, got (float64|bool|string)"
+    ):
+        og.gather(data, bad)
+
+
+def test_indices_from_another_library_name_both(lib: Lib) -> None:
+    data = lib.asarray(np.arange(3, dtype=np.float32))
+    others = [other for other in LIBS if other.name not in (lib.name, "numpy")]
+    if not others:
+        # Only NumPy is loaded beside this library: a foreign object stands in.
+        class Foreign:
+            pass
+
+        foreign: Any = Foreign()
+        with pytest.raises(TypeError, match=rf"indices is a .*Foreign but data is a {lib.name}"):
+            og.gather(data, foreign)
+        return
+    for other in others:
+        idx = other.asarray(np.array([0, 1], np.int32))
+        library = "array_api_strict" if other.name == "array-api-strict" else other.name
+        with pytest.raises(
+            TypeError,
+            match=rf"indices is a {library} .* but data is a {lib.name.replace('-', '_')}",
+        ):
+            og.gather(data, idx)
+
+
+@pytest.mark.parametrize("data", [[1, 2, 3], 3.0, "abc", None], ids=repr)
+def test_data_must_be_an_array(data: Any) -> None:
+    with pytest.raises(TypeError, match=f"got .* of type {type(data).__name__}"):
+        og.gather(data, [0])
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"opset": "13"}, "opset must be an int, got '13'"),
+        ({"opset": 13.0}, "opset must be an int, got 13.0"),
+        ({"opset": True}, "opset must be an int, got True"),
+        ({"axis": 0.0}, "axis must be an int, got 0.0"),
+        ({"axis": None}, "axis must be an int, got None"),
+    ],
+)
+def test_argument_types(lib: Lib, kw: dict[str, Any], match: str) -> None:
+    data = lib.asarray(np.arange(3, dtype=np.float32))
+    with pytest.raises(TypeError, match=match):
+        og.gather(data, [0], **kw)
+    with pytest.raises(TypeError, match=match):
+        og.gather_elements(data, [0], **kw)
+
+
+def test_axis_accepts_integer_likes(lib: Lib) -> None:
+    data = lib.asarray(np.arange(6, dtype=np.float32).reshape(2, 3))
+    got = lib.to_numpy(og.gather(data, [0], axis=np.int64(-1)))
+    assert_identical(got, np.array([[0.0], [3.0]], np.float32))
+
+
+@pytest.mark.parametrize("op", ["gather", "gather_elements", "openvino"])
+def test_inputs_untouched_and_result_not_aliased(lib: Lib, op: str) -> None:
+    data_np = np.arange(12, dtype=np.float32).reshape(3, 4)
+    idx_np = np.array([[0, 1, 2, 3], [3, 2, 1, 0], [1, 1, 1, 1]], np.int32)
+    if op != "openvino":
+        idx_np = idx_np - 2  # negative indices are normalised: not in the caller's array
+    data, idx = lib.asarray(data_np), lib.asarray(idx_np)
+    fn = {
+        "gather": og.gather,
+        "gather_elements": og.gather_elements,
+        "openvino": openvino.gather_elements,
+    }[op]
+    out = fn(data, idx, 1)
+    assert_identical(lib.to_numpy(data), data_np)
+    assert_identical(lib.to_numpy(idx), idx_np)
+    assert not _shares_memory(lib, out, data)
+    assert not _shares_memory(lib, out, idx)
+
+
+def test_identity_gather_does_not_alias(lib: Lib) -> None:
+    """Even a gather that reproduces data exactly returns new memory."""
+    data = lib.asarray(np.arange(4, dtype=np.float32))
+    out = og.gather(data, lib.asarray(np.arange(4, dtype=np.int32)))
+    assert not _shares_memory(lib, out, data)
+
+
+def test_non_contiguous_inputs(lib: Lib) -> None:
+    """Transposed and strided views of data and indices give the spec's result."""
+    base = np.arange(60, dtype=np.float32).reshape(5, 12)
+    data = lib.asarray(base)
+    xp = _namespace(lib, data)
+    view = xp.permute_dims(data, (1, 0))[::2, :]  # (6, 5), neither C- nor F-contiguous
+    view_np = base.T[::2, :]
+    idx_base = np.array([[4, -1, 0, 2, 3, 1], [0, 0, -5, 1, 2, 2]], np.int32)
+    idx = xp.permute_dims(lib.asarray(idx_base), (1, 0))  # (6, 2)
+    idx_np = idx_base.T
+    got = lib.to_numpy(og.gather_elements(view, idx, axis=1))
+    assert_identical(got, np.take_along_axis(view_np, idx_np, axis=1))
+    got = lib.to_numpy(og.gather(view, idx, axis=1))
+    assert_identical(got, np.take(view_np, idx_np, axis=1))
+
+
+def test_numpy_negative_strides() -> None:
+    base = np.arange(20, dtype=np.int16).reshape(4, 5)
+    data, idx = base[::-1, ::-2], np.array([[2, -1, 0], [1, 1, 1]])[:, ::-1]
+    assert_identical(
+        og.gather_elements(data, idx, axis=1), np.take_along_axis(data[:2], idx, axis=1)
+    )
+    assert_identical(og.gather(data, idx, axis=0), np.take(data, idx, axis=0))
+
+
+def test_out_of_range_message_is_complete(lib: Lib) -> None:
+    """Operator, value, position, axis and size, all in one message."""
+    data = lib.asarray(np.zeros((2, 5, 3), np.float32))
+    idx = lib.asarray(np.array([[[0], [4]], [[-6], [1]]], np.int32))
+    with pytest.raises(IndexError) as info:
+        og.gather_elements(data, idx, axis=1)
+    assert str(info.value) == (
+        "GatherElements-13: index -6 at position (1, 0, 0) of indices is out of range for "
+        "axis 1 of size 5; valid indices are [-5, 4]"
+    )
