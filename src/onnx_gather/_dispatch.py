@@ -7,6 +7,7 @@ framework) is imported only when an array of that framework arrives.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 import array_api_compat as compat
@@ -34,14 +35,18 @@ def backend_for(data: Any) -> Backend:
 
 
 def _select(data: Any) -> Backend:
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(data, torch.Tensor):
+        # Tested first and without array_api_compat: torch.compile traces this function on
+        # a compiled call that precedes any eager one, and Dynamo warns about the
+        # functools.lru_cache inside compat's is_*_array helpers (torch 2.13.0).
+        from onnx_gather._backends._torch import backend as torch_backend
+
+        return torch_backend
     if compat.is_numpy_array(data):
         from onnx_gather._backends._numpy import backend as numpy_backend
 
         return numpy_backend
-    if compat.is_torch_array(data):
-        from onnx_gather._backends._torch import backend as torch_backend
-
-        return torch_backend
     if compat.is_jax_array(data):
         from onnx_gather._backends._jax import backend as jax_backend
 
