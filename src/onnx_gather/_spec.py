@@ -291,7 +291,13 @@ def plan_gather_elements(
     )
 
 
-def check_range(plan: Plan, lo: int, hi: int, host_indices: Callable[[], np.ndarray]) -> None:
+def check_range(
+    plan: Plan,
+    lo: int,
+    hi: int,
+    host_indices: Callable[[], np.ndarray],
+    offset: Sequence[int] = (),
+) -> None:
     """Raise the plan's IndexError if ``[lo, hi]`` leaves the valid index range.
 
     Parameters
@@ -302,22 +308,28 @@ def check_range(plan: Plan, lo: int, hi: int, host_indices: Callable[[], np.ndar
         The smallest and largest index value.
     host_indices : callable
         Returns the indices as a NumPy array; called only to build the error message.
+    offset : sequence of int, optional
+        Where these indices start in the whole ``indices`` when they are one block of it
+        (chunked arrays); the message gives the position in the whole. Default: the start.
     """
     if lo < plan.low or hi >= plan.size:
-        raise index_error(plan, host_indices())
+        raise index_error(plan, host_indices(), offset)
 
 
-def index_error(plan: Plan, indices: np.ndarray) -> IndexError:
+def index_error(plan: Plan, indices: np.ndarray, offset: Sequence[int] = ()) -> IndexError:
     """Build the IndexError for the first out-of-range entry of ``indices``.
 
-    The message names the operator, the offending value, its position in ``indices``,
-    the axis and its size, and the valid range.
+    The message names the operator, the offending value, its position in ``indices``
+    (shifted by ``offset`` when ``indices`` is one block of a chunked array), the axis and
+    its size, and the valid range.
     """
     import numpy as np
 
     bad = (indices < plan.low) | (indices >= plan.size)
     flat = int(np.argmax(bad.reshape(-1)))
-    position = tuple(int(i) for i in np.unravel_index(flat, indices.shape))
+    local = np.unravel_index(flat, indices.shape)
+    shift = tuple(offset) or (0,) * indices.ndim
+    position = tuple(int(i) + int(o) for i, o in zip(local, shift, strict=True))
     value = int(indices.reshape(-1)[flat])
     return out_of_range(plan, value, position)
 
