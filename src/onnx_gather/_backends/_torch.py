@@ -9,6 +9,12 @@ move unchanged.
 here with a 2-D gather along either axis, while ``index_select`` and float16/float32 keep
 the bits; no upstream report found). bfloat16 GatherElements therefore goes through an
 int16 view too, unless autograd needs the float graph.
+
+Under ``torch.compile`` and ``torch.func`` transforms the index values cannot be read while
+tracing, so the bounds check goes into the graph as the custom operator
+``onnx_gather::checked_indices``: opaque to the compiler, it runs on the real indices when
+the graph runs, raises the same IndexError as an eager call (one host synchronisation, as
+eagerly) and returns them normalised, so no index is read unchecked.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
+
+from onnx_gather import _spec
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -49,6 +57,62 @@ def _values_unknown(indices: torch.Tensor) -> bool:
     return bool(torch._C._functorch.is_functorch_wrapped_tensor(indices))
 
 
+def _index_range(indices: torch.Tensor) -> tuple[int, int]:
+    """The smallest and largest of non-empty ``indices``: one fused pass, one host sync."""
+    lo, hi = torch.aminmax(indices.detach())
+    if indices.device.type == "cpu":
+        return int(lo), int(hi)
+    # Two .item() calls would synchronise twice; one transfer of both ends syncs once.
+    both: list[int] = torch.stack((lo, hi)).tolist()
+    return both[0], both[1]
+
+
+# The host synchronisation inside cannot be captured in a CUDA graph; this tag (newer
+# torch) makes inductor keep the operator out of one.
+_UNSAFE_IN_CUDA_GRAPH = getattr(torch.Tag, "cudagraph_unsafe", None)
+
+
+@torch.library.custom_op(
+    "onnx_gather::checked_indices",
+    mutates_args=(),
+    tags=() if _UNSAFE_IN_CUDA_GRAPH is None else (_UNSAFE_IN_CUDA_GRAPH,),
+)
+def _checked_indices(
+    indices: torch.Tensor, op: str, elements: bool, axis: int, size: int, low: int
+) -> torch.Tensor:
+    """Bounds-check ``indices`` and return them as int64 in ``[0, size)``, never aliased.
+
+    The arguments are the fields of the call's Plan that its IndexError names.
+    """
+    if indices.numel():
+        lo, hi = _index_range(indices)
+        plan = _spec.Plan(
+            op=op, elements=elements, axis=axis, size=size, low=low, out_shape=(), check_bounds=True
+        )  # out_shape plays no part in the message
+        _spec.check_range(plan, lo, hi, lambda: indices.cpu().numpy())
+    indices = indices.to(torch.int64)
+    return torch.where(indices < 0, indices + size, indices)
+
+
+@_checked_indices.register_fake
+def _checked_indices_fake(
+    indices: torch.Tensor, op: str, elements: bool, axis: int, size: int, low: int
+) -> torch.Tensor:
+    return torch.empty_like(indices, dtype=torch.int64)
+
+
+@_checked_indices.register_vmap
+def _checked_indices_vmap(
+    info: Any, in_dims: tuple[int | None, ...], indices: torch.Tensor, *args: Any
+) -> tuple[torch.Tensor, int | None]:
+    # Element-wise, so the batch is checked as one tensor. Batch dim first: a message's
+    # position then reads (batch entry, position in the indices).
+    bdim = in_dims[0]
+    if bdim is not None:
+        indices = indices.movedim(bdim, 0)
+    return _checked_indices(indices, *args), 0 if bdim is not None else None
+
+
 class TorchBackend:
     """The PyTorch backend."""
 
@@ -77,16 +141,17 @@ class TorchBackend:
 
     def index_range(self, indices: torch.Tensor, /) -> tuple[int, int] | None:
         if _values_unknown(indices):
-            return None
-        # One fused pass and a single host synchronisation for both ends.
-        lo, hi = torch.aminmax(indices.detach())
-        return int(lo), int(hi)
+            return None  # the kernel checks them in the graph: see _checked_indices
+        return _index_range(indices)
 
     def to_host(self, indices: torch.Tensor, /) -> np.ndarray:
         return indices.detach().cpu().numpy()
 
     @staticmethod
     def _prepare(indices: torch.Tensor, plan: Plan, negative: bool) -> torch.Tensor:
+        if negative and plan.check_bounds and _values_unknown(indices):
+            # Unknown values always arrive with negative=True; eager calls were checked.
+            return _checked_indices(indices, plan.op, plan.elements, plan.axis, plan.size, plan.low)
         if indices.dtype != torch.int64:
             indices = indices.to(torch.int64)
         if negative:
