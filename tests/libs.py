@@ -97,6 +97,29 @@ class ArrayApiStrictLib(Lib):
         return np.from_dlpack(x)
 
 
+class DaskLib(Lib):
+    """Dask arrays of NumPy blocks, chunked by 2 along every axis: most cases span blocks."""
+
+    def asarray(self, a: np.ndarray) -> Any:
+        return self.module.array.from_array(np.array(a, copy=True), chunks=2)
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        assert isinstance(x, self.module.array.Array), type(x)
+        # Every block must have the shape and dtype the graph declared for it.
+        out = x.map_blocks(_declared_block, dtype=x.dtype).compute()
+        assert isinstance(out, np.ndarray), type(out)
+        assert (out.shape, out.dtype) == (x.shape, x.dtype), (out.shape, out.dtype, x)
+        return out
+
+
+def _declared_block(block: np.ndarray, block_info: Any = None) -> np.ndarray:
+    declared = block_info[None]
+    assert isinstance(block, np.ndarray), type(block)
+    assert block.shape == declared["chunk-shape"], (block.shape, declared)
+    assert block.dtype == declared["dtype"], (block.dtype, declared)
+    return block
+
+
 def _numpy() -> Lib:
     holds = set(ALL_TYPES) - ({"bfloat16"} if BFLOAT16 is None else set())
     return NumpyLib("numpy", np, frozenset(holds))
@@ -122,11 +145,19 @@ def _array_api_strict() -> Lib:
     return ArrayApiStrictLib("array-api-strict", xp, frozenset(holds))
 
 
+def _dask() -> Lib:
+    dask = importlib.import_module("dask")
+    importlib.import_module("dask.array")
+    holds = set(ALL_TYPES) - ({"bfloat16"} if BFLOAT16 is None else set())
+    return DaskLib("dask", dask, frozenset(holds))
+
+
 FACTORIES = {
     "numpy": _numpy,
     "torch": _torch,
     "jax": _jax,
     "array-api-strict": _array_api_strict,
+    "dask": _dask,
 }
 
 

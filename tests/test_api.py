@@ -28,6 +28,10 @@ def _shares_memory(lib: Lib, a: Any, b: Any) -> bool:
         return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
     if lib.name == "jax":
         return a.unsafe_buffer_pointer() == b.unsafe_buffer_pointer()
+    if lib.name == "dask":
+        # Computed in one pass, so blocks that share memory stay shared; test_dask.py holds
+        # the sharper check on single-block arrays.
+        return bool(np.shares_memory(*lib.module.compute(a, b, scheduler="sync")))
     return bool(np.shares_memory(np.from_dlpack(a), np.from_dlpack(b)))
 
 
@@ -192,7 +196,7 @@ def test_out_of_range_message_is_complete(lib: Lib) -> None:
     data = lib.asarray(np.zeros((2, 5, 3), np.float32))
     idx = lib.asarray(np.array([[[0], [4]], [[-6], [1]]], np.int32))
     with pytest.raises(IndexError) as info:
-        og.gather_elements(data, idx, axis=1)
+        lib.to_numpy(og.gather_elements(data, idx, axis=1))  # lazy libraries raise here
     assert str(info.value) == (
         "GatherElements-13: index -6 at position (1, 0, 0) of indices is out of range for "
         "axis 1 of size 5; valid indices are [-5, 4]"

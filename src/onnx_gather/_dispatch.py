@@ -55,6 +55,10 @@ def _select(data: Any) -> Backend:
         from onnx_gather._backends._cupy import backend as cupy_backend
 
         return cupy_backend
+    if compat.is_dask_array(data):
+        from onnx_gather._backends._dask import backend as dask_backend
+
+        return dask_backend
     try:
         xp = compat.array_namespace(data)
     except TypeError:

@@ -1,0 +1,229 @@
+"""Dask: both operators as lazy, chunk-aware block plans; a call computes nothing.
+
+The result is a dask array whose graph reads, for each output block, only the data
+blocks that block can need. Notation: ``a`` is the axis, ``s = data.shape[a]``, and a
+data block's *off-axis block* is its position in every dimension but ``a``. NumPy's
+kernels run inside the tasks, so every dtype NumPy holds (strings, bfloat16) moves
+bit-exactly.
+
+Gather
+    An output block is (data's off-axis block before ``a``, one indices block, data's
+    off-axis block after ``a``).
+
+    * Data in one chunk along ``a``: one task per output block, ``np.take`` of that data
+      block with that indices block. Memory per task: one data block, one indices block
+      and the output block.
+    * Data in ``n`` chunks along ``a``: data is not rechunked. For each data block and each
+      indices block a *part* task takes the entries whose index falls in that data chunk
+      (memory: one data block, one indices block and the part, which is at most the output
+      block); one *join* task per output block puts the ``n`` parts in their places
+      (memory: the parts plus the output block, about twice the output block). No task
+      holds more than one data block.
+
+GatherElements
+    Data is cut to the indices' extent off the axis (``plan.trim``) and rechunked to one
+    chunk along ``a`` (nothing to do if it already is); the indices are rechunked off the
+    axis to data's chunks, keeping theirs along ``a``. One task per indices block runs
+    ``np.take_along_axis`` on the full-axis data block of the matching off-axis block.
+    Memory per task: that full-axis data block (the product of data's off-axis chunk sizes
+    times ``s`` times the item size), plus the indices block and the output block; a rechunk
+    task needs about the same. If a full-axis block is too large for a worker, chunk data
+    finer off the axis before the call. dask has no ``take_along_axis`` (dask/dask#3663).
+
+Bounds
+    Index values are unknown until compute, so :meth:`DaskBackend.index_range` returns None
+    and each indices block is range-checked in its own task when the graph runs: an
+    out-of-range index raises the same IndexError as every backend, built by
+    :func:`onnx_gather._spec.check_range` with the block's offset, so the message gives the
+    position in the whole ``indices``. If several blocks hold bad indices, the one named is
+    from whichever block the scheduler runs first. Host indices (NumPy, lists) are checked by
+    :mod:`onnx_gather._api` before they become a dask array and are not checked again.
+
+Data with unknown chunk sizes (NaN, e.g. after boolean indexing) is rejected with a
+ValueError: the output's shape could not be known.
+"""
+
+from __future__ import annotations
+
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import dask.array as da
+import numpy as np
+from dask.array.utils import meta_from_array
+
+from onnx_gather import _spec
+from onnx_gather._dtypes import numpy_dtype_name
+
+if TYPE_CHECKING:
+    from onnx_gather._spec import Plan
+
+
+class _HostIndices(NamedTuple):
+    """Host indices made a dask array by ``from_host``: already range-checked by ``_api``."""
+
+    array: Any
+
+
+def _check_block(block: np.ndarray, plan: Plan, block_info: Any = None) -> np.ndarray:
+    """Raise the plan's IndexError if ``block`` holds an out-of-range index; else pass it on."""
+    if block.size:
+        offset = [start for start, _ in block_info[0]["array-location"]]
+        _spec.check_range(plan, int(block.min()), int(block.max()), lambda: block, offset)
+    return block
+
+
+def _flat(indices: np.ndarray, size: int, negative: bool) -> np.ndarray:
+    flat = indices.reshape(-1)
+    return np.where(flat < 0, flat + size, flat) if negative else flat
+
+
+def _owner(flat: np.ndarray, stops: tuple[int, ...]) -> np.ndarray:
+    """The data chunk each (non-negative) index falls in; past the end counts as the last.
+
+    Only unchecked out-of-range indices reach the clamp; the part and join tasks agree on
+    it, so every output entry is written exactly once whatever the indices hold.
+    """
+    return np.minimum(np.searchsorted(stops, flat, side="right"), len(stops) - 1)
+
+
+def _take_block(block: np.ndarray, indices: np.ndarray, axis: int) -> np.ndarray:
+    """Gather within one data block that spans the whole axis."""
+    # Through 1-D indices and a reshape, so a 0-d index gives an array, not a scalar.
+    out = np.take(block, indices.reshape(-1), axis=axis)
+    return out.reshape(block.shape[:axis] + indices.shape + block.shape[axis + 1 :])
+
+
+def _take_part(
+    block: np.ndarray,
+    chunk: np.ndarray,
+    indices: np.ndarray,
+    axis: int,
+    stops: tuple[int, ...],
+    negative: bool,
+) -> np.ndarray:
+    """The entries of one indices block whose index falls in data chunk ``chunk[0]``."""
+    c = int(chunk[0])
+    flat = _flat(indices, stops[-1], negative)
+    start = stops[c - 1] if c else 0
+    return np.take(block, flat[_owner(flat, stops) == c] - start, axis=axis)
+
+
+def _join_parts(
+    parts: list[np.ndarray],
+    indices: np.ndarray,
+    axis: int,
+    stops: tuple[int, ...],
+    negative: bool,
+) -> np.ndarray:
+    """Put the parts of one output block, one per data chunk along the axis, in place."""
+    flat = _flat(indices, stops[-1], negative)
+    owner = _owner(flat, stops)
+    first = parts[0]
+    pre, post = first.shape[:axis], first.shape[axis + 1 :]
+    out = np.empty_like(first, shape=(*pre, flat.size, *post))
+    lead = (slice(None),) * axis
+    for c, part in enumerate(parts):
+        out[(*lead, owner == c)] = part
+    return out.reshape(pre + indices.shape + post)
+
+
+def _take_along_block(block: np.ndarray, indices: np.ndarray, axis: int) -> np.ndarray:
+    """GatherElements within one data block that spans the whole axis."""
+    return np.take_along_axis(block, indices, axis=axis)
+
+
+class DaskBackend:
+    """The Dask backend."""
+
+    name = "dask"
+
+    def owns(self, x: Any, /) -> bool:
+        return isinstance(x, da.Array)
+
+    def shape(self, x: da.Array, /) -> tuple[int, ...]:
+        if any(np.isnan(n) for n in x.shape):
+            msg = (
+                f"dask array of unknown shape {x.shape} (NaN chunk sizes): the result's shape "
+                f"could not be known; call .compute_chunk_sizes() on it first"
+            )
+            raise ValueError(msg)
+        return tuple(int(n) for n in x.shape)
+
+    def dtype_name(self, x: da.Array, /) -> str:
+        return numpy_dtype_name(x.dtype)
+
+    def from_host(self, indices: np.ndarray, data: da.Array, /) -> _HostIndices:
+        # A copy: the graph runs later, and the values were range-checked now.
+        host = np.array(indices, copy=True)
+        if host.ndim == data.ndim:
+            # Data's chunk sizes: for GatherElements the blocks then align off the axis.
+            chunks: Any = tuple(max(1, c[0]) for c in data.chunks)
+        else:
+            chunks = "auto"
+        return _HostIndices(da.from_array(host, chunks=chunks))
+
+    def adopt(self, indices: da.Array, data: da.Array, /) -> da.Array:
+        return indices
+
+    def index_range(self, indices: da.Array, /) -> None:
+        # Values are unknown without computing; the blocks check themselves (module docstring).
+        return None
+
+    def to_host(self, indices: da.Array, /) -> np.ndarray:
+        return np.asarray(indices.compute())
+
+    @staticmethod
+    def _indices(indices: Any, plan: Plan) -> da.Array:
+        """The indices as a dask array that range-checks itself where the plan asks."""
+        if isinstance(indices, _HostIndices):
+            return indices.array
+        if plan.check_bounds:
+            return indices.map_blocks(_check_block, plan=plan, dtype=indices.dtype)
+        return indices
+
+    def gather(self, data: da.Array, indices: Any, plan: Plan, negative: bool, /) -> da.Array:
+        indices = self._indices(indices, plan)
+        a, rank, q = plan.axis, data.ndim, indices.ndim
+        data_ind = tuple(range(rank))
+        idx_ind = tuple(range(rank, rank + q))
+        out_ind = data_ind[:a] + idx_ind + data_ind[a + 1 :]
+        meta = meta_from_array(data, ndim=len(out_ind))
+        if data.numblocks[a] == 1:
+            return da.blockwise(
+                _take_block, out_ind, data, data_ind, indices, idx_ind,
+                axis=a, concatenate=True, dtype=data.dtype, meta=meta,
+            )  # fmt: skip
+        stops = tuple(accumulate(data.chunks[a]))
+        # Each part task learns which data chunk it holds from a one-element block.
+        chunk_ids = da.arange(len(stops), chunks=1)
+        parts = da.blockwise(
+            _take_part, data_ind + idx_ind, data, data_ind, chunk_ids, (a,), indices, idx_ind,
+            axis=a, stops=stops, negative=negative, align_arrays=False,
+            dtype=data.dtype, meta=meta_from_array(data, ndim=rank + q),
+        )  # fmt: skip
+        return da.blockwise(
+            _join_parts, out_ind, parts, data_ind + idx_ind, indices, idx_ind,
+            axis=a, stops=stops, negative=negative, concatenate=False,
+            dtype=data.dtype, meta=meta,
+        )  # fmt: skip
+
+    def gather_elements(
+        self, data: da.Array, indices: Any, plan: Plan, negative: bool, /
+    ) -> da.Array:
+        indices = self._indices(indices, plan)
+        a, rank = plan.axis, data.ndim
+        if plan.trim is not None:
+            data = data[plan.trim]
+        if data.numblocks[a] != 1:
+            data = data.rechunk({a: -1})
+        indices = indices.rechunk({d: data.chunks[d] for d in range(rank) if d != a})
+        ind = tuple(range(rank))
+        data_ind = (*ind[:a], rank, *ind[a + 1 :])  # data's axis: its one block goes whole
+        return da.blockwise(
+            _take_along_block, ind, data, data_ind, indices, ind,
+            axis=a, concatenate=True, dtype=data.dtype, meta=meta_from_array(data, ndim=rank),
+        )  # fmt: skip
+
+
+backend = DaskBackend()
