@@ -1,0 +1,408 @@
+"""PyTorch transformations: autograd, torch.compile, torch.func and devices.
+
+Runs when torch is among the backends of this run (ONNX_GATHER_BACKENDS); a run that
+names torch fails in conftest if torch cannot be imported, so this never skips there.
+Expected gradients come from grad_oracle's loops, never from a backend's output.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import oracle
+import pytest
+from conftest import LIBS
+from grad_oracle import ELEMENTS, GATHER, GRAD_CASES, GradCase, data, upstream
+
+if "torch" not in {lib.name for lib in LIBS}:
+    pytest.skip("torch is not among this run's backends", allow_module_level=True)
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import onnx_gather as og
+from onnx_gather import openvino
+
+HAS_CUDA = torch.cuda.is_available()
+gpu = [pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")]
+CUDA = pytest.param("cuda", marks=gpu, id="cuda")
+
+
+def apply(op: str, x: Any, idx: Any, axis: int, **kw: Any) -> Any:
+    fn = og.gather if op == GATHER else og.gather_elements
+    return fn(x, idx, axis, **kw)
+
+
+def eager_error(fn: Any, *args: Any) -> str:
+    with pytest.raises(IndexError) as info:
+        fn(*args)
+    return str(info.value)
+
+
+# --------------------------------------------------------------------------- autograd
+
+
+@pytest.mark.parametrize("case", GRAD_CASES, ids=lambda c: c.id)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+def test_backward_is_scatter_add(case: GradCase, dtype: torch.dtype) -> None:
+    x = torch.from_numpy(data(case)).to(dtype).requires_grad_()
+    g = upstream(case)
+    out = apply(case.op, x, torch.from_numpy(case.indices), case.axis)
+    out.backward(torch.from_numpy(g).to(dtype))
+    assert x.grad is not None
+    assert x.grad.dtype == dtype
+    # Small integers: every sum is exact in each of these dtypes.
+    np.testing.assert_array_equal(x.grad.double().numpy(), case.grad(g))
+
+
+@pytest.mark.parametrize("form", ["list", "numpy", "int32 tensor"])
+def test_backward_with_host_indices(form: str) -> None:
+    case = GRAD_CASES[0]
+    idx: Any = {
+        "list": case.indices.tolist(),
+        "numpy": case.indices,
+        "int32 tensor": torch.from_numpy(case.indices.astype(np.int32)),
+    }[form]
+    x = torch.from_numpy(data(case)).requires_grad_()
+    g = upstream(case)
+    (grad,) = torch.autograd.grad(apply(case.op, x, idx, case.axis), x, torch.from_numpy(g))
+    np.testing.assert_array_equal(grad.numpy(), case.grad(g))
+
+
+@pytest.mark.parametrize("case", GRAD_CASES, ids=lambda c: c.id)
+def test_gradcheck_and_double_backward(case: GradCase) -> None:
+    x = torch.from_numpy(data(case)).requires_grad_()
+    idx = torch.from_numpy(case.indices)
+
+    def fn(t: torch.Tensor) -> torch.Tensor:
+        # Squared, so the second derivative is not identically zero.
+        return apply(case.op, t, idx, case.axis) ** 2
+
+    assert torch.autograd.gradcheck(fn, (x,))
+    assert torch.autograd.gradgradcheck(fn, (x,))
+
+
+def test_double_backward_against_oracle() -> None:
+    """d/dx of <grad(sum(u * gather(x)^2)), v> = 2 * scatter(u * gather(v))."""
+    case = GRAD_CASES[3]
+    x = torch.from_numpy(data(case)).requires_grad_()
+    u = upstream(case)
+    v = np.random.default_rng(7).integers(-3, 4, case.data_shape).astype(np.float64)
+    idx = torch.from_numpy(case.indices)
+    y = apply(case.op, x, idx, case.axis)
+    (g,) = torch.autograd.grad(y**2, x, torch.from_numpy(u), create_graph=True)
+    (gg,) = torch.autograd.grad(g, x, torch.from_numpy(v))
+    # g = scatter(2 u * gather(x)), so dg/dx applied to v is scatter(2 u * gather(v)).
+    gathered_v = oracle.gather_elements(v, case.indices, case.axis)
+    np.testing.assert_array_equal(gg.numpy(), case.grad(2 * u * gathered_v))
+
+
+def test_openvino_backward() -> None:
+    x = torch.arange(6.0, dtype=torch.float64).reshape(2, 3).requires_grad_()
+    idx = np.array([[2, 2, 0], [1, 0, 1]])
+    out = openvino.gather_elements(x, idx, 1)
+    out.backward(torch.ones_like(out))
+    assert x.grad is not None
+    np.testing.assert_array_equal(x.grad.numpy(), [[1, 0, 2], [1, 2, 0]])
+
+
+# --------------------------------------------------------------------------- torch.compile
+
+# Compiling is slow on small machines: two compiled functions (one per operator), fixed
+# shapes, dynamic=False, shared by the module. Inputs always require grad, so that no
+# test triggers a recompilation.
+X = np.arange(15, dtype=np.float32).reshape(3, 5) / 7
+IDX_G = np.array([[0, -1], [4, 0], [-5, 2]], np.int64)
+IDX_E = np.array([[0, -1], [4, 4], [-5, 2]], np.int64)
+BAD = [(1, 1, 5), (2, 0, -6)]  # (row, column, value) put into the indices
+
+
+def _gather_fn(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    return og.gather(x, idx, axis=1) * 2
+
+
+def _elements_fn(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    return og.gather_elements(x, idx, axis=1) * 2
+
+
+EAGER = {GATHER: _gather_fn, ELEMENTS: _elements_fn}
+INDICES = {GATHER: IDX_G, ELEMENTS: IDX_E}
+
+
+@pytest.fixture(scope="module")
+def compiled() -> dict[str, Any]:
+    with warnings.catch_warnings():
+        # Importing inductor imports torch.utils.mkldnn, which warns about TorchScript.
+        warnings.filterwarnings("ignore", "`torch.jit.script_method` is deprecated")
+        import torch._inductor.compile_fx
+    torch._dynamo.reset()
+    return {
+        op: torch.compile(fn, fullgraph=True, dynamic=False, backend="inductor")
+        for op, fn in EAGER.items()
+    }
+
+
+def _x() -> torch.Tensor:
+    return torch.from_numpy(X.copy()).requires_grad_()
+
+
+@pytest.mark.parametrize("op", [GATHER, ELEMENTS])
+def test_compile_matches_eager_and_oracle_gradient(compiled: dict[str, Any], op: str) -> None:
+    idx = torch.from_numpy(INDICES[op])
+    x_eager, x_comp = _x(), _x()
+    want = EAGER[op](x_eager, idx)
+    got = compiled[op](x_comp, idx)
+    assert torch.equal(got, want)
+    g = torch.from_numpy(np.random.default_rng(3).integers(-4, 5, got.shape).astype(np.float32))
+    got.backward(g)
+    assert x_comp.grad is not None
+    oracle = GradCase("", op, X.shape, INDICES[op], 1).grad(2 * g.numpy())
+    np.testing.assert_array_equal(x_comp.grad.numpy(), oracle)
+
+
+@pytest.mark.parametrize("bad", BAD, ids=["too-high", "too-negative"])
+@pytest.mark.parametrize("op", [GATHER, ELEMENTS])
+def test_compile_raises_the_eager_index_error(
+    compiled: dict[str, Any], op: str, bad: tuple[int, int, int]
+) -> None:
+    """No graph break (fullgraph), and the same IndexError as eagerly, value and position."""
+    row, col, value = bad
+    idx = INDICES[op].copy()
+    idx[row, col] = value
+    want = eager_error(EAGER[op], _x(), torch.from_numpy(idx))
+    assert f"index {value} at position ({row}, {col})" in want
+    with pytest.raises(IndexError) as info:
+        compiled[op](_x(), torch.from_numpy(idx))
+    assert str(info.value) == want
+
+
+def test_compile_unchecked_and_indices_made_inside() -> None:
+    """check_bounds=False compiles to the plain kernel; indices made in the graph work.
+
+    (Lists and NumPy arrays as indices do not trace: Dynamo models ndarrays as tensors and
+    cannot read ``ndarray.dtype``, torch 2.13.0. The README says to pass tensors.)
+    """
+
+    def fn(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        a = og.gather_elements(x, idx, axis=1, check_bounds=False)
+        b = og.gather(x, torch.tensor([[0, -1]]), axis=1)
+        return a + b.sum()
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "`torch.jit.script_method` is deprecated")
+        c = torch.compile(fn, fullgraph=True, dynamic=False)
+        got = c(_x(), torch.from_numpy(IDX_E))
+    assert torch.equal(got, fn(_x(), torch.from_numpy(IDX_E)))
+
+
+# --------------------------------------------------------------------------- torch.func
+
+
+@pytest.mark.parametrize("case", GRAD_CASES, ids=lambda c: c.id)
+def test_func_grad_is_scatter_add(case: GradCase) -> None:
+    g = torch.from_numpy(upstream(case))
+    idx = torch.from_numpy(case.indices)
+    grad = torch.func.grad(lambda t: (apply(case.op, t, idx, case.axis) * g).sum())(
+        torch.from_numpy(data(case))
+    )
+    np.testing.assert_array_equal(grad.numpy(), case.grad(g.numpy()))
+
+
+def test_func_per_sample_grad() -> None:
+    """vmap(grad) over a batch of data and indices: one oracle gradient per sample."""
+    case = GRAD_CASES[3]
+    batch_idx = np.stack([case.indices, -1 - case.indices[..., ::-1, :]])
+    xs = torch.from_numpy(np.stack([data(case, seed=s) for s in (1, 2)]))
+    g = torch.from_numpy(upstream(case))
+
+    def loss(t: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
+        return (og.gather_elements(t, i, axis=1) * g).sum()
+
+    grads = torch.func.vmap(torch.func.grad(loss))(xs, torch.from_numpy(batch_idx))
+    for b in range(2):
+        want = GradCase("", ELEMENTS, case.data_shape, batch_idx[b], 1).grad(g.numpy())
+        np.testing.assert_array_equal(grads[b].numpy(), want)
+
+
+@pytest.mark.parametrize("op", [GATHER, ELEMENTS])
+@pytest.mark.parametrize("over", ["data", "indices", "both"])
+def test_func_vmap_matches_a_loop(op: str, over: str) -> None:
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((4, 3, 5))
+    idx = np.stack([INDICES[op], -1 - INDICES[op], INDICES[op][::-1], INDICES[op] % 3])
+    in_dims = {"data": (0, None), "indices": (None, 0), "both": (0, 0)}[over]
+    x_arg = xs if in_dims[0] == 0 else xs[0]
+    i_arg = idx if in_dims[1] == 0 else idx[0]
+    out = torch.func.vmap(lambda x, i: apply(op, x, i, 1), in_dims=in_dims)(
+        torch.from_numpy(x_arg), torch.from_numpy(i_arg)
+    )
+    for b in range(4):
+        want = apply(
+            op,
+            torch.from_numpy(x_arg[b] if in_dims[0] == 0 else x_arg),
+            torch.from_numpy(i_arg[b] if in_dims[1] == 0 else i_arg),
+            1,
+        )
+        assert torch.equal(out[b], want)
+
+
+@pytest.mark.parametrize("in_dim", [0, 1])
+def test_func_vmap_over_indices_raises(in_dim: int) -> None:
+    """The check runs on the batch: the message's position is (batch entry, position)."""
+    x = torch.zeros(3, 5)
+    idx = torch.tensor([[0, 1, 2], [3, -6, 4]])  # sample 1 holds -6 at position 1
+    idx = idx if in_dim == 0 else idx.T.contiguous()
+    with pytest.raises(IndexError) as info:
+        torch.func.vmap(lambda i: og.gather(x, i, axis=1), in_dims=in_dim)(idx)
+    assert str(info.value) == (
+        "Gather-13: index -6 at position (1, 1) of indices is out of range for axis 1 "
+        "of size 5; valid indices are [-5, 4]"
+    )
+
+
+def test_func_vmap_keeps_each_versions_range() -> None:
+    """Gather-1 and OpenVINO read no negative index, also under vmap."""
+    idx = torch.tensor([[0, 1], [2, -1]])
+    with pytest.raises(IndexError, match=r"Gather-1: index -1 at position \(1, 1\)"):
+        torch.func.vmap(lambda i: og.gather(torch.zeros(3), i, opset=1))(idx)
+    with pytest.raises(IndexError, match=r"GatherElements-6: index -1 at position \(1, 1\)"):
+        torch.func.vmap(lambda i: openvino.gather_elements(torch.zeros(3), i, 0))(idx)
+
+
+def test_func_vmap_unchecked() -> None:
+    idx = torch.tensor([[0, -1], [2, -3]])
+    out = torch.func.vmap(lambda i: og.gather(torch.arange(3.0), i, check_bounds=False))(idx)
+    assert out.tolist() == [[0.0, 2.0], [2.0, 0.0]]
+
+
+# --------------------------------------------------------------------------- devices
+
+
+class CrossDeviceOps(TorchDispatchMode):
+    """Records every operator whose tensor inputs and output sit on different devices."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.moves: list[str] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        inputs = {a.device for a in args if isinstance(a, torch.Tensor)}
+        if isinstance(out, torch.Tensor) and inputs and inputs != {out.device}:
+            self.moves.append(str(func))
+        return out
+
+
+INDEX_FORMS = {
+    "list": lambda a: a.tolist(),
+    "numpy": lambda a: a,
+    "cpu int64 tensor": torch.from_numpy,
+    "cpu int32 tensor": lambda a: torch.from_numpy(a.astype(np.int32)),
+}
+
+
+@pytest.mark.parametrize("form", INDEX_FORMS)
+@pytest.mark.parametrize("op", [GATHER, ELEMENTS])
+@pytest.mark.parametrize(
+    ("device", "check_bounds"),
+    [
+        ("meta", False),
+        pytest.param("cuda", False, marks=gpu),
+        pytest.param("cuda", True, marks=gpu),
+    ],
+)
+def test_host_indices_move_once(op: str, form: str, device: str, check_bounds: bool) -> None:
+    """Host indices go to the data's device in one copy; all else runs there.
+
+    ``meta`` stands in for an accelerator where there is none (it cannot read values, so
+    only unchecked calls run on it).
+    """
+    x = torch.zeros(3, 5, device=device)
+    with CrossDeviceOps() as mode:
+        out = apply(op, x, INDEX_FORMS[form](INDICES[op]), 1, check_bounds=check_bounds)
+    assert out.device == x.device
+    assert len(mode.moves) == 1, mode.moves
+
+
+@pytest.mark.parametrize("device", ["cpu", CUDA])
+@pytest.mark.parametrize("op", [GATHER, ELEMENTS])
+def test_result_on_data_device(op: str, device: str) -> None:
+    x = torch.from_numpy(X).to(device)
+    idx = torch.from_numpy(INDICES[op]).to(device)
+    out = apply(op, x, idx, 1)
+    assert out.device == x.device
+    assert torch.equal(out.cpu(), apply(op, x.cpu(), idx.cpu(), 1))
+
+
+def _count_syncs(fn: Any) -> int:
+    torch.cuda.synchronize()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            fn()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    return sum("synchroniz" in str(w.message) for w in seen)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
+@pytest.mark.parametrize("op", [GATHER, ELEMENTS])
+@pytest.mark.parametrize("index_dtype", [torch.int32, torch.int64])
+def test_cuda_unchecked_makes_no_host_sync(op: str, index_dtype: torch.dtype) -> None:
+    x = torch.from_numpy(X).cuda()
+    idx = torch.from_numpy(INDICES[op]).to("cuda", index_dtype)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        out = apply(op, x, idx, 1, check_bounds=False)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert torch.equal(out.cpu(), apply(op, x.cpu(), idx.cpu(), 1))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
+@pytest.mark.parametrize("op", [GATHER, ELEMENTS])
+def test_cuda_checked_syncs_once(op: str) -> None:
+    x = torch.from_numpy(X).cuda()
+    idx = torch.from_numpy(INDICES[op]).cuda()
+    assert _count_syncs(lambda: apply(op, x, idx, 1)) == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
+@pytest.mark.parametrize("op", [GATHER, ELEMENTS])
+def test_cuda_out_of_range(op: str) -> None:
+    """An IndexError, not a device assert; unchecked, no crash and the context survives."""
+    x = torch.from_numpy(X).cuda()
+    idx = torch.from_numpy(INDICES[op]).cuda()
+    idx[1, 1] = 5
+    want = eager_error(apply, op, x.cpu(), idx.cpu(), 1)
+    with pytest.raises(IndexError) as info:
+        apply(op, x, idx, 1)
+    assert str(info.value) == want
+    apply(op, x, idx, 1, check_bounds=False)
+    torch.cuda.synchronize()
+    assert (x + 1).sum().item() == pytest.approx(float(X.sum() + X.size))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
+@pytest.mark.parametrize("op", [GATHER, ELEMENTS])
+def test_cuda_compile(op: str) -> None:
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "`torch.jit.script_method` is deprecated")
+        c = torch.compile(EAGER[op], fullgraph=True, dynamic=False)
+        x = torch.from_numpy(X).cuda().requires_grad_()
+        idx = torch.from_numpy(INDICES[op]).cuda()
+        assert torch.equal(c(x, idx), EAGER[op](x, idx))
+        bad = idx.clone()
+        bad[2, 0] = -6
+        want = eager_error(EAGER[op], x, bad)
+        with pytest.raises(IndexError) as info:
+            c(x, bad)
+    assert str(info.value) == want
