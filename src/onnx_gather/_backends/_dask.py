@@ -154,14 +154,14 @@ class DaskBackend:
         return numpy_dtype_name(x.dtype)
 
     def from_host(self, indices: np.ndarray, data: da.Array, /) -> _HostIndices:
-        # A copy: the graph runs later, and the values were range-checked now.
-        host = np.array(indices, copy=True)
-        if host.ndim == data.ndim:
+        # from_array copies NumPy input (dask >= 2024.12, dask/dask#11524): the graph runs
+        # later on the values that were range-checked now, whatever the caller does meanwhile.
+        if indices.ndim == data.ndim:
             # Data's chunk sizes: for GatherElements the blocks then align off the axis.
             chunks: Any = tuple(max(1, c[0]) for c in data.chunks)
         else:
             chunks = "auto"
-        return _HostIndices(da.from_array(host, chunks=chunks))
+        return _HostIndices(da.from_array(indices, chunks=chunks))
 
     def adopt(self, indices: da.Array, data: da.Array, /) -> da.Array:
         return indices

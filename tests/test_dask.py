@@ -1,0 +1,352 @@
+"""Dask only: calls stay lazy, plans read only the blocks they need, errors surface at
+compute with the whole-array position, and a multi-process cluster gives NumPy's results.
+
+The shared table (test_cases.py) already checks the values on dask; this file checks what
+only a lazy, chunked library has.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from cases import CASES, Case
+from conftest import LIBS
+from helpers import applies, assert_identical, call, expected, run_case
+
+if "dask" not in {lib.name for lib in LIBS}:
+    pytest.skip("dask is not a backend of this run", allow_module_level=True)
+
+import dask
+import dask.array as da
+from dask.core import flatten, get_dependencies
+
+import onnx_gather as og
+from onnx_gather import openvino
+
+DASK = next(lib for lib in LIBS if lib.name == "dask")
+
+
+class Computed(AssertionError):
+    """Raised by the forbidding scheduler."""
+
+
+def _forbidden(dsk: Any, keys: Any, **kwargs: Any) -> Any:
+    raise Computed("a graph was computed during the call")
+
+
+# --- laziness ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if applies(DASK, c)], ids=lambda c: c.id)
+def test_call_computes_nothing(case: Case) -> None:
+    """Every case of the table: the call builds a graph and computes none.
+
+    Shape, type, axis and opset errors still raise at call time; index values are only
+    known at compute, so out-of-range indices raise then, with the table's message.
+    """
+    with dask.config.set(scheduler=_forbidden):
+        if case.raises is not None and case.raises is not IndexError:
+            with pytest.raises(case.raises, match=case.match):
+                run_case(DASK, case)
+            return
+        out = run_case(DASK, case)
+    assert isinstance(out, da.Array)
+    if case.raises is IndexError:
+        with pytest.raises(IndexError, match=case.match):
+            DASK.to_numpy(out)
+    else:
+        assert_identical(DASK.to_numpy(out), expected(case))
+
+
+@pytest.mark.parametrize("form", ["numpy", "list"])
+def test_call_with_host_indices_computes_nothing(form: str) -> None:
+    data = da.from_array(np.arange(24.0).reshape(4, 6), chunks=(2, 4))
+    idx_np = np.array([[5, -1, 0], [2, 2, -6], [1, 0, 3], [4, 4, 4]])
+    idx = idx_np if form == "numpy" else idx_np.tolist()
+    with dask.config.set(scheduler=_forbidden):
+        gathered = og.gather(data, idx, axis=1)
+        picked = og.gather_elements(data, idx, axis=1)
+    assert_identical(DASK.to_numpy(gathered), np.take(np.arange(24.0).reshape(4, 6), idx_np, 1))
+    assert_identical(
+        DASK.to_numpy(picked), np.take_along_axis(np.arange(24.0).reshape(4, 6), idx_np, 1)
+    )
+
+
+def test_host_indices_are_copied_at_call_time() -> None:
+    """The graph runs later; it must use the indices that were checked at the call."""
+    data = da.from_array(np.arange(10, 20), chunks=3)
+    idx = np.array([1, 2, 3])
+    out = og.gather(data, idx)
+    idx[:] = 99
+    assert_identical(DASK.to_numpy(out), np.array([11, 12, 13]))
+
+
+def test_host_indices_are_not_checked_twice() -> None:
+    """Host indices were range-checked on the host; the graph checks only dask indices."""
+    data = da.from_array(np.arange(12).reshape(3, 4), chunks=2)
+
+    def check_layers(out: da.Array) -> list[str]:
+        return [n for n in out.__dask_graph__().layers if n.startswith("_check_block")]
+
+    assert check_layers(og.gather_elements(data, np.zeros((3, 4), np.int64))) == []
+    lazy = da.zeros((3, 4), dtype=np.int64, chunks=2)
+    assert len(check_layers(og.gather_elements(data, lazy))) == 1
+    assert check_layers(og.gather_elements(data, lazy, check_bounds=False)) == []
+
+
+def test_host_indices_are_chunked_like_data() -> None:
+    data = da.from_array(np.arange(54.0).reshape(6, 9), chunks=(2, 3))
+    out = og.gather_elements(data, np.zeros((6, 5), np.int64), axis=1)
+    assert out.chunks == ((2, 2, 2), (3, 2))
+
+
+# --- bounds at compute time -------------------------------------------------------------
+
+
+def _raises_at_compute(fn: Any, *args: Any, **kwargs: Any) -> str:
+    out = fn(*args, **kwargs)  # lazy: no error yet
+    with pytest.raises(IndexError) as info:
+        out.compute(scheduler="sync")
+    with pytest.raises(IndexError) as threaded:
+        out.compute(scheduler="threads")
+    assert str(threaded.value) == str(info.value)  # one bad entry: the same message
+    return str(info.value)
+
+
+def test_bounds_error_names_the_position_in_the_whole_indices() -> None:
+    """The bad index sits in the last block of the indices: its position is global."""
+    data = da.from_array(np.arange(48.0).reshape(6, 8), chunks=(2, 3))
+    idx_np = np.zeros((6, 5), np.int64)
+    idx_np[5, 3] = 8
+    idx = da.from_array(idx_np, chunks=(2, 2))
+    msg = "index 8 at position ({}) of indices is out of range for axis 1 of size 8; valid indices are [{}, 7]"
+    assert _raises_at_compute(og.gather_elements, data, idx, 1) == (
+        "GatherElements-13: " + msg.format("5, 3", -8)
+    )
+    assert _raises_at_compute(openvino.gather_elements, data, idx, 1) == (
+        "OpenVINO GatherElements-6: " + msg.format("5, 3", 0)
+    )
+    # Gather with 2-D indices, along a chunked axis (part/join plan) ...
+    assert _raises_at_compute(og.gather, data, idx, 1) == "Gather-13: " + msg.format("5, 3", -8)
+    # ... and along an axis data holds in one chunk.
+    whole = data.rechunk({1: -1})
+    assert _raises_at_compute(og.gather, whole, idx, 1) == "Gather-13: " + msg.format("5, 3", -8)
+
+
+def test_bounds_error_gather_1_negative_in_a_later_block() -> None:
+    data = da.from_array(np.arange(10.0), chunks=4)
+    idx = da.from_array(np.array([0, 1, 2, 3, 4, -1, 6]), chunks=2)
+    assert _raises_at_compute(og.gather, data, idx, 0, opset=1) == (
+        "Gather-1: index -1 at position (5,) of indices is out of range for axis 0 of size 10; "
+        "valid indices are [0, 9]"
+    )
+
+
+def test_bounds_error_when_the_output_is_empty() -> None:
+    data = da.zeros((0, 3), chunks=2)
+    idx = da.from_array(np.array([1, 3]), chunks=1)
+    assert "index 3 at position (1,)" in _raises_at_compute(og.gather, data, idx, 1)
+
+
+def test_unknown_chunk_sizes_are_rejected() -> None:
+    x = da.from_array(np.arange(10), chunks=5)
+    unknown = x[x > 3]
+    with pytest.raises(ValueError, match=r"unknown shape \(nan,\).*compute_chunk_sizes"):
+        og.gather(unknown, [0])
+    with pytest.raises(ValueError, match="unknown shape"):
+        og.gather(x, unknown.astype(np.int64))
+
+
+# --- which blocks each output block reads -----------------------------------------------
+
+
+class Recorded:
+    """An array-like that records every region dask reads from it."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.values = values
+        self.shape, self.dtype, self.ndim = values.shape, values.dtype, values.ndim
+        self.regions: list[tuple[slice, ...]] = []
+
+    def __getitem__(self, key: tuple[slice, ...]) -> np.ndarray:
+        self.regions.append(key)
+        return self.values[key]
+
+
+def _recorded(values: np.ndarray, chunks: Any) -> tuple[da.Array, Recorded]:
+    source = Recorded(values)
+    return da.from_array(source, chunks=chunks, meta=values[(slice(0, 0),) * values.ndim]), source
+
+
+def _blocks_read(out: da.Array, data: da.Array, source: Recorded) -> dict[tuple[int, ...], set]:
+    """For each output block, computed alone: the data blocks whose elements it read."""
+    bounds = [np.cumsum((0, *c)) for c in data.chunks]
+    result = {}
+    for ix in np.ndindex(*out.numblocks):
+        source.regions.clear()
+        out.blocks[ix].compute(scheduler="sync")
+        blocks: set[tuple[int, ...]] = set()
+        for region in source.regions:
+            spans = []
+            for r, b, n in zip(region, bounds, data.shape, strict=True):
+                start, stop, _ = r.indices(n)
+                first = int(np.searchsorted(b, start, side="right")) - 1
+                spans.append(range(first, int(np.searchsorted(b, stop, side="left"))))
+            blocks.update(itertools.product(*spans))  # empty reads (dask's meta) add nothing
+        result[ix] = blocks
+    return result
+
+
+def _max_data_blocks_per_task(out: da.Array, data: da.Array) -> int:
+    """The most data blocks any task of the graph takes as direct inputs."""
+    dsk = dict(out.__dask_graph__())
+    return max(
+        sum(1 for dep in get_dependencies(dsk, k) if dep[0] == data.name)
+        for k in dsk
+        if k[0] != data.name
+    )
+
+
+def test_gather_elements_reads_only_the_matching_off_axis_blocks() -> None:
+    data, source = _recorded(np.arange(54.0).reshape(6, 9), (2, 3))  # 3 x 3 blocks
+    idx = da.from_array(np.zeros((6, 10), np.int64), chunks=(3, 4))
+    reads = _blocks_read(og.gather_elements(data, idx, axis=1), data, source)
+    assert len(reads) == 3 * 3
+    for (i, _), blocks in reads.items():
+        assert blocks == {(i, c) for c in range(3)}  # the full axis of row block i, no more
+    # Along axis 0 it is the column blocks.
+    idx0 = da.from_array(np.zeros((4, 9), np.int64), chunks=(4, 2))
+    for (_, j), blocks in _blocks_read(
+        og.gather_elements(data, idx0, axis=0), data, source
+    ).items():
+        assert blocks == {(c, j) for c in range(3)}
+
+
+def test_gather_elements_with_smaller_indices_never_reads_the_rest() -> None:
+    """Indices smaller than data off the axis (plan.trim): blocks beyond them stay unread."""
+    data, source = _recorded(np.arange(54.0).reshape(6, 9), (2, 3))
+    idx = da.from_array(np.zeros((3, 4), np.int64), chunks=1)
+    reads = _blocks_read(og.gather_elements(data, idx, axis=1), data, source)
+    assert set().union(*reads.values()) == {(i, c) for i in (0, 1) for c in range(3)}
+    for (i, _), blocks in reads.items():
+        assert blocks == {(i, c) for c in range(3)}  # output blocks: rows 0-1, then row 2
+
+
+def test_gather_elements_rank_3_middle_axis() -> None:
+    src = np.arange(4 * 6 * 6).reshape(4, 6, 6)
+    data, source = _recorded(src, (2, 3, 2))
+    idx_np = np.random.default_rng(1).integers(-6, 6, (3, 7, 5))
+    out = og.gather_elements(data, da.from_array(idx_np, chunks=(2, 3, 2)), axis=1)
+    for (i, _, k), blocks in _blocks_read(out, data, source).items():
+        assert blocks == {(i, c, k) for c in range(2)}
+    assert_identical(DASK.to_numpy(out), np.take_along_axis(src[:3, :, :5], idx_np, axis=1))
+
+
+def test_gather_along_a_chunked_axis_holds_one_data_block_per_task() -> None:
+    """Data chunked along the axis is not rechunked: each task takes one data block."""
+    src = np.arange(48.0).reshape(6, 8)
+    data, source = _recorded(src, (2, 3))
+    idx_np = np.array([[7, -8, 3], [0, 0, 5]])
+    out = og.gather(data, da.from_array(idx_np, chunks=1), axis=1)
+    assert _max_data_blocks_per_task(out, data) == 1
+    for (i, *_), blocks in _blocks_read(out, data, source).items():
+        assert blocks == {(i, c) for c in range(3)}
+    assert_identical(DASK.to_numpy(out), np.take(src, idx_np, axis=1))
+
+
+def test_gather_along_an_unchunked_axis_is_one_task_per_block() -> None:
+    src = np.arange(48.0).reshape(6, 8)
+    data, source = _recorded(src, (2, 8))
+    out = og.gather(data, da.from_array(np.array([[7, -8, 3]]), chunks=(1, 2)), axis=1)
+    assert _max_data_blocks_per_task(out, data) == 1
+    for (i, *_), blocks in _blocks_read(out, data, source).items():
+        assert blocks == {(i, 0)}
+
+
+# --- dtypes and aliasing ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["gather", "gather_elements", "openvino.gather_elements"])
+def test_no_output_block_aliases_an_input_block(op: str) -> None:
+    """Run the raw graph (no compute() copies): no output block is a view of an input block.
+
+    dask's compute() copies results anyway (dask/dask#11697), so this looks at the blocks
+    themselves; a kernel returning a view (e.g. of a one-block identity gather) would fail.
+    """
+    src = np.arange(12.0).reshape(3, 4)
+    data = da.from_array(src, chunks=src.shape)
+    idx = da.from_array(np.array([[0, 1, 2, 3]] * 3), chunks=(3, 4))
+    out = call(op, data, idx, 1, None if op.startswith("openvino") else 13)
+    dsk = dict(out.__dask_graph__())
+    inputs = [dsk[(x.name, 0, 0)] for x in (data, idx)]  # from_array's single blocks
+    assert all(isinstance(x, np.ndarray) for x in inputs)
+    (block,) = dask.get(dsk, list(flatten(out.__dask_keys__())))
+    assert isinstance(block, np.ndarray)
+    assert block.shape == out.shape
+    assert not any(np.shares_memory(block, x) for x in inputs)
+
+
+# --- a real cluster ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        distributed.Client(cluster, set_as_default=False) as c,
+    ):
+        yield c
+
+
+def test_distributed_cluster_matches_numpy(client: Any) -> None:
+    rng = np.random.default_rng(6)
+    src = rng.standard_normal((40, 30))
+    strings = np.array([f"s{i}" for i in range(40 * 30)], dtype=object).reshape(40, 30)
+    idx_e = rng.integers(-30, 30, (35, 45))
+    idx_g = rng.integers(-30, 30, (4, 6))
+    idx_o = rng.integers(0, 30, (40, 12))
+    for values in (src, strings):
+        data = da.from_array(values, chunks=(8, 7))
+        results = client.compute(
+            [
+                og.gather_elements(data, da.from_array(idx_e, chunks=(9, 10)), axis=1),
+                og.gather(data, da.from_array(idx_g, chunks=(2, 3)), axis=1),
+                og.gather(data.rechunk({1: -1}), idx_g, axis=1),
+                openvino.gather_elements(data, idx_o, axis=1),
+            ],
+            sync=True,
+        )
+        assert len(client.scheduler_info()["workers"]) == 2
+        want = [
+            np.take_along_axis(values[:35], idx_e, axis=1),
+            np.take(values, idx_g, axis=1),
+            np.take(values, idx_g, axis=1),
+            np.take_along_axis(values, idx_o, axis=1),
+        ]
+        for got, ref in zip(results, want, strict=True):
+            assert_identical(np.asarray(got), ref)
+
+
+def test_distributed_bounds_error(client: Any) -> None:
+    data = da.from_array(np.arange(60.0).reshape(6, 10), chunks=(2, 4))
+    idx_np = np.zeros((6, 10), np.int64)
+    idx_np[4, 9] = -11
+    out = og.gather_elements(data, da.from_array(idx_np, chunks=3), axis=1)
+    with pytest.raises(IndexError) as info:
+        client.compute(out, sync=True)
+    assert str(info.value) == (
+        "GatherElements-13: index -11 at position (4, 9) of indices is out of range for "
+        "axis 1 of size 10; valid indices are [-10, 9]"
+    )
