@@ -105,7 +105,13 @@ class JaxBackend:
     def index_range(self, indices: jax.Array, /) -> tuple[int, int] | None:
         if _traced(indices):
             return None
-        lo, hi = np.asarray(_minmax(indices)).tolist()
+        bounds = _minmax(indices)
+        if _traced(bounds):
+            # Concrete indices inside a jit trace (closed over, or not an argument): the
+            # call was staged into that trace; evaluate it now instead.
+            with jax.ensure_compile_time_eval():
+                bounds = _minmax(indices)
+        lo, hi = np.asarray(bounds).tolist()
         return int(lo), int(hi)
 
     def to_host(self, indices: jax.Array, /) -> np.ndarray:
