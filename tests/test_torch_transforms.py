@@ -45,7 +45,7 @@ def eager_error(fn: Any, *args: Any) -> str:
 
 
 @pytest.mark.parametrize("case", GRAD_CASES, ids=lambda c: c.id)
-@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
 def test_backward_is_scatter_add(case: GradCase, dtype: torch.dtype) -> None:
     x = torch.from_numpy(data(case)).to(dtype).requires_grad_()
     g = upstream(case)
@@ -201,13 +201,16 @@ def test_compile_unchecked_and_indices_made_inside() -> None:
 
 
 @pytest.mark.parametrize("case", GRAD_CASES, ids=lambda c: c.id)
-def test_func_grad_is_scatter_add(case: GradCase) -> None:
-    g = torch.from_numpy(upstream(case))
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.bfloat16])
+def test_func_grad_is_scatter_add(case: GradCase, dtype: torch.dtype) -> None:
+    # float16 and bfloat16 are gathered as int16 bits when no gradient is wanted.
+    g = torch.from_numpy(upstream(case)).to(dtype)
     idx = torch.from_numpy(case.indices)
     grad = torch.func.grad(lambda t: (apply(case.op, t, idx, case.axis) * g).sum())(
-        torch.from_numpy(data(case))
+        torch.from_numpy(data(case)).to(dtype)
     )
-    np.testing.assert_array_equal(grad.numpy(), case.grad(g.numpy()))
+    assert grad.dtype == dtype
+    np.testing.assert_array_equal(grad.double().numpy(), case.grad(upstream(case)))
 
 
 def test_func_per_sample_grad() -> None:
