@@ -71,10 +71,19 @@ def gather(
 
     Notes
     -----
-    Under tracing (``jax.jit``, ``jax.vmap``, ``torch.compile``) index values are unknown
-    and nothing can raise: an out-of-range index then never reads another element. JAX
-    yields the fill value (NaN, the minimum integer, True) and records the IndexError for
-    :func:`jax.experimental.checkify.checkify`.
+    Gradients flow to ``data`` (PyTorch autograd and ``torch.func``, ``jax.grad``): the
+    scatter-add of the upstream gradient at the gathered positions.
+
+    Under tracing, index values given as arrays are unknown while the program is built
+    (ints, sequences and NumPy arrays are known, and are checked then). An out-of-range
+    index never reads another element:
+
+    - ``torch.compile`` and ``torch.func``: the check runs inside the graph, when it runs,
+      and raises the same IndexError (one host synchronisation, as eagerly). Under
+      ``torch.compile`` pass indices as tensors.
+    - ``jax.jit``, ``jax.vmap``: nothing can raise. The result holds the fill value (NaN,
+      the most negative signed integer, the largest unsigned one, True) where the index is
+      bad, and :func:`jax.experimental.checkify.checkify` reports the IndexError's text.
 
     Examples
     --------
@@ -129,7 +138,7 @@ def gather_elements(
 
     Notes
     -----
-    Under tracing the out-of-range policy of :func:`gather` applies.
+    Gradients, tracing and the out-of-range policy under tracing: as for :func:`gather`.
 
     Examples
     --------
