@@ -301,6 +301,23 @@ def _shape_cases() -> list[Case]:
     ]  # fmt: skip
 
 
+def _campaign_cases() -> list[Case]:
+    """Minimal examples of divergences the conformance campaign found (docs/conformance.md)."""
+    snan = np.array([[0x7C01, 0x3C00], [0xFC01, 0x7D00]], np.uint16).view(np.float16)
+    return [
+        # numpy: np.take with 0-d indices and 1-d data returns a NumPy scalar, not an array.
+        Case("campaign-gather-0d-indices-1d-data", GATHER, a([0], np.int32), i64(0), opset=1),
+        # jax: jnp.take returns its input when the axis and the indices are both empty.
+        Case("campaign-gather-empty-axis-2d-empty-indices", GATHER, np.zeros((0,), np.int32),
+             np.zeros((0, 0), np.int64), opset=1),
+        # torch: torch.gather quiets float16 signalling NaNs (0x7C01 -> 0x7E01).
+        Case("campaign-elements-float16-signalling-nan", ELEMENTS, snan, i64([[1, 0], [0, 1]])),
+        # torch: NumPy indices with negative strides (a reversed view) were rejected.
+        Case("campaign-elements-host-indices-negative-stride", ELEMENTS,
+             np.arange(64, dtype=np.int32), i64([1, -4])[::-1], opset=11),
+    ]  # fmt: skip
+
+
 def all_cases() -> list[Case]:
     cases = (
         _spec_examples()
@@ -309,6 +326,7 @@ def all_cases() -> list[Case]:
         + _bounds_cases()
         + _shape_cases()
         + _dtype_cases()
+        + _campaign_cases()
     )
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "duplicate case ids"

@@ -132,6 +132,10 @@ class JaxBackend:
         self, data: jax.Array, indices: jax.Array, plan: Plan, negative: bool, /
     ) -> jax.Array:
         indices = self._prepare(indices, plan)
+        if 0 in plan.out_shape:
+            # Nothing to read. jnp.take returns `data` itself when its axis and the indices
+            # are both empty: the wrong shape (jax 0.10.2; no upstream report found).
+            return jnp.zeros_like(data, shape=plan.out_shape)
         bits = _as_bits(data)
         out: jax.Array = jnp.take(bits, indices, axis=plan.axis, mode="fill")
         return out if bits is data else jax.lax.bitcast_convert_type(out, data.dtype)

@@ -44,6 +44,9 @@ class NumpyBackend:
 
     def gather(self, data: Any, indices: np.ndarray, plan: Plan, negative: bool, /) -> Any:
         # np.take counts negative indices from the end, as ONNX-11/13 do.
+        if indices.ndim == 0:
+            # With 0-d indices and 1-d data np.take returns a NumPy scalar, not an array.
+            return np.take(data, indices.reshape(1), axis=plan.axis).reshape(plan.out_shape)
         return np.take(data, indices, axis=plan.axis)
 
     def gather_elements(self, data: Any, indices: np.ndarray, plan: Plan, negative: bool, /) -> Any:

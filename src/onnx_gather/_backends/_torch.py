@@ -7,8 +7,10 @@ move unchanged.
 
 ``torch.gather`` on CPU also rewrites bfloat16 NaN payloads to 0xFFFF (torch 2.13.0; seen
 here with a 2-D gather along either axis, while ``index_select`` and float16/float32 keep
-the bits; no upstream report found). bfloat16 GatherElements therefore goes through an
-int16 view too, unless autograd needs the float graph.
+the bits; no upstream report found), and quiets float16 signalling NaNs (0x7C01 comes back
+as 0x7E01; torch 2.13.0, seen with 2-D and with strided 1-D data, found by the conformance
+campaign; no upstream report found). bfloat16 and float16 GatherElements therefore go
+through an int16 view too, unless autograd needs the float graph.
 
 Under ``torch.compile`` and ``torch.func`` transforms the index values cannot be read while
 tracing, so the bounds check goes into the graph as the custom operator
@@ -47,7 +49,7 @@ _NAMES: dict[torch.dtype, str] = {
     torch.complex128: "complex128",
 }
 _SIGNED_VIEW = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
-_GATHER_VIEW = {**_SIGNED_VIEW, torch.bfloat16: torch.int16}
+_GATHER_VIEW = {**_SIGNED_VIEW, torch.bfloat16: torch.int16, torch.float16: torch.int16}
 
 
 def _values_unknown(indices: torch.Tensor) -> bool:
@@ -128,9 +130,10 @@ class TorchBackend:
         return _NAMES.get(x.dtype, str(x.dtype).removeprefix("torch."))
 
     def from_host(self, indices: np.ndarray, data: torch.Tensor, /) -> torch.Tensor:
-        if not indices.flags.writeable:
+        if not indices.flags.writeable or any(stride < 0 for stride in indices.strides):
             # torch warns on read-only arrays it would share; we only read them, but copy
-            # rather than share memory we promised not to alias.
+            # rather than share memory we promised not to alias. torch.as_tensor rejects
+            # negative strides (a reversed NumPy view) outright.
             indices = indices.copy()
         return torch.as_tensor(indices, device=data.device)
 
@@ -177,7 +180,7 @@ class TorchBackend:
     ) -> torch.Tensor:
         indices = self._prepare(indices, plan, negative)
         signed = _GATHER_VIEW.get(data.dtype)
-        if signed is torch.int16 and data.dtype == torch.bfloat16 and data.requires_grad:
+        if data.dtype.is_floating_point and data.requires_grad:
             signed = None  # keep the autograd graph; NaN payloads may then be canonicalised
         source = data.view(signed) if signed is not None else data
         if plan.trim is not None:
