@@ -1,95 +1,11 @@
-"""The operators read literally from the spec: one plain loop over output positions.
+"""The loop oracle: the operators read literally from the spec (see the module it re-exports).
 
-No take, take_along_axis or fancy indexing: every output element is read with a tuple of
-ints, so this stays an independent oracle for every backend. Raises the spec's exception
-types (IndexError for a bad index value, ValueError for bad shapes/axis/opset, TypeError
-for bad dtypes) but makes no claim about message text.
+It lives in ``onnx_gather._conformance.oracle`` so that ``python -m onnx_gather check`` can
+use it without a source checkout; it shares no code with the library it checks.
 """
 
 from __future__ import annotations
 
-import itertools
+from onnx_gather._conformance.oracle import gather, gather_elements
 
-import numpy as np
-
-INDEX_DTYPES = {"int32", "int64"}
-TYPES = {
-    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "float32", "float64", "complex64", "complex128", "string",
-}  # fmt: skip
-
-
-def _dtype_name(dtype: np.dtype) -> str:
-    return "string" if dtype.kind in "OUST" else dtype.name
-
-
-def _version(opset: int, versions: tuple[int, ...]) -> int:
-    usable = [v for v in versions if v <= opset]
-    if not usable:
-        raise ValueError(f"opset {opset}")
-    return usable[-1]
-
-
-def _check_common(data: np.ndarray, indices: np.ndarray, axis: int, bf16: bool) -> int:
-    if data.ndim < 1:
-        raise ValueError("rank")
-    allowed = TYPES | ({"bfloat16"} if bf16 else set())
-    if _dtype_name(data.dtype) not in allowed:
-        raise TypeError(data.dtype)
-    if _dtype_name(indices.dtype) not in INDEX_DTYPES:
-        raise TypeError(indices.dtype)
-    if not -data.ndim <= axis < data.ndim:
-        raise ValueError("axis")
-    return axis % data.ndim
-
-
-def _resolve(i: int, size: int, negative_ok: bool) -> int:
-    if negative_ok and -size <= i < 0:
-        return i + size
-    if 0 <= i < size:
-        return i
-    raise IndexError(i)
-
-
-def gather(data: np.ndarray, indices: np.ndarray, axis: int = 0, opset: int = 13) -> np.ndarray:
-    """ONNX Gather-1/11/13."""
-    data, indices = np.asarray(data), np.asarray(indices)
-    version = _version(opset, (1, 11, 13))
-    axis = _check_common(data, indices, axis, version >= 13)
-    q = indices.ndim
-    size = data.shape[axis]
-    # Every index is checked, even when the output is empty.
-    for j in itertools.product(*map(range, indices.shape)):
-        _resolve(int(indices[j]), size, version >= 11)
-    out_shape = data.shape[:axis] + indices.shape + data.shape[axis + 1 :]
-    out = np.empty(out_shape, dtype=data.dtype)
-    for pos in itertools.product(*map(range, out_shape)):
-        j = pos[axis : axis + q]
-        k = _resolve(int(indices[j]), size, version >= 11)
-        out[pos] = data[pos[:axis] + (k,) + pos[axis + q :]]
-    return out
-
-
-def gather_elements(
-    data: np.ndarray, indices: np.ndarray, axis: int = 0, opset: int | None = 13
-) -> np.ndarray:
-    """ONNX GatherElements-11/13, or OpenVINO GatherElements-6 when ``opset`` is None."""
-    data, indices = np.asarray(data), np.asarray(indices)
-    openvino = opset is None
-    version = 13 if openvino else _version(opset, (11, 13))
-    axis = _check_common(data, indices, axis, version >= 13)
-    if indices.ndim != data.ndim:
-        raise ValueError("rank")
-    for d in range(data.ndim):
-        if d != axis and (
-            indices.shape[d] > data.shape[d] or (openvino and indices.shape[d] != data.shape[d])
-        ):
-            raise ValueError(f"dim {d}")
-    size = data.shape[axis]
-    for pos in itertools.product(*map(range, indices.shape)):
-        _resolve(int(indices[pos]), size, not openvino)
-    out = np.empty(indices.shape, dtype=data.dtype)
-    for pos in itertools.product(*map(range, indices.shape)):
-        k = _resolve(int(indices[pos]), size, not openvino)
-        out[pos] = data[pos[:axis] + (k,) + pos[axis + 1 :]]
-    return out
+__all__ = ["gather", "gather_elements"]

@@ -1,0 +1,270 @@
+"""ONNX Runtime (CPU) and the ONNX reference evaluator on the same examples.
+
+One single-node model per (operator, opset, data type, index type, ranks, axis), with
+symbolic dims, built once and cached with its session. OpenVINO GatherElements-6 examples
+run as ONNX GatherElements-13: every input valid for the first is valid for the second,
+with the same result.
+
+The peers' own errors and gaps (a type without a kernel, a type the Python API cannot
+feed) come back as :class:`Gap` outcomes; :func:`classify` names every kind of agreement
+and divergence with the oracle.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from onnx_gather._conformance.runner import Outcome, difference
+from onnx_gather._conformance.strategies import GATHER, OPENVINO, Example
+
+_ONNX_TYPES = {
+    "bool": "BOOL", "int8": "INT8", "int16": "INT16", "int32": "INT32", "int64": "INT64",
+    "uint8": "UINT8", "uint16": "UINT16", "uint32": "UINT32", "uint64": "UINT64",
+    "float16": "FLOAT16", "bfloat16": "BFLOAT16", "float32": "FLOAT", "float64": "DOUBLE",
+    "complex64": "COMPLEX64", "complex128": "COMPLEX128", "string": "STRING",
+}  # fmt: skip
+
+
+class Gap(Exception):
+    """A peer cannot run this example at all (no kernel, cannot feed the type)."""
+
+
+def _opset(example: Example) -> int:
+    return 13 if example.op == OPENVINO else int(example.opset or 0)
+
+
+def model(example: Example) -> Any:
+    """The single-node ONNX model for ``example``'s operator, opset, types, ranks and axis."""
+    onnx = importlib.import_module("onnx")
+    helper, tensor = onnx.helper, onnx.TensorProto
+    data_type = getattr(tensor, _ONNX_TYPES[example.dtype_name])
+    index_type = getattr(tensor, _ONNX_TYPES.get(str(example.indices.dtype), "UNDEFINED"))
+
+    def symbolic(name: str, elem: int, rank: int, prefix: str) -> Any:
+        return helper.make_tensor_value_info(name, elem, [f"{prefix}{i}" for i in range(rank)])
+
+    op_type = "Gather" if example.op == GATHER else "GatherElements"
+    node = helper.make_node(op_type, ["data", "indices"], ["out"], axis=example.axis)
+    graph = helper.make_graph(
+        [node],
+        "conformance",
+        [
+            symbolic("data", data_type, example.data.ndim, "d"),
+            symbolic("indices", index_type, example.indices.ndim, "i"),
+        ],
+        [helper.make_tensor_value_info("out", data_type, None)],
+    )
+    opsets = [helper.make_opsetid("", _opset(example))]
+    try:
+        ir_version = helper.find_min_ir_version_for(opsets)
+    except ValueError:
+        ir_version = 3  # opsets 2-4 came with no release of their own: IR 3, like opset 1
+    return helper.make_model(graph, opset_imports=opsets, ir_version=ir_version)
+
+
+def _key(example: Example) -> tuple[Any, ...]:
+    return (
+        "Gather" if example.op == GATHER else "GatherElements",
+        _opset(example),
+        example.dtype_name,
+        str(example.indices.dtype),
+        example.data.ndim,
+        example.indices.ndim,
+        example.axis,
+    )
+
+
+def _feed(example: Example) -> dict[str, np.ndarray]:
+    # Not np.ascontiguousarray: that makes 0-d arrays 1-d.
+    data = example.data.copy(order="C")
+    if data.dtype.kind in "SUT" or data.dtype.kind == "O":
+        data = np.array([_text(x) for x in data.reshape(-1)], dtype=object).reshape(data.shape)
+    return {"data": data, "indices": example.indices.copy(order="C")}
+
+
+def _text(x: Any) -> str:
+    return x.decode("latin-1") if isinstance(x, bytes) else str(x)
+
+
+def comparable(want: np.ndarray) -> np.ndarray:
+    """The oracle's value in the form the ONNX peers return it (strings as Python str)."""
+    if want.dtype.kind in "OUST":
+        flat = [_text(x) for x in want.reshape(-1)]
+        return np.array(flat, dtype=object).reshape(want.shape)
+    return want
+
+
+class _Cached:
+    """A bounded cache of per-model runners (sessions, evaluators)."""
+
+    size = 256
+
+    def __init__(self) -> None:
+        self._cache: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+
+    def _get(self, example: Example) -> Any:
+        key = _key(example)
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            runner = self._cache[key]
+        else:
+            try:
+                runner = self._build(model(example))
+            except Exception as exc:  # the peer's own rejection, recorded as such
+                runner = exc
+            self._cache[key] = runner
+            if len(self._cache) > self.size:
+                self._cache.popitem(last=False)
+        if isinstance(runner, Exception):
+            raise runner
+        return runner
+
+    def _build(self, onnx_model: Any) -> Any:
+        raise NotImplementedError
+
+    def __call__(self, example: Example) -> Outcome:
+        """Run ``example``; an exception the peer raises is the outcome's ``error``."""
+        try:
+            runner = self._get(example)
+        except Exception as exc:
+            return Outcome(error=exc)
+        try:
+            value = self._run(runner, _feed(example))
+        except Exception as exc:
+            return Outcome(error=exc)
+        return Outcome(value=np.asarray(value))
+
+    def _run(self, runner: Any, feed: dict[str, np.ndarray]) -> Any:
+        raise NotImplementedError
+
+
+class OnnxRuntime(_Cached):
+    """ONNX Runtime's CPU execution provider, one thread."""
+
+    name = "onnxruntime"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ort = importlib.import_module("onnxruntime")
+
+    def _build(self, onnx_model: Any) -> Any:
+        options = self.ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        try:
+            return self.ort.InferenceSession(
+                onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:
+            text = str(exc)
+            if "not currently registered or supported" in text:
+                raise Gap("type not supported") from exc
+            if "NOT_IMPLEMENTED" in text or "Could not find an implementation" in text:
+                raise Gap("no CPU kernel for this type") from exc
+            raise
+
+    def _run(self, runner: Any, feed: dict[str, np.ndarray]) -> Any:
+        if feed["data"].dtype.name == "bfloat16":
+            # The Python API converts no ml_dtypes array (and returns none): a known gap.
+            raise Gap("the Python API cannot feed bfloat16 from NumPy")
+        return runner.run(None, feed)[0]
+
+
+class ReferenceEvaluator(_Cached):
+    """``onnx.reference.ReferenceEvaluator``."""
+
+    name = "onnx.reference"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.evaluator = importlib.import_module("onnx.reference").ReferenceEvaluator
+
+    def _build(self, onnx_model: Any) -> Any:
+        return self.evaluator(onnx_model)
+
+    def _run(self, runner: Any, feed: dict[str, np.ndarray]) -> Any:
+        return runner.run(None, feed)[0]
+
+
+def invalid_reason(example: Example, want: Outcome) -> str:
+    """Why the oracle rejects ``example``, as a short class name."""
+    error = want.error
+    if isinstance(error, IndexError):
+        value = int(error.args[0])
+        size = example.data.shape[example.axis]
+        if -size <= value < 0:
+            return "negative index where the version has none"
+        return "out-of-range index"
+    if isinstance(error, TypeError):
+        return "type not in the opset's list (bfloat16 before 13)"
+    text = str(error)
+    if text.startswith("opset"):
+        return "opset older than the operator"
+    if text == "axis":
+        return "axis out of range"
+    if text.startswith("dim"):
+        if example.op == OPENVINO:
+            return "indices dims differ from data off the axis (OpenVINO)"
+        return "indices larger than data off the axis"
+    return f"invalid ({text})"
+
+
+def classify(example: Example, got: Outcome, want: Outcome, compare: Any = None) -> str:
+    """Name how a peer's outcome relates to the oracle's.
+
+    ``compare`` maps the oracle's value to the form the peer returns (e.g. strings as
+    Python str); default: unchanged.
+    """
+    if want.error is not None:
+        reason = invalid_reason(example, want)
+        if got.error is not None:
+            if isinstance(got.error, Gap):
+                return f"gap: {got.error}"
+            return f"rejects: {reason}"
+        return f"ACCEPTS: {reason}"
+    assert want.value is not None
+    if got.error is not None:
+        if isinstance(got.error, Gap):
+            return f"gap: {got.error} ({example.dtype_name})"
+        return f"ERROR on valid input: {type(got.error).__name__} ({_short(got.error)})"
+    assert got.value is not None
+    reference = compare(want.value) if compare is not None else want.value
+    diff = difference(got.value, reference)
+    if diff is None:
+        return "agrees"
+    if diff.startswith("shape"):
+        return "WRONG shape"
+    if diff.startswith("dtype"):
+        return f"WRONG dtype ({got.value.dtype} for {reference.dtype})"
+    if reference.dtype.kind in "fc" and np.array_equal(got.value, reference, equal_nan=True):
+        return "NaN payload changed"
+    return "WRONG values"
+
+
+def _short(error: BaseException) -> str:
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    for marker in ("[ONNXRuntimeError] : ", "Non-zero status code returned while running "):
+        text = text.split(marker)[-1]
+    # Numbers vary from example to example; the class is the message's shape.
+    return re.sub(r"-?\d+", "N", text)[:90]
+
+
+def known_divergence(example: Example, cls: str) -> str | None:
+    """If ``cls`` is a known ONNX Runtime divergence for ``example``, the explanation.
+
+    Each entry was found by the conformance campaign and is documented, with its minimal
+    example, in docs/conformance.md.
+    """
+    if cls.startswith("gap: "):
+        return cls
+    if cls == "WRONG values" and example.op == GATHER and example.dtype_name == "string":
+        axis = example.axis % example.data.ndim
+        if int(np.prod(example.data.shape[axis + 1 :], dtype=np.int64)) > 1:
+            return "Gather on strings copies only the first string of each block"
+    return None

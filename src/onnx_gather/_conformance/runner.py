@@ -1,0 +1,292 @@
+"""Run one example on a library and on the oracle, and say how they differ.
+
+A library is any object with the adaptor interface of ``tests/libs.py``: ``name``,
+``holds`` (the ONNX type names it can hold), ``asarray`` (NumPy -> library),
+``to_numpy`` (library -> NumPy) and ``indices`` (NumPy indices -> the library's array
+where it can hold their type, else NumPy). Views are made from the library's array with
+the library's own slicing and ``permute_dims``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+import onnx_gather as og
+from onnx_gather import openvino
+from onnx_gather._conformance import oracle
+from onnx_gather._conformance.strategies import ELEMENTS, GATHER, OPENVINO, Example, Layout
+
+
+class Library(Protocol):
+    """What the runner needs of a library adaptor."""
+
+    name: str
+    holds: frozenset[str]
+
+    def asarray(self, a: np.ndarray) -> Any:
+        """``a`` as an array of this library."""
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        """An array of this library as NumPy."""
+
+    def indices(self, a: np.ndarray) -> Any:
+        """Indices as this library's array where it can hold their dtype, else NumPy."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A result (``value``) or the exception raised instead (``error``)."""
+
+    value: np.ndarray | None = None
+    error: BaseException | None = None
+
+    @property
+    def kind(self) -> str:
+        """``"value"`` or the exception's type name."""
+        return "value" if self.error is None else type(self.error).__name__
+
+
+def call(
+    op: str, data: Any, indices: Any, axis: int, opset: int | None, check_bounds: bool = True
+) -> Any:
+    """Call the public function for ``op``."""
+    if op == GATHER:
+        return og.gather(data, indices, axis, opset=opset, check_bounds=check_bounds)  # type: ignore[arg-type]
+    if op == ELEMENTS:
+        return og.gather_elements(data, indices, axis, opset=opset, check_bounds=check_bounds)  # type: ignore[arg-type]
+    if op == OPENVINO:
+        return openvino.gather_elements(data, indices, axis, check_bounds=check_bounds)
+    msg = f"unknown operator {op!r}"
+    raise ValueError(msg)
+
+
+def expected(example: Example) -> Outcome:
+    """What the loop oracle says: the spec's value or exception."""
+    try:
+        if example.op == GATHER:
+            assert example.opset is not None
+            value = oracle.gather(example.data, example.indices, example.axis, example.opset)
+        else:
+            value = oracle.gather_elements(
+                example.data, example.indices, example.axis, example.opset
+            )
+    except (IndexError, ValueError, TypeError) as exc:
+        return Outcome(error=exc)
+    return Outcome(value=value)
+
+
+_REVERSES: dict[str, bool] = {}
+
+
+def reverses(lib: Library) -> bool:
+    """Whether ``lib`` can slice with a negative step (a reversed view)."""
+    if lib.name not in _REVERSES:
+        probe = np.arange(3, dtype=np.int32 if "int32" in lib.holds else np.float32)
+        try:
+            flipped = lib.to_numpy(lib.asarray(probe)[::-1])
+            _REVERSES[lib.name] = flipped.tolist() == [2, 1, 0]
+        except Exception:
+            _REVERSES[lib.name] = False
+    return _REVERSES[lib.name]
+
+
+def _present(make: Any, logical: np.ndarray, layout: Layout, pad: Any, reverse_ok: bool) -> Any:
+    """``logical`` as an array made by ``make``, viewed through ``layout`` with its own ops."""
+    from array_api_compat import array_namespace
+
+    if not reverse_ok:
+        layout = layout.without_reversal()
+    base, slices, perm = layout.realise(logical, pad)
+    x = make(base)
+    if slices is not None:
+        x = x[slices]
+    if perm is not None:
+        x = array_namespace(x).permute_dims(x, perm)
+    return x
+
+
+def inputs(lib: Library, example: Example) -> tuple[Any, Any]:
+    """The example's data and indices as ``lib`` (and the example's form) presents them."""
+    reverse_ok = reverses(lib)
+    data = _present(lib.asarray, example.data, example.data_layout, example.pad, reverse_ok)
+    if example.indices_form == "list":
+        indices: Any = example.indices.tolist()
+    else:
+
+        def pad(shape: tuple[int, ...]) -> np.ndarray:
+            return example.pad(shape, "indices")
+
+        make: Callable[[np.ndarray], Any] = lib.indices
+        if example.indices_form == "numpy":
+            make, reverse_ok = np.asarray, True
+        indices = _present(make, example.indices, example.indices_layout, pad, reverse_ok)
+    return data, indices
+
+
+def actual(lib: Library, example: Example) -> tuple[Outcome, str | None]:
+    """Run the example on ``lib``; also say if the call modified its inputs."""
+    data, indices = inputs(lib, example)
+    try:
+        result = call(example.op, data, indices, example.axis, example.opset, example.check_bounds)
+        # Inside the try: a lazy library (Dask) raises when the result is computed.
+        outcome = Outcome(value=lib.to_numpy(result))
+    except Exception as exc:  # judged by mismatch(): only the oracle's type conforms
+        outcome = Outcome(error=exc)
+    touched = None
+    if difference(lib.to_numpy(data), example.data) is not None:
+        touched = "the call modified its data argument"
+    elif not isinstance(indices, list | int) and (
+        difference(np.asarray(_to_numpy_any(lib, indices)), example.indices) is not None
+    ):
+        touched = "the call modified its indices argument"
+    return outcome, touched
+
+
+def _to_numpy_any(lib: Library, x: Any) -> np.ndarray:
+    return x if isinstance(x, np.ndarray) else lib.to_numpy(x)
+
+
+def difference(got: np.ndarray, want: np.ndarray) -> str | None:
+    """None if identical (shape, dtype, bits; strings by value), else what differs."""
+    if got.shape != want.shape:
+        return f"shape {got.shape}, expected {want.shape}"
+    if want.dtype.kind in "OUST":
+        if got.dtype.kind not in "OUST":
+            return f"dtype {got.dtype}, expected a string dtype"
+        if got.tolist() != want.tolist():
+            return "string values differ"
+        return None
+    if got.dtype != want.dtype:
+        return f"dtype {got.dtype}, expected {want.dtype}"
+    a = np.ascontiguousarray(got.reshape(-1)).view(np.uint8)
+    b = np.ascontiguousarray(want.reshape(-1)).view(np.uint8)
+    if a.tobytes() == b.tobytes():
+        return None
+    itemsize = want.dtype.itemsize
+    bad = np.flatnonzero((a.reshape(-1, itemsize) != b.reshape(-1, itemsize)).any(axis=1))
+    first = int(bad[0])
+    return (
+        f"{bad.size} of {want.size} elements differ; first at flat position {first}: "
+        f"{got.reshape(-1)[first]!r}, expected {want.reshape(-1)[first]!r}"
+    )
+
+
+_NAMED = re.compile(r"index (-?\d+) at position \(([-\d, ]*)\)")
+
+
+def _names_a_bad_index(example: Example, text: str) -> str | None:
+    """None if ``text`` names an out-of-range value at a position that holds it, else why not.
+
+    Any bad entry will do: a chunked backend (Dask) checks its blocks in no fixed order.
+    """
+    found = _NAMED.search(text)
+    if found is None:
+        return f"IndexError message {text!r} names no 'index V at position (...)'"
+    value = int(found.group(1))
+    position = tuple(int(p) for p in found.group(2).replace(",", " ").split())
+    if len(position) != example.indices.ndim or any(
+        not 0 <= p < n for p, n in zip(position, example.indices.shape, strict=True)
+    ):
+        return f"IndexError message {text!r}: no position {position} in indices"
+    if int(example.indices[position]) != value:
+        return f"IndexError message {text!r}: indices{list(position)} is not {value}"
+    size = example.data.shape[example.axis]
+    negative_ok = example.op != OPENVINO and (example.opset or 0) >= 11
+    if (-size if negative_ok else 0) <= value < size:
+        return f"IndexError message {text!r} names the valid index {value}"
+    return None
+
+
+def mismatch(example: Example, got: Outcome, want: Outcome) -> str | None:
+    """None if ``got`` conforms to the oracle's ``want``, else why not.
+
+    Values must be identical. Errors must have the oracle's exception type; an IndexError
+    must also name an offending value and its position in ``indices``. With
+    ``check_bounds=False`` an out-of-range index may give anything except a crash.
+    """
+    if want.error is not None:
+        if isinstance(want.error, IndexError) and not example.check_bounds:
+            return None
+        if got.error is None:
+            return f"returned a value, expected {type(want.error).__name__}"
+        if not isinstance(got.error, type(want.error)):
+            return f"raised {got.kind}: {got.error}; expected {type(want.error).__name__}"
+        if isinstance(want.error, IndexError):
+            return _names_a_bad_index(example, str(got.error))
+        return None
+    if got.error is not None:
+        return f"raised {got.kind}: {got.error}; expected a value"
+    assert got.value is not None
+    assert want.value is not None
+    return difference(got.value, want.value)
+
+
+class Tally:
+    """Counts outcomes per (library, operator) and classes per peer, for the report."""
+
+    def __init__(self) -> None:
+        self.runs: Counter[tuple[str, str, str]] = Counter()
+        self.classes: Counter[tuple[str, str, str]] = Counter()
+
+    def run(self, lib: str, op: str, kind: str) -> None:
+        """One example ran on ``lib`` and gave ``kind`` (value or an exception type)."""
+        self.runs[lib, op, kind] += 1
+
+    def peer(self, peer: str, op: str, cls: str) -> None:
+        """A peer's outcome on one example fell into class ``cls``."""
+        self.classes[peer, op, cls] += 1
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-friendly summary."""
+        examples: Counter[tuple[str, str]] = Counter()
+        for (lib, op, _), n in self.runs.items():
+            examples[lib, op] += n
+        return {
+            "examples": [
+                {"library": lib, "op": op, "examples": n}
+                for (lib, op), n in sorted(examples.items())
+            ],
+            "outcomes": [
+                {"library": lib, "op": op, "outcome": kind, "count": n}
+                for (lib, op, kind), n in sorted(self.runs.items())
+            ],
+            "peers": [
+                {"peer": peer, "op": op, "class": cls, "count": n}
+                for (peer, op, cls), n in sorted(self.classes.items())
+            ],
+        }
+
+
+def check(example: Example, libs: list[Any], tally: Tally | None = None) -> Outcome:
+    """Run ``example`` on every library that holds its data type; assert it conforms.
+
+    Returns the oracle's outcome, for further comparisons.
+
+    Raises
+    ------
+    AssertionError
+        Naming the library and what differs from the oracle.
+    """
+    want = expected(example)
+    problems = []
+    for lib in libs:
+        if example.dtype_name not in lib.holds:
+            continue
+        got, touched = actual(lib, example)
+        if tally is not None:
+            tally.run(lib.name, example.op, got.kind)
+        problem = touched or mismatch(example, got, want)
+        if problem is not None:
+            problems.append(f"{lib.name}: {problem}")
+    if problems:
+        oracle_says = want.kind if want.error is None else f"{want.kind}({want.error})"
+        raise AssertionError(
+            "backend differs from the oracle (" + oracle_says + "):\n  " + "\n  ".join(problems)
+        )
+    return want

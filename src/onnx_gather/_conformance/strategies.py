@@ -1,0 +1,400 @@
+"""Hypothesis strategies: random Gather, GatherElements and OpenVINO GatherElements-6 calls.
+
+One example is one call: operator, data, indices, axis, opset, ``check_bounds``, and how
+each input is presented (a contiguous array, or a transposed / strided / reversed view of a
+larger array, made later with the library's own operations; indices also as a NumPy array
+or a Python list). Everything is drawn step by step from small choices, so a failure
+shrinks to a small example: few and short dims, the first dtype that still fails, counting
+values, plain layouts.
+
+Sizes are bounded so that the loop oracle stays cheap: data has rank 1-5 and dims 0-7,
+and about one example in five has an axis of 64-300 (where the ONNX reference evaluator's
+GatherElements breaks) with the other dims at most 2. Element values come from a drawn
+seed: counting values, random bit patterns (NaN payloads, signalling NaNs, subnormals,
+-0.0 appear naturally) or a mix of each type's special values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+GATHER = "gather"
+ELEMENTS = "gather_elements"
+OPENVINO = "openvino.gather_elements"
+OPS = (GATHER, ELEMENTS, OPENVINO)
+
+#: Every ONNX data type, in the order a failing example shrinks towards.
+DTYPES = (
+    "int32", "int64", "float32", "float64", "float16", "bfloat16", "int8", "int16",
+    "uint8", "uint16", "uint32", "uint64", "bool", "complex64", "complex128", "string",
+)  # fmt: skip
+#: NumPy's spellings of ONNX ``string``.
+STRING_KINDS = ("object", "U", "S", "StringDType")
+
+MAX_DIM = 7
+LARGE_AXIS = (64, 300)
+#: At most this many elements in data and in the output (outside large-axis examples),
+#: so the loop oracle costs a few milliseconds at most.
+BUDGET = 1024
+SEED_MAX = 2**32 - 1
+
+_STRINGS = ("", "a", "ÿ-ü", "abc", "x" * 40, "\x00z", "日本", " ")
+
+
+def _bfloat16() -> np.dtype[Any] | None:
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    bf16: np.dtype[Any] = np.dtype(ml_dtypes.bfloat16)
+    return bf16
+
+
+def numpy_dtype(name: str, string_kind: str = "object") -> np.dtype[Any]:
+    """The NumPy dtype for an ONNX type name (strings in ``string_kind``'s spelling)."""
+    if name == "bfloat16":
+        bf16 = _bfloat16()
+        if bf16 is None:
+            msg = "bfloat16 needs ml_dtypes"
+            raise RuntimeError(msg)
+        return bf16
+    if name == "string":
+        if string_kind == "StringDType":
+            return np.dtype(np.dtypes.StringDType())
+        return np.dtype({"object": object, "U": np.str_, "S": np.bytes_}[string_kind])
+    return np.dtype(name)
+
+
+def string_kinds() -> tuple[str, ...]:
+    """The string spellings this NumPy has."""
+    has_sdt = hasattr(np, "dtypes") and hasattr(np.dtypes, "StringDType")
+    return STRING_KINDS if has_sdt else STRING_KINDS[:3]
+
+
+def _specials(dtype: np.dtype[Any]) -> np.ndarray:
+    """A type's edge values: NaN payloads (quiet and signalling), -0.0, infinities, extremes."""
+    if dtype.kind == "b":
+        return np.array([True, False])
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return np.array([info.min, info.max, 0, 1, info.max - 1, info.min + 1], dtype)
+    if dtype.kind == "c":
+        part = np.dtype(np.float32 if dtype.itemsize == 8 else np.float64)
+        real = _specials(part)
+        out = np.empty(real.size, dtype)
+        out.real, out.imag = real, real[::-1]  # assignment keeps the bits
+        return out
+    width = np.dtype(f"u{dtype.itemsize}")
+    bits = 8 * dtype.itemsize
+    mantissa = {2: 10 if dtype.name == "float16" else 7, 4: 23, 8: 52}[dtype.itemsize]
+    exponent = ((1 << (bits - 1)) - 1) ^ ((1 << mantissa) - 1)
+    sign = 1 << (bits - 1)
+    quiet = 1 << (mantissa - 1)
+    patterns = [
+        0,  # +0.0
+        sign,  # -0.0
+        exponent,  # +inf
+        sign | exponent,  # -inf
+        exponent | quiet | 1,  # quiet NaN with a payload
+        sign | exponent | quiet | 5,  # negative quiet NaN with a payload
+        exponent | 1,  # signalling NaN
+        1,  # smallest subnormal
+        exponent - 1,  # largest finite
+        sign | (exponent - 1),  # most negative finite
+    ]
+    return np.array(patterns, dtype=width).view(dtype)
+
+
+def values(dtype: np.dtype[Any], shape: tuple[int, ...], mode: str, seed: int) -> np.ndarray:
+    """Deterministic element values of ``dtype``: ``counting``, random ``bits`` or ``specials``."""
+    n = int(np.prod(shape, dtype=np.int64))
+    rng = np.random.default_rng(seed)
+    if dtype.kind in "OUST":
+        if mode == "counting":
+            text = [str(i) for i in range(n)]
+        else:
+            text = [_STRINGS[i] if i < len(_STRINGS) else f"s{i}" for i in rng.integers(0, 12, n)]
+        flat = np.array(text, dtype=object)
+        if dtype.kind == "S":
+            flat = np.array([t.encode("utf-8") for t in text], dtype=object)
+        strings: np.ndarray = flat.astype(dtype).reshape(shape)
+        return strings
+    if mode == "counting":
+        if dtype.kind == "b":
+            return np.asarray(np.arange(n) % 3 == 1).reshape(shape)
+        if dtype.kind in "iu":
+            return np.arange(n).astype(dtype).reshape(shape)
+        counting = np.arange(n, dtype=np.float64) + 0.5
+        if dtype.kind == "c":
+            counting = counting - 1j * counting
+        return counting.astype(dtype).reshape(shape)
+    if mode == "specials":
+        pool = _specials(dtype)
+        return pool[rng.integers(0, pool.size, n)].reshape(shape)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, n).astype(bool).reshape(shape)
+    raw = rng.integers(0, 256, n * dtype.itemsize, dtype=np.uint8)
+    return raw.view(dtype).reshape(shape)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How an input is presented: ``permute_dims(base[slices], perm)`` of a larger base.
+
+    ``steps`` and ``offsets`` give one slice per axis of the base (``offset::step``, or
+    from the end for a negative step); ``perm`` then transposes. Empty tuples: no slicing,
+    no transposition (a plain contiguous array).
+    """
+
+    perm: tuple[int, ...] = ()
+    steps: tuple[int, ...] = ()
+    offsets: tuple[int, ...] = ()
+
+    @property
+    def plain(self) -> bool:
+        """Whether this is a plain contiguous array."""
+        return not self.perm and not self.steps
+
+    def without_reversal(self) -> Layout:
+        """The same view with positive steps, for libraries without negative strides."""
+        return Layout(self.perm, tuple(abs(s) for s in self.steps), self.offsets)
+
+    def realise(
+        self, logical: np.ndarray, pad: Callable[[tuple[int, ...]], np.ndarray]
+    ) -> tuple[np.ndarray, tuple[slice, ...] | None, tuple[int, ...] | None]:
+        """A base array and the slices and permutation that turn it into ``logical``.
+
+        Parameters
+        ----------
+        logical : numpy.ndarray
+            The values the view must show.
+        pad : callable
+            Returns filler values of ``logical``'s dtype for a shape: what the view skips.
+
+        Returns
+        -------
+        base, slices, perm
+            ``permute_dims(base[slices], perm)`` equals ``logical``; ``slices`` or
+            ``perm`` is None where that step is not needed.
+        """
+        if self.plain or logical.ndim == 0:
+            return logical.copy(order="C"), None, None
+        rank = logical.ndim
+        perm = self.perm or tuple(range(rank))
+        # transpose(pre, perm) == logical
+        pre = np.transpose(logical, np.argsort(perm))
+        steps = self.steps or (1,) * rank
+        offsets = self.offsets or (0,) * rank
+        base_shape, slices = [], []
+        for n, step, offset in zip(pre.shape, steps, offsets, strict=True):
+            if n == 0:
+                base_shape.append(0)
+                slices.append(slice(None))
+                continue
+            size = offset + n * abs(step)
+            base_shape.append(size)
+            start = offset if step > 0 else size - 1 - offset
+            slices.append(slice(start, None, step))
+        base = pad(tuple(base_shape)).copy()
+        base[tuple(slices)] = pre
+        return base, tuple(slices), (perm if self.perm else None)
+
+
+@dataclass(frozen=True)
+class Example:
+    """One call of an operator, with its inputs as NumPy arrays and how to present them.
+
+    ``indices_form`` is ``"array"`` (an array of the data's library where it can hold the
+    index type, else NumPy), ``"numpy"`` or ``"list"`` (a Python int or nested list).
+    """
+
+    op: str
+    data: np.ndarray
+    indices: np.ndarray
+    axis: int
+    opset: int | None
+    check_bounds: bool = True
+    data_layout: Layout = field(default_factory=Layout)
+    indices_layout: Layout = field(default_factory=Layout)
+    indices_form: str = "array"
+    seed: int = 0
+
+    @property
+    def dtype_name(self) -> str:
+        """The data's ONNX type name."""
+        return "string" if self.data.dtype.kind in "OUST" else str(self.data.dtype.name)
+
+    def pad(self, shape: tuple[int, ...], which: str = "data") -> np.ndarray:
+        """Filler for the positions a view skips: values the result must never contain."""
+        like = self.data if which == "data" else self.indices
+        return values(like.dtype, shape, "bits", self.seed + 2)
+
+
+def _weighted(*pairs: tuple[Any, int]) -> st.SearchStrategy[Any]:
+    """``sampled_from`` with repeats as weights; shrinks towards the first value."""
+    return st.sampled_from([v for v, w in pairs for _ in range(w)])
+
+
+def _dims(
+    draw: Callable[[st.SearchStrategy[Any]], Any], count: int, high: int, budget: int
+) -> list[int]:
+    """``count`` dims in ``[0, high]`` whose product stays within ``budget``."""
+    dims: list[int] = []
+    product = 1
+    for _ in range(count):
+        n = draw(st.integers(0, max(0, min(high, budget // max(product, 1)))))
+        dims.append(n)
+        product *= max(n, 1)
+    return dims
+
+
+def _index_values(
+    draw: Callable[[st.SearchStrategy[Any]], Any],
+    shape: tuple[int, ...],
+    size: int,
+    dtype: str,
+    negative_ok: bool,
+    seed: int,
+) -> np.ndarray:
+    """Indices for an axis of ``size``: valid values, then a few drawn bad ones."""
+    rng = np.random.default_rng(seed + 1)
+    if negative_ok:
+        low = draw(_weighted((-size, 3), (0, 1)))
+    else:
+        low = draw(_weighted((0, 5), (-size, 1)))
+    out = np.zeros(shape, dtype=np.int64)
+    if size > 0:
+        out = rng.integers(low, size, shape, dtype=np.int64)
+    flat = out.reshape(-1)
+    info = np.iinfo(np.dtype(dtype))
+    for _ in range(draw(_weighted((0, 10), (1, 2), (2, 1))) if flat.size else 0):
+        position = draw(st.integers(0, flat.size - 1))
+        flat[position] = draw(
+            st.one_of(
+                st.integers(-2 * size - 2, 2 * size + 1),
+                st.sampled_from([size, -size - 1, info.max, info.min]),
+            )
+        )
+    return out.astype(dtype)
+
+
+@st.composite
+def _layout(draw: Callable[[st.SearchStrategy[Any]], Any], rank: int) -> Layout:
+    if rank == 0 or draw(_weighted(("plain", 2), ("view", 1))) == "plain":
+        return Layout()
+    perm = tuple(draw(st.permutations(range(rank))))
+    steps = tuple(draw(st.sampled_from((1, 2, -1, -2))) for _ in range(rank))
+    offsets = tuple(draw(st.sampled_from((0, 1))) for _ in range(rank))
+    return Layout(perm if perm != tuple(range(rank)) else (), steps, offsets)
+
+
+@st.composite
+def examples(
+    draw: Callable[[st.SearchStrategy[Any]], Any], op: str, dtypes: Sequence[str]
+) -> Example:
+    """Examples of ``op`` with data of one of ``dtypes`` (ONNX type names).
+
+    Parameters
+    ----------
+    draw : callable
+        Supplied by ``hypothesis.strategies.composite``; callers pass only the rest.
+    op : {"gather", "gather_elements", "openvino.gather_elements"}
+        The operator.
+    dtypes : sequence of str
+        The data types to draw from (those the libraries under test can hold).
+    """
+    order = [d for d in DTYPES if d in dtypes]
+    dtype_name = draw(st.sampled_from(order))
+    kind = draw(st.sampled_from(string_kinds())) if dtype_name == "string" else "object"
+    dtype = numpy_dtype(dtype_name, kind)
+
+    if op == OPENVINO:
+        opset: int | None = None
+    else:
+        first = 1 if op == GATHER else 11
+        if draw(_weighted((True, 9), (False, 1))):
+            opset = draw(st.integers(first, 22))
+        else:
+            opset = draw(st.integers(0, first - 1))
+
+    rank = draw(st.integers(1, 5))
+    if draw(_weighted((True, 15), (False, 1))):
+        axis = draw(st.integers(-rank, rank - 1))
+    else:
+        axis = draw(st.sampled_from([rank, -rank - 1]))
+    ax = axis % rank if -rank <= axis < rank else 0
+    large = draw(_weighted((False, 4), (True, 1)))
+
+    others = _dims(draw, rank - 1, 2 if large else MAX_DIM, BUDGET)
+    size = draw(st.integers(*LARGE_AXIS)) if large else draw(st.integers(0, MAX_DIM))
+    data_shape = (*others[:ax], size, *others[ax:])
+    outer = int(np.prod(others, dtype=np.int64)) if others else 1
+
+    if op == GATHER:
+        q = draw(st.integers(0, 3))
+        index_shape = tuple(_dims(draw, q, MAX_DIM, BUDGET // max(outer, 1)))
+    else:
+        # About one example in twelve breaks the shape rule in one dim off the axis.
+        off_axis = [d for d in range(rank) if d != ax]
+        broken = None
+        if off_axis and draw(_weighted((False, 11), (True, 1))):
+            broken = draw(st.sampled_from(off_axis))
+        shape = []
+        for d, n in enumerate(data_shape):
+            if d == ax:
+                shape.append(-1)
+            elif d == broken:
+                # Larger is wrong for both; smaller is wrong only for OpenVINO.
+                if op == OPENVINO and n > 0 and draw(st.booleans()):
+                    shape.append(draw(st.integers(0, n - 1)))
+                else:
+                    shape.append(n + draw(st.integers(1, 2)))
+            elif op == ELEMENTS and n > 0 and draw(_weighted((False, 6), (True, 5))):
+                shape.append(draw(st.integers(0, n - 1)))  # smaller than data: allowed
+            else:
+                shape.append(n)
+        across = int(np.prod([n for n in shape if n >= 0], dtype=np.int64))
+        longest = LARGE_AXIS[1] if large else MAX_DIM
+        length = draw(st.integers(0, max(0, min(longest, BUDGET * 4 // max(across, 1)))))
+        index_shape = tuple(length if n < 0 else n for n in shape)
+
+    seed = draw(st.integers(0, SEED_MAX))
+    mode = draw(st.sampled_from(("counting", "bits", "specials")))
+    data = values(dtype, data_shape, mode, seed)
+    if data.size:
+        # A few edge values at drawn places: these shrink, unlike the seeded ones.
+        if dtype.kind not in "OUST":
+            pool = _specials(dtype)
+        else:
+            text = [t.encode("utf-8") if dtype.kind == "S" else t for t in _STRINGS]
+            pool = np.array(text, dtype=object)
+        flat = data.reshape(-1)
+        for _ in range(draw(_weighted((0, 3), (1, 1), (2, 1)))):
+            position = draw(st.integers(0, flat.size - 1))
+            flat[position : position + 1] = pool[draw(st.integers(0, pool.size - 1))]
+    index_dtype = draw(st.sampled_from(("int64", "int32")))
+    negative_ok = op != OPENVINO and (opset is None or opset >= 11)
+    indices = _index_values(draw, index_shape, size, index_dtype, negative_ok, seed)
+
+    form = draw(_weighted(("array", 4), ("numpy", 1), ("list", 1)))
+    if form == "list" and (
+        index_dtype != "int64" or np.asarray(indices.tolist()).shape != indices.shape
+    ):
+        form = "numpy"  # a list of ints is int64 indices, and [] loses the shape of (0, 2)
+    return Example(
+        op=op,
+        data=data,
+        indices=indices,
+        axis=axis,
+        opset=opset,
+        check_bounds=draw(_weighted((True, 9), (False, 1))),
+        data_layout=draw(_layout(rank)),
+        indices_layout=draw(_layout(len(index_shape))) if form != "list" else Layout(),
+        indices_form=form,
+        seed=seed,
+    )

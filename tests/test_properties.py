@@ -1,0 +1,81 @@
+"""Property tests: random calls on every library of the session, against the oracle and ORT.
+
+Each example (see ``onnx_gather._conformance.strategies``) runs on every library of the
+session that holds its data type and must match the loop oracle: the same bits, or the
+same exception type (an IndexError also names the value and its position). Where the
+example is valid, ONNX Runtime runs it too and must agree, except for its known gaps
+(types it has no kernel for or cannot take from NumPy), which are only counted.
+
+The budget is ONNX_GATHER_EXAMPLES examples per operator (default 100; ``nox -s
+conformance`` uses 300; a long campaign sets more). ONNX_GATHER_CONFORMANCE_REPORT names
+a JSON file to write the counts to. A failure shrinks to a minimal example; reproduce it
+with the ``@reproduce_failure`` line hypothesis prints, or ``--hypothesis-seed``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import LIBS
+from hypothesis import HealthCheck, Phase, given, settings
+
+from onnx_gather._conformance import onnx_peers
+from onnx_gather._conformance.runner import Tally, check
+from onnx_gather._conformance.strategies import ELEMENTS, GATHER, OPENVINO, Example, examples
+
+EXAMPLES = int(os.environ.get("ONNX_GATHER_EXAMPLES", "100"))
+REPORT = os.environ.get("ONNX_GATHER_CONFORMANCE_REPORT")
+HOLDS = sorted(set().union(*(lib.holds for lib in LIBS)))
+TALLY = Tally()
+ORT = onnx_peers.OnnxRuntime()  # onnxruntime is a test dependency: no skip
+
+BUDGET = settings(
+    max_examples=EXAMPLES,
+    deadline=None,  # JAX compiles each new shape once; time is not the property
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
+    print_blob=True,
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report() -> Iterator[None]:
+    yield
+    if REPORT:
+        summary = TALLY.as_dict()
+        summary["libraries"] = [lib.name for lib in LIBS]
+        summary["budget"] = EXAMPLES
+        Path(REPORT).write_text(json.dumps(summary, indent=1))
+
+
+def _conforms(example: Example) -> None:
+    want = check(example, LIBS, TALLY)
+    if want.error is not None:
+        return
+    got = ORT(example)
+    cls = onnx_peers.classify(example, got, want, onnx_peers.comparable)
+    TALLY.peer(ORT.name, example.op, cls)
+    if cls != "agrees" and onnx_peers.known_divergence(example, cls) is None:
+        raise AssertionError(f"ONNX Runtime: {cls} ({got.error or got.value!r})")
+
+
+@BUDGET
+@given(examples(GATHER, HOLDS))
+def test_gather(example: Example) -> None:
+    _conforms(example)
+
+
+@BUDGET
+@given(examples(ELEMENTS, HOLDS))
+def test_gather_elements(example: Example) -> None:
+    _conforms(example)
+
+
+@BUDGET
+@given(examples(OPENVINO, HOLDS))
+def test_openvino_gather_elements(example: Example) -> None:
+    _conforms(example)
