@@ -274,6 +274,35 @@ def test_func_vmap_keeps_each_versions_range() -> None:
         torch.func.vmap(lambda i: openvino.gather_elements(torch.zeros(3), i, 0))(idx)
 
 
+def test_func_nested_vmap_raises_with_the_full_position() -> None:
+    x = torch.arange(5.0)
+    idx = torch.tensor([[[0, -1], [2, 3]], [[4, 4], [-5, 1]]])
+    f = torch.func.vmap(torch.func.vmap(lambda i: og.gather(x, i)))
+    assert f(idx).tolist() == [[[0, 4], [2, 3]], [[4, 4], [0, 1]]]
+    idx[1, 1, 0] = 7
+    with pytest.raises(IndexError, match=r"index 7 at position \(1, 1, 0\) of indices"):
+        f(idx)
+
+
+def test_compile_of_vmap() -> None:
+    x = torch.arange(5.0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "`torch.jit.script_method` is deprecated")
+        c = torch.compile(torch.func.vmap(lambda i: og.gather(x, i)), fullgraph=True)
+        assert c(torch.tensor([[0, -1], [2, 3]])).tolist() == [[0, 4], [2, 3]]
+        with pytest.raises(IndexError, match=r"index -6 at position \(1, 0\) of indices"):
+            c(torch.tensor([[0, -1], [-6, 3]]))
+
+
+def test_check_is_kept_out_of_cuda_graphs() -> None:
+    """The check synchronises with the host, which a CUDA graph cannot capture."""
+    if not hasattr(torch.Tag, "cudagraph_unsafe"):
+        pytest.skip("this torch has no cudagraph_unsafe tag")
+    import onnx_gather._backends._torch  # noqa: F401 (registers the operator)
+
+    assert torch.Tag.cudagraph_unsafe in torch.ops.onnx_gather.checked_indices.default.tags
+
+
 def test_func_vmap_unchecked() -> None:
     idx = torch.tensor([[0, -1], [2, -3]])
     out = torch.func.vmap(lambda i: og.gather(torch.arange(3.0), i, check_bounds=False))(idx)

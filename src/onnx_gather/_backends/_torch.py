@@ -69,16 +69,15 @@ def _index_range(indices: torch.Tensor) -> tuple[int, int]:
     return both[0], both[1]
 
 
-# The host synchronisation inside cannot be captured in a CUDA graph; this tag (newer
-# torch) makes inductor keep the operator out of one.
-_UNSAFE_IN_CUDA_GRAPH = getattr(torch.Tag, "cudagraph_unsafe", None)
-
-
-@torch.library.custom_op(
-    "onnx_gather::checked_indices",
-    mutates_args=(),
-    tags=() if _UNSAFE_IN_CUDA_GRAPH is None else (_UNSAFE_IN_CUDA_GRAPH,),
+# The host synchronisation inside cannot be captured in a CUDA graph; this tag makes
+# inductor keep the operator out of one. Older torch lacks the tag (and may lack
+# custom_op's ``tags`` argument).
+_TAGS: dict[str, Any] = (
+    {"tags": (torch.Tag.cudagraph_unsafe,)} if hasattr(torch.Tag, "cudagraph_unsafe") else {}
 )
+
+
+@torch.library.custom_op("onnx_gather::checked_indices", mutates_args=(), **_TAGS)
 def _checked_indices(
     indices: torch.Tensor, op: str, elements: bool, axis: int, size: int, low: int
 ) -> torch.Tensor:
