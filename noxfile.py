@@ -1,5 +1,5 @@
-"""The test matrix: one ``tests`` session per file in backends/, plus lint, typecheck and
-a NumPy-only session. ``nox`` with no arguments runs them all.
+"""The test matrix: one ``tests`` and one ``conformance`` session per file in backends/, plus
+lint, typecheck and a NumPy-only session. ``nox`` with no arguments runs them all.
 
 Uses nox's default virtualenv backend with pip: the CPU build of torch this project pins
 is found by pip, not by uv.
@@ -7,6 +7,7 @@ is found by pip, not by uv.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nox
@@ -37,6 +38,27 @@ def tests(session: nox.Session, backend: str) -> None:
     for env in VARIANTS.get(backend, [{}]):
         # The fixture fails the run if this backend cannot be imported: never a green skip.
         session.run("pytest", *session.posargs, env={"ONNX_GATHER_BACKENDS": backend, **env})
+
+
+@nox.session
+@nox.parametrize("backend", BACKENDS)
+def conformance(session: nox.Session, backend: str) -> None:
+    """The official ONNX node cases and the property tests on one backend, plus `check`.
+
+    ONNX_GATHER_EXAMPLES sets the property tests' budget per operator (default 300; a
+    long campaign sets more, see docs/conformance.md).
+    """
+    install_backend(session, backend)
+    examples = os.environ.get("ONNX_GATHER_EXAMPLES", "300")
+    for env in VARIANTS.get(backend, [{}]):
+        session.run(
+            "pytest",
+            "tests/test_onnx_node_cases.py",
+            "tests/test_properties.py",
+            *session.posargs,
+            env={"ONNX_GATHER_BACKENDS": backend, "ONNX_GATHER_EXAMPLES": examples, **env},
+        )
+    session.run("python", "-m", "onnx_gather", "check", "--examples", "20")
 
 
 @nox.session

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,9 +43,7 @@ BUDGET = settings(
 )
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _report() -> Iterator[None]:
-    yield
+def _write_report() -> None:
     if REPORT:
         summary = TALLY.as_dict()
         summary["libraries"] = [lib.name for lib in LIBS]
@@ -52,7 +51,14 @@ def _report() -> Iterator[None]:
         Path(REPORT).write_text(json.dumps(summary, indent=1))
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _report() -> Iterator[None]:
+    yield
+    _write_report()
+
+
 def _conforms(example: Example) -> None:
+    _bound_jax_memory()
     want = check(example, LIBS, TALLY)
     if want.error is not None:
         return
@@ -61,6 +67,22 @@ def _conforms(example: Example) -> None:
     TALLY.peer(ORT.name, example.op, cls)
     if cls != "agrees" and onnx_peers.known_divergence(example, cls) is None:
         raise AssertionError(f"ONNX Runtime: {cls} ({got.error or got.value!r})")
+
+
+_RUNS = [0]
+
+
+def _bound_jax_memory() -> None:
+    """Drop JAX's compiled executables now and then.
+
+    Eager JAX compiles every op for each new shape and keeps the executable: about 2 MB
+    per example here, so a long campaign would run out of memory (jax 0.10.2).
+    """
+    _RUNS[0] += 1
+    if _RUNS[0] % 200 == 0 and "jax" in sys.modules:
+        sys.modules["jax"].clear_caches()
+    if _RUNS[0] % 500 == 0:
+        _write_report()  # a long campaign's progress, readable while it runs
 
 
 @BUDGET

@@ -1,7 +1,9 @@
 """``python -m onnx_gather``: run the specs' examples on every installed array library.
 
 Prints a table of library x example with pass/fail and the result, and exits non-zero if
-any example fails.
+any example fails. ``python -m onnx_gather check`` runs the official ONNX test cases and a
+short property campaign against the loop oracle on every installed library instead (it
+needs hypothesis and onnx: ``pip install "onnx-gather[check]"``).
 """
 
 from __future__ import annotations
@@ -116,11 +118,53 @@ def main(argv: list[str] | None = None) -> int:
         "mode",
         nargs="?",
         default="examples",
-        choices=["examples"],
-        help="what to run (default: examples)",
+        choices=["examples", "check"],
+        help="examples: the specs' examples (default); check: the official ONNX cases and a "
+        "property campaign against the loop oracle (needs hypothesis and onnx)",
     )
-    parser.parse_args(argv)
+    parser.add_argument(
+        "--examples",
+        type=int,
+        default=50,
+        metavar="N",
+        help="check: examples per operator and library (default 50)",
+    )
+    parser.add_argument(
+        "--backends",
+        metavar="NAMES",
+        help="check: comma-separated libraries (default: every installed one)",
+    )
+    args = parser.parse_args(argv)
+    if args.mode == "check":
+        names = [n.strip() for n in args.backends.split(",")] if args.backends else None
+        return run_check(args.examples, names)
     return 1 if run_examples() else 0
+
+
+def run_check(budget: int, names: list[str] | None = None) -> int:
+    """``check`` mode: 0 if every library conforms, 1 if not, 2 if it cannot run here."""
+    missing = []
+    for module in ("hypothesis", "onnx"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        print(
+            f"python -m onnx_gather check needs {' and '.join(missing)}, not installed here "
+            f"(hypothesis generates the examples; onnx provides the official ONNX test "
+            f'cases). Install them with: pip install "onnx-gather[check]"',
+            file=sys.stderr,
+        )
+        return 2
+    from onnx_gather._conformance import check, libraries
+
+    try:
+        libs = libraries.installed(names)
+    except (ValueError, ImportError) as exc:
+        print(f"python -m onnx_gather check: {exc}", file=sys.stderr)
+        return 2
+    return 1 if check.main(budget, libs) else 0
 
 
 if __name__ == "__main__":

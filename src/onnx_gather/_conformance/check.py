@@ -1,0 +1,137 @@
+"""``python -m onnx_gather check``: official ONNX cases and a short property campaign.
+
+For every installed array library: the official ONNX node test cases of Gather and
+GatherElements, then ``examples`` hypothesis examples of each operator compared with the
+loop oracle. Prints a library x test matrix and returns the number of failing cells.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import warnings
+from collections.abc import Sequence
+from contextlib import redirect_stdout
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, Phase, given, settings
+
+from onnx_gather._conformance.libraries import Adaptor
+from onnx_gather._conformance.runner import Tally, call, check, difference
+from onnx_gather._conformance.strategies import OPS, Example, examples
+
+#: What ``check`` needs beyond the package's own dependencies.
+NEEDS = {"hypothesis": "hypothesis", "onnx": "onnx"}
+
+
+def official_cases() -> list[Any]:
+    """The ONNX backend test suite's single-node Gather and GatherElements cases."""
+    node = importlib.import_module("onnx.backend.test.case.node")
+    with warnings.catch_warnings():
+        # Building the suite evaluates every operator's cases; some of them warn.
+        warnings.simplefilter("ignore")
+        every = node.collect_testcases(None)
+    seen: set[str] = set()
+    cases = []
+    for case in every:
+        nodes = case.model.graph.node
+        single = len(nodes) == 1 and nodes[0].op_type in ("Gather", "GatherElements")
+        if single and case.name not in seen:
+            seen.add(case.name)
+            cases.append(case)
+    return cases
+
+
+def run_official(lib: Adaptor, cases: Sequence[Any]) -> tuple[int, int, list[str]]:
+    """Run the official cases on ``lib``: (passed, total, failure descriptions)."""
+    narrow = {"float64": np.float32, "int64": np.int32, "complex128": np.complex64}
+    passed, total, failures = 0, 0, []
+    for case in cases:
+        node = case.model.graph.node[0]
+        axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+        opset = next(o.version for o in case.model.opset_import if o.domain in ("", "ai.onnx"))
+        op = "gather" if node.op_type == "Gather" else "gather_elements"
+        for inputs, outputs in case.data_sets:
+            data, indices = (np.asarray(x) for x in inputs)
+            want = np.asarray(outputs[0])
+            if data.dtype.name not in lib.holds and data.dtype.name in narrow:
+                # e.g. JAX without x64: narrow as a user of that library would.
+                data = data.astype(narrow[data.dtype.name])
+                want = want.astype(narrow[want.dtype.name])
+            total += 1
+            try:
+                got = lib.to_numpy(call(op, lib.asarray(data), lib.indices(indices), axis, opset))
+                problem = difference(got, want)
+            except Exception as exc:
+                problem = f"{type(exc).__name__}: {exc}"
+            if problem is None:
+                passed += 1
+            else:
+                failures.append(f"{case.name}: {problem}")
+    return passed, total, failures
+
+
+def run_properties(lib: Adaptor, op: str, budget: int) -> tuple[int, str | None]:
+    """``budget`` examples of ``op`` on ``lib``: (examples run, falsifying report or None)."""
+    tally = Tally()
+
+    @settings(
+        max_examples=budget,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        phases=[Phase.generate, Phase.shrink],
+        report_multiple_bugs=False,
+    )
+    @given(examples(op, sorted(lib.holds)))
+    def conforms(example: Example) -> None:
+        check(example, [lib], tally)
+
+    report = io.StringIO()
+    try:
+        with redirect_stdout(report):
+            conforms()
+    except Exception as exc:
+        notes = "\n".join(getattr(exc, "__notes__", []))
+        return sum(tally.runs.values()), f"{exc}\n{notes}\n{report.getvalue()}".strip()
+    return sum(tally.runs.values()), None
+
+
+def main(budget: int, libs: Sequence[Adaptor]) -> int:
+    """Run everything on ``libs`` (see :func:`onnx_gather._conformance.libraries.installed`).
+
+    Prints the matrix and returns the number of failing (library, test) cells.
+    """
+    cases = official_cases()
+    header = ("library", "official ONNX cases", *OPS)
+    rows, details = [], []
+    for lib in libs:
+        passed, total, failures = run_official(lib, cases)
+        row = [lib.name, f"{'pass' if not failures else 'FAIL'} {passed}/{total}"]
+        details += [f"{lib.name} official: {f}" for f in failures]
+        for op in OPS:
+            count, failure = run_properties(lib, op, budget)
+            row.append(f"{'pass' if failure is None else 'FAIL'} ({count} examples)")
+            if failure is not None:
+                details.append(f"{lib.name} {op}:\n{failure}")
+        rows.append(row)
+        print(f"  {lib.name}: done", flush=True)
+    _print_table(header, rows)
+    for detail in details:
+        print("\n" + detail)
+    bad = sum(cell.startswith("FAIL") for row in rows for cell in row[1:])
+    print(
+        f"\n{len(libs)} libraries, {budget} examples per operator each; "
+        f"{'all conform' if not bad else f'{bad} failing cells'} "
+        "(the loop oracle is the reference; see docs/conformance.md)"
+    )
+    return bad
+
+
+def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
