@@ -151,12 +151,14 @@ class OnnxRuntime(_Cached):
     def __init__(self) -> None:
         super().__init__()
         self.ort = importlib.import_module("onnxruntime")
+        # Its errors come back as exceptions; the log would repeat each one on stderr.
+        self.ort.set_default_logger_severity(4)
 
     def _build(self, onnx_model: Any) -> Any:
         options = self.ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        options.log_severity_level = 3
+        options.log_severity_level = 4
         try:
             return self.ort.InferenceSession(
                 onnx_model.SerializeToString(), options, providers=["CPUExecutionProvider"]
@@ -225,7 +227,7 @@ def classify(example: Example, got: Outcome, want: Outcome, compare: Any = None)
         reason = invalid_reason(example, want)
         if got.error is not None:
             if isinstance(got.error, Gap):
-                return f"gap: {got.error}"
+                return f"gap: {got.error} ({example.dtype_name})"
             return f"rejects: {reason}"
         return f"ACCEPTS: {reason}"
     assert want.value is not None

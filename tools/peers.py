@@ -1,0 +1,272 @@
+"""What the peers do on the conformance campaign's inputs, side by side.
+
+Generates the same kind of examples as the property tests (``onnx_gather._conformance``;
+a fixed seed, so every run sees the same inputs), runs each one through
+
+* ONNX Runtime's CPU provider and the ONNX reference evaluator (a single-node model with
+  the example's opset and axis),
+* the naive native calls: ``np.take`` / ``np.take_along_axis``, ``torch.index_select`` /
+  ``torch.gather``, ``jnp.take`` / ``jnp.take_along_axis`` (JAX with its default config),
+* and onnx_gather itself on NumPy, as a control,
+
+and sorts each outcome into a class relative to the loop oracle: ``agrees``, ``WRONG
+values/shape/dtype``, ``NaN payload changed``, ``ERROR on valid input``, ``gap`` (a type
+the peer cannot take), ``rejects`` an invalid input, or ``ACCEPTS`` it silently. Prints
+markdown tables; with ``--minimal`` it also shrinks, with hypothesis, the smallest example
+of every class in which ONNX Runtime or the reference evaluator is wrong.
+
+Usage::
+
+    python tools/peers.py --examples 2000 --minimal > peers.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import time
+import warnings
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, Phase, find, given, seed, settings
+
+from onnx_gather._conformance import onnx_peers
+from onnx_gather._conformance.runner import Outcome, call, expected
+from onnx_gather._conformance.strategies import (
+    DTYPES,
+    ELEMENTS,
+    GATHER,
+    Example,
+    examples,
+    numpy_dtype,
+)
+
+OPS = (GATHER, ELEMENTS)
+Peer = Callable[[Example], Outcome]
+
+
+def _guard(run: Callable[[], Any]) -> Outcome:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            value = run()
+    except Exception as exc:
+        return Outcome(error=exc)
+    return Outcome(value=np.asarray(value))
+
+
+def numpy_peer(example: Example) -> Outcome:
+    """``np.take`` / ``np.take_along_axis``."""
+    if example.op == GATHER:
+        return _guard(lambda: np.take(example.data, example.indices, axis=example.axis))
+    return _guard(lambda: np.take_along_axis(example.data, example.indices, axis=example.axis))
+
+
+def torch_peer() -> Peer:
+    """``torch.index_select`` / ``torch.gather`` on CPU tensors."""
+    torch = importlib.import_module("torch")
+
+    def tensor(a: np.ndarray) -> Any:
+        if a.dtype.name == "bfloat16":
+            return torch.from_numpy(a.view(np.uint16).copy()).view(torch.bfloat16)
+        return torch.from_numpy(np.array(a, copy=True))
+
+    def back(t: Any) -> np.ndarray:
+        if t.dtype == torch.bfloat16:
+            bits: np.ndarray = t.view(torch.uint16).numpy()
+            return bits.view(numpy_dtype("bfloat16"))
+        return np.asarray(t.numpy())
+
+    def run(example: Example) -> Outcome:
+        def go() -> Any:
+            data, indices = tensor(example.data), tensor(example.indices)
+            if example.op == GATHER:
+                return back(torch.index_select(data, example.axis, indices))
+            return back(torch.gather(data, example.axis, indices))
+
+        if example.dtype_name == "string":
+            return Outcome(error=onnx_peers.Gap("no string tensors"))
+        return _guard(go)
+
+    return run
+
+
+def jax_peer() -> Peer:
+    """``jnp.take`` / ``jnp.take_along_axis`` with JAX's default config (no x64)."""
+    jnp = importlib.import_module("jax.numpy")
+
+    def run(example: Example) -> Outcome:
+        def go() -> Any:
+            data, indices = jnp.asarray(example.data), jnp.asarray(example.indices)
+            if example.op == GATHER:
+                return np.asarray(jnp.take(data, indices, axis=example.axis))
+            return np.asarray(jnp.take_along_axis(data, indices, axis=example.axis))
+
+        if example.dtype_name == "string":
+            return Outcome(error=onnx_peers.Gap("no string arrays"))
+        return _guard(go)
+
+    return run
+
+
+def onnx_gather_peer(example: Example) -> Outcome:
+    """onnx_gather on NumPy: the control row."""
+    return _guard(
+        lambda: call(example.op, example.data, example.indices, example.axis, example.opset)
+    )
+
+
+def peers() -> dict[str, tuple[Peer, Callable[[np.ndarray], np.ndarray] | None]]:
+    """Every peer with the form it returns the oracle's value in (None: unchanged)."""
+    found: dict[str, tuple[Peer, Callable[[np.ndarray], np.ndarray] | None]] = {
+        "onnxruntime (CPU)": (onnx_peers.OnnxRuntime(), onnx_peers.comparable),
+        "onnx.reference": (onnx_peers.ReferenceEvaluator(), onnx_peers.comparable),
+        "numpy take / take_along_axis": (numpy_peer, None),
+    }
+    for name, make in (
+        ("torch index_select / gather", torch_peer),
+        ("jax take / take_along_axis", jax_peer),
+    ):
+        try:
+            found[name] = (make(), None)
+        except ImportError:
+            print(f"{name}: not installed, left out", file=sys.stderr)
+    found["onnx_gather (numpy)"] = (onnx_gather_peer, None)
+    return found
+
+
+def generate(op: str, count: int, at: int) -> list[Example]:
+    """``count`` examples of ``op``, the same ones for the same ``at`` seed."""
+    drawn: list[Example] = []
+
+    @seed(at)
+    @settings(
+        max_examples=count,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(examples(op, DTYPES))
+    def collect(example: Example) -> None:
+        drawn.append(example)
+
+    collect()
+    return drawn
+
+
+def classify(example: Example, peer: Peer, form: Any) -> str:
+    """The class of ``peer``'s outcome on ``example``."""
+    return onnx_peers.classify(example, peer(example), expected(example), form)
+
+
+def _size(example: Example) -> int:
+    return int(example.data.size + example.indices.size + example.data.ndim)
+
+
+def _array(a: np.ndarray) -> str:
+    text = np.array2string(a, separator=",", threshold=12, edgeitems=2).replace("\n", "")
+    text = " ".join(text.split())
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _show(example: Example) -> str:
+    opset = "" if example.opset is None else f", opset={example.opset}"
+    return (
+        f"data={_array(example.data)} ({example.data.dtype}, shape {example.data.shape}), "
+        f"indices={_array(example.indices)} ({example.indices.dtype}, shape "
+        f"{example.indices.shape}), axis={example.axis}{opset}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the peers and print the tables."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--examples", type=int, default=1000, help="examples per operator")
+    parser.add_argument("--seed", type=int, default=20261122, help="generation seed")
+    parser.add_argument(
+        "--minimal", action="store_true", help="shrink ORT's and onnx.reference's divergences"
+    )
+    args = parser.parse_args(argv)
+    every = peers()
+    counts: Counter[tuple[str, str, str]] = Counter()
+    smallest: dict[tuple[str, str, str], Example] = {}
+    started = time.perf_counter()
+    for op in OPS:
+        for example in generate(op, args.examples, args.seed):
+            for name, (peer, form) in every.items():
+                cls = classify(example, peer, form)
+                key = (name, op, cls)
+                counts[key] += 1
+                if key not in smallest or _size(example) < _size(smallest[key]):
+                    smallest[key] = example
+    elapsed = time.perf_counter() - started
+
+    print(f"{args.examples} examples per operator, seed {args.seed}, {elapsed:.0f} s\n")
+    by_peer: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
+    for (name, op, cls), n in counts.items():
+        by_peer[name, op][cls] = n
+    print(
+        "| peer | operator | valid inputs: agrees | valid inputs: diverges | invalid inputs: rejects | invalid inputs: ACCEPTS |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
+    for (name, op), classes in by_peer.items():
+        agrees = classes.get("agrees", 0)
+        valid_bad = sum(n for c, n in classes.items() if c.startswith(_VALID_BAD))
+        gaps = sum(n for c, n in classes.items() if c.startswith("gap"))
+        rejects = sum(n for c, n in classes.items() if c.startswith("rejects"))
+        accepts = sum(n for c, n in classes.items() if c.startswith("ACCEPTS"))
+        gap_note = f" (+{gaps} gaps)" if gaps else ""
+        print(f"| {name} | {op} | {agrees} | {valid_bad}{gap_note} | {rejects} | {accepts} |")
+
+    print("\n| peer | operator | class | examples | smallest example |")
+    print("| --- | --- | --- | --- | --- |")
+    for (name, op, cls), n in sorted(counts.items()):
+        if cls == "agrees" or cls.startswith("rejects"):
+            continue
+        print(f"| {name} | {op} | {cls} | {n} | `{_show(smallest[name, op, cls])}` |")
+
+    if args.minimal:
+        print("\nMinimal examples (shrunk by hypothesis) where ONNX Runtime or the reference")
+        print("evaluator diverges from the spec:\n")
+        for (name, op, cls), _ in sorted(counts.items()):
+            if not name.startswith(("onnxruntime", "onnx.reference")):
+                continue
+            if cls == "agrees" or cls.startswith(("rejects", "gap")):
+                continue
+            peer, form = every[name]
+            try:
+                least = find(
+                    examples(op, DTYPES),
+                    lambda e, p=peer, f=form, c=cls: classify(e, p, f) == c,
+                    settings=settings(
+                        max_examples=5000,
+                        database=None,
+                        deadline=None,
+                        suppress_health_check=list(HealthCheck),
+                    ),
+                )
+            except Exception:  # not found again within the budget: show the smallest seen
+                least = smallest[name, op, cls]
+            print(f"- {name}, {op}, **{cls}**: `{_show(least)}`")
+            print(f"  - the peer gives: {_outcome(peer(least))}")
+            print(f"  - the spec gives: {_outcome(expected(least))}")
+    return 0
+
+
+_VALID_BAD = ("WRONG", "NaN payload changed", "ERROR on valid input")
+
+
+def _outcome(outcome: Outcome) -> str:
+    if outcome.error is not None:
+        return f"{type(outcome.error).__name__}: {str(outcome.error).splitlines()[0][:120]}"
+    assert outcome.value is not None
+    return f"{_array(outcome.value)} (shape {outcome.value.shape}, {outcome.value.dtype})"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
