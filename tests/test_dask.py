@@ -31,6 +31,17 @@ from onnx_gather import openvino
 DASK = next(lib for lib in LIBS if lib.name == "dask")
 
 
+@pytest.fixture
+def split_axis() -> Iterator[None]:
+    """A chunk-size budget so small that Gather keeps data's chunks along the axis (part/join)."""
+    with dask.config.set({"array.chunk-size": "1B"}):
+        yield
+
+
+def _layers(out: da.Array, prefix: str) -> list[str]:
+    return [n for n in out.__dask_graph__().layers if n.startswith(prefix)]
+
+
 class Computed(AssertionError):
     """Raised by the forbidding scheduler."""
 
@@ -118,7 +129,7 @@ def _raises_at_compute(fn: Any, *args: Any, **kwargs: Any) -> str:
     return str(info.value)
 
 
-def test_bounds_error_names_the_position_in_the_whole_indices() -> None:
+def test_bounds_error_names_the_position_in_the_whole_indices(split_axis: None) -> None:
     """The bad index sits in the last block of the indices: its position is global."""
     data = da.from_array(np.arange(48.0).reshape(6, 8), chunks=(2, 3))
     idx_np = np.zeros((6, 5), np.int64)
@@ -132,6 +143,7 @@ def test_bounds_error_names_the_position_in_the_whole_indices() -> None:
         "OpenVINO GatherElements-6: " + msg.format("5, 3", 0)
     )
     # Gather with 2-D indices, along a chunked axis (part/join plan) ...
+    assert _layers(og.gather(data, idx, 1), "take_part")
     assert _raises_at_compute(og.gather, data, idx, 1) == "Gather-13: " + msg.format("5, 3", -8)
     # ... and along an axis data holds in one chunk.
     whole = data.rechunk({1: -1})
@@ -247,8 +259,8 @@ def test_gather_elements_rank_3_middle_axis() -> None:
     assert_identical(DASK.to_numpy(out), np.take_along_axis(src[:3, :, :5], idx_np, axis=1))
 
 
-def test_gather_along_a_chunked_axis_holds_one_data_block_per_task() -> None:
-    """Data chunked along the axis is not rechunked: each task takes one data block."""
+def test_gather_along_a_chunked_axis_holds_one_data_block_per_task(split_axis: None) -> None:
+    """Data chunked along the axis beyond the budget: each task takes one data block."""
     src = np.arange(48.0).reshape(6, 8)
     data, source = _recorded(src, (2, 3))
     idx_np = np.array([[7, -8, 3], [0, 0, 5]])
@@ -266,6 +278,57 @@ def test_gather_along_an_unchunked_axis_is_one_task_per_block() -> None:
     assert _max_data_blocks_per_task(out, data) == 1
     for (i, *_), blocks in _blocks_read(out, data, source).items():
         assert blocks == {(i, 0)}
+
+
+@pytest.mark.parametrize("chunks", [(1, 2), (1, 1)], ids=["one-chunk-axis", "chunked-axis"])
+def test_many_more_output_blocks_than_input_blocks(
+    chunks: tuple[int, int], split_axis: None
+) -> None:
+    """Gather's output is an outer product of blocks; dask must not warn about it."""
+    src = np.arange(20).reshape(10, 2)
+    data = da.from_array(src, chunks=chunks)
+    idx = da.from_array(np.array([1, 0, -1, 1, 0, 0, 1, 1, -2, 0]), chunks=1)
+    out = og.gather(data, idx, axis=1)  # warnings are errors in this suite
+    # The largest blockwise step (one block per data chunk along the axis and output block)
+    # is at dask's warning threshold: ten times the blocks of the largest input.
+    assert out.npartitions * data.numblocks[1] >= 10 * max(data.npartitions, idx.npartitions)
+    assert_identical(DASK.to_numpy(out), np.take(src, idx.compute(), axis=1))
+
+
+def test_gather_merges_chunks_along_the_axis_within_the_budget() -> None:
+    """Small chunks along the axis are merged (one task per output block), never split."""
+    src = np.arange(48.0).reshape(6, 8)
+    idx = da.from_array(np.array([7, -8, 3]), chunks=1)
+    data = da.from_array(src, chunks=(2, 3))
+    out = og.gather(data, idx, axis=1)
+    assert not _layers(out, "take_part")
+    assert _layers(out, "take_block")
+    assert_identical(DASK.to_numpy(out), np.take(src, [7, -8, 3], axis=1))
+    # 2 rows x 8 bytes = 16 bytes per column of a block: a budget of 5 columns merges the
+    # 3-column chunks into chunks of 5, which still needs parts.
+    with dask.config.set({"array.chunk-size": "80B"}):
+        merged = og.gather(data, idx, axis=1)
+        assert _layers(merged, "take_part")
+        assert _layers(merged, "rechunk")
+        assert_identical(DASK.to_numpy(merged), np.take(src, [7, -8, 3], axis=1))
+    with dask.config.set({"array.chunk-size": "32B"}):  # 2 columns: smaller than the chunks
+        kept = og.gather(data, idx, axis=1)
+        assert not _layers(kept, "rechunk")
+
+
+@pytest.mark.usefixtures("split_axis")
+@pytest.mark.parametrize(
+    "case",
+    [c for c in CASES if applies(DASK, c) and c.op == "gather" and c.raises in (None, IndexError)],
+    ids=lambda c: c.id,
+)
+def test_case_table_on_the_part_join_plan(case: Case) -> None:
+    """Every Gather case of the table, with data kept in chunks of 2 along the axis."""
+    if case.raises is not None:
+        with pytest.raises(IndexError, match=case.match):
+            DASK.to_numpy(run_case(DASK, case))
+        return
+    assert_identical(DASK.to_numpy(run_case(DASK, case)), expected(case))
 
 
 # --- dtypes and aliasing ----------------------------------------------------------------

@@ -13,12 +13,16 @@ Gather
     * Data in one chunk along ``a``: one task per output block, ``np.take`` of that data
       block with that indices block. Memory per task: one data block, one indices block
       and the output block.
-    * Data in ``n`` chunks along ``a``: data is not rechunked. For each data block and each
-      indices block a *part* task takes the entries whose index falls in that data chunk
-      (memory: one data block, one indices block and the part, which is at most the output
-      block); one *join* task per output block puts the ``n`` parts in their places
-      (memory: the parts plus the output block, about twice the output block). No task
-      holds more than one data block.
+    * Data in ``n`` chunks along ``a``: for each data block and each indices block a *part*
+      task takes the entries whose index falls in that data chunk (memory: one data block,
+      one indices block and the part, which is at most the output block); one *join* task
+      per output block puts the ``n`` parts in their places (memory: the parts plus the
+      output block, about twice the output block). No task holds more than one data block.
+
+    That is ``n`` times as many tasks, so data chunked along ``a`` is first merged along
+    ``a`` (never split) into chunks as long as dask's ``array.chunk-size`` allows (128 MiB
+    by default, counted for data's largest off-axis chunk): when the whole axis fits, that
+    is one chunk and the first plan runs.
 
 GatherElements
     Data is cut to the indices' extent off the axis (``plan.trim``) and rechunked to one
@@ -46,11 +50,14 @@ ValueError: the output's shape could not be known.
 from __future__ import annotations
 
 from itertools import accumulate
+from math import prod
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import dask
 import dask.array as da
 import numpy as np
 from dask.array.utils import meta_from_array
+from dask.utils import parse_bytes
 
 from onnx_gather import _spec
 from onnx_gather._dtypes import numpy_dtype_name
@@ -133,6 +140,18 @@ def _take_along_block(block: np.ndarray, indices: np.ndarray, axis: int) -> np.n
     return np.take_along_axis(block, indices, axis=axis)
 
 
+def _merge_along_axis(data: da.Array, axis: int) -> da.Array:
+    """``data`` with its chunks along ``axis`` merged as far as dask's chunk-size allows."""
+    if data.numblocks[axis] == 1:
+        return data
+    budget = parse_bytes(dask.config.get("array.chunk-size"))
+    off_axis = prod(max(c, default=0) for d, c in enumerate(data.chunks) if d != axis)
+    length = budget // max(1, off_axis * data.dtype.itemsize)
+    if length <= max(data.chunks[axis]):
+        return data  # never split the caller's chunks
+    return data.rechunk({axis: min(length, data.shape[axis])})
+
+
 class DaskBackend:
     """The Dask backend."""
 
@@ -185,14 +204,18 @@ class DaskBackend:
     def gather(self, data: da.Array, indices: Any, plan: Plan, negative: bool, /) -> da.Array:
         indices = self._indices(indices, plan)
         a, rank, q = plan.axis, data.ndim, indices.ndim
+        data = _merge_along_axis(data, a)
         data_ind = tuple(range(rank))
         idx_ind = tuple(range(rank, rank + q))
         out_ind = data_ind[:a] + idx_ind + data_ind[a + 1 :]
         meta = meta_from_array(data, ndim=len(out_ind))
+        # align_arrays=False throughout: the inputs share no chunked label that could
+        # disagree, and dask's alignment would warn (PerformanceWarning) that the output
+        # has many more blocks than any input, which Gather's outer product always has.
         if data.numblocks[a] == 1:
             return da.blockwise(
                 _take_block, out_ind, data, data_ind, indices, idx_ind,
-                axis=a, concatenate=True, dtype=data.dtype, meta=meta,
+                axis=a, concatenate=True, align_arrays=False, dtype=data.dtype, meta=meta,
             )  # fmt: skip
         stops = tuple(accumulate(data.chunks[a]))
         # Each part task learns which data chunk it holds from a one-element block.
@@ -204,7 +227,7 @@ class DaskBackend:
         )  # fmt: skip
         return da.blockwise(
             _join_parts, out_ind, parts, data_ind + idx_ind, indices, idx_ind,
-            axis=a, stops=stops, negative=negative, concatenate=False,
+            axis=a, stops=stops, negative=negative, concatenate=False, align_arrays=False,
             dtype=data.dtype, meta=meta,
         )  # fmt: skip
 
@@ -222,7 +245,8 @@ class DaskBackend:
         data_ind = (*ind[:a], rank, *ind[a + 1 :])  # data's axis: its one block goes whole
         return da.blockwise(
             _take_along_block, ind, data, data_ind, indices, ind,
-            axis=a, concatenate=True, dtype=data.dtype, meta=meta_from_array(data, ndim=rank),
+            axis=a, concatenate=True, align_arrays=False,  # aligned just above
+            dtype=data.dtype, meta=meta_from_array(data, ndim=rank),
         )  # fmt: skip
 
 
