@@ -1,5 +1,6 @@
 """The test matrix: one ``tests`` and one ``conformance`` session per file in backends/, plus
-lint, typecheck and a NumPy-only session. ``nox`` with no arguments runs them all.
+lint, typecheck, a NumPy-only session and a benchmark smoke run. ``nox`` with no arguments
+runs them all.
 
 Uses nox's default virtualenv backend with pip: the CPU build of torch this project pins
 is found by pip, not by uv.
@@ -68,6 +69,20 @@ def numpy_only(session: nox.Session) -> None:
     session.install("pytest")
     session.run("python", "-m", "onnx_gather")
     session.run("pytest", "tests/test_import.py", env={"ONNX_GATHER_BACKENDS": "numpy"})
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """A smoke run of the benchmarks (tiny sizes, few rounds, no thresholds).
+
+    It proves the runner and its report work; the full run, which writes
+    docs/benchmarks.md and docs/benchmarks.png, is ``python -m benchmarks``.
+    """
+    session.install(
+        "-r", "backends/numpy.txt", "-r", "backends/torch.txt", "-r", "backends/jax.txt"
+    )
+    session.install("-e", ".[test]", "matplotlib")
+    session.run("python", "-m", "benchmarks", "--smoke", "--out", session.create_tmp())
 
 
 @nox.session

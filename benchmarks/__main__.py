@@ -1,0 +1,164 @@
+"""Run the benchmarks: ``python -m benchmarks [--smoke] [--device cpu|cuda] [--out DIR]``.
+
+For every workload and backend, our call, the backend's plain native call, ONNX Runtime's
+CPU session and (where it is correct and quick enough) the ONNX reference evaluator run
+interleaved round by round in this one process; the report gives medians of the
+per-round ratios. All results are first checked to agree bit for bit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import shlex
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks import contenders, machine, report, timer
+from benchmarks.workloads import ELEMENTS, WORKLOADS, Workload, smoke
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _expected(w: Workload, data: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    # The inputs are in range, where NumPy's kernels agree with ONNX.
+    if w.op == ELEMENTS:
+        return np.take_along_axis(data, indices, w.axis)
+    return np.take(data, indices, w.axis)
+
+
+def _same(a: Any, b: np.ndarray) -> bool:
+    a = np.asarray(a)
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def _reference(
+    w: Workload, data: np.ndarray, indices: np.ndarray, want: np.ndarray, limit_s: float
+) -> tuple[contenders.Call | None, str]:
+    """The reference evaluator's call if it is right and takes at most ``limit_s``."""
+    try:
+        call = contenders.reference_call(w, data, indices)
+        start = time.perf_counter()
+        got = call()
+        took = time.perf_counter() - start
+    except Exception as exc:  # any failure is reported, not raised
+        return None, f"reference evaluator fails ({type(exc).__name__})"
+    if not _same(got, want):
+        return None, "reference evaluator gives a wrong result"
+    if took > limit_s:
+        return None, f"reference evaluator not timed ({took:.1f} s per call)"
+    return call, ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, few rounds")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--backends", default=None, help="comma-separated (default: all)")
+    parser.add_argument("--only", default="", help="run the workloads whose name has this")
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--sample", type=float, default=None, help="seconds per sample")
+    parser.add_argument("--reference-limit", type=float, default=1.0, help="seconds per call")
+    parser.add_argument("--out", type=Path, default=None, help="where the .md and .png go")
+    args = parser.parse_args(argv)
+
+    cuda = args.device == "cuda"
+    backends = (args.backends or ("torch,jax" if cuda else "numpy,torch,jax")).split(",")
+    workloads = smoke() if args.smoke else WORKLOADS
+    workloads = tuple(w for w in workloads if args.only in w.name)
+    rounds = args.rounds or (3 if args.smoke else 21)
+    sample = args.sample or (0.002 if args.smoke else 0.02)
+    out = args.out if args.out is not None else (None if args.smoke else ROOT / "docs")
+
+    versions = contenders.backend_versions(backends)
+    extra: dict[str, Any] = {"device": args.device, "rounds": rounds, "seconds per sample": sample}
+    if cuda:
+        from benchmarks import gpu
+
+        extra.update(gpu.describe())
+    if "torch" in backends:
+        extra["torch threads"] = importlib.import_module("torch").get_num_threads()
+    if "jax" in backends:
+        jax = importlib.import_module("jax")
+        extra["jax x64"] = jax.config.read("jax_enable_x64")
+    rows: list[report.Row] = []
+    notes: list[str] = []
+    for w in workloads:
+        data, indices = w.inputs()
+        want = _expected(w, data, indices)
+        ort, ort_info = contenders.ort_call(w, data, indices, args.device)
+        if ort is None:
+            notes.append(f"ONNX Runtime not timed: {ort_info['why']}.")
+        else:
+            got = ort()
+            assert _same(got.numpy() if hasattr(got, "numpy") else got, want), w.name
+        if "intra_op_num_threads" in ort_info:
+            extra["onnxruntime intra_op_num_threads"] = ort_info["intra_op_num_threads"] or (
+                "0 (its default: one per physical core)"
+            )
+        ref, why = (None, "") if cuda else _reference(w, data, indices, want, args.reference_limit)
+        if why:
+            notes.append(f"{w.name}: {why}.")
+        for backend in backends:
+            ours, native, to_numpy = contenders.PAIRS[backend](w, data, indices, args.device)
+            for label, fn in (("ours", ours), ("native", native)):
+                assert _same(to_numpy(fn()), want), f"{label} {backend} wrong on {w.name}"
+            group = {"ours": ours, "native": native}
+            if ort is not None:
+                group["ort"] = ort
+            if ref is not None:
+                group["reference"] = ref
+            times = timer.interleaved(group, rounds, sample)
+            med = {k: statistics.median(v) for k, v in times.items()}
+
+            def vs(name: str, times: dict[str, list[float]] = times) -> float | None:
+                return timer.median_ratio(times["ours"], times[name]) if name in times else None
+
+            row = report.Row(
+                workload=w,
+                backend=backend,
+                ours=med["ours"],
+                native=med["native"],
+                ort=med.get("ort"),
+                reference=med.get("reference"),
+                vs_native=timer.median_ratio(times["ours"], times["native"]),
+                vs_ort=vs("ort"),
+                vs_reference=vs("reference"),
+            )
+            rows.append(row)
+            print(
+                f"{w.name:48s} {backend:6s} ours {report.format_time(row.ours):>10s}  "
+                f"/native {row.vs_native:5.2f}"
+                + ("" if row.vs_ort is None else f"  /ORT {row.vs_ort:5.2f}")
+                + ("" if row.vs_reference is None else f"  /ref {row.vs_reference:.2g}"),
+                flush=True,
+            )
+    if "jax" in backends and not extra["jax x64"]:
+        notes.append(
+            "jax runs with x64 off (its default): int64 indices arrive as int32 in JAX, "
+            "for our call and the native one alike."
+        )
+    bandwidth = ""
+    if cuda:
+        bandwidth = gpu.markdown(gpu.bandwidth(backends, workloads, rounds, sample))
+    info = machine.describe(versions, extra)
+    info["load average (1/5/15 min) at end"] = machine.load_now()
+    command = "python -m benchmarks " + shlex.join(sys.argv[1:] if argv is None else argv)
+    body = report.markdown(rows, info, command.strip(), notes) + bandwidth
+    print(body)
+    if out is not None:
+        stem = "benchmarks-cuda" if cuda else "benchmarks"
+        out.mkdir(parents=True, exist_ok=True)
+        report.write_markdown(out / f"{stem}.md", body)
+        report.chart(rows, out / f"{stem}.png", f"{info['cpu']}; {info['date']}")
+        print(f"wrote {out / f'{stem}.md'} and {out / f'{stem}.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

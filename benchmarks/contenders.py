@@ -1,0 +1,237 @@
+"""What is timed: our call and each yardstick, as zero-argument callables on fixed inputs.
+
+Every callable returns only when its result is ready (JAX: ``block_until_ready``; CUDA:
+``torch.cuda.synchronize``), so wall-clock times compare like with like.
+
+The yardsticks, exactly:
+
+* ``native``: the backend's own kernel called the way a user who needs ONNX semantics
+  would write it, on the same arrays:
+
+  - numpy: ``np.take_along_axis(data, indices, axis)`` / ``np.take(data, indices, axis)``
+    (both count negative indices from the end and raise on out-of-range ones);
+  - torch: ``torch.gather(data, axis, indices)`` / ``torch.index_select(data, axis,
+    indices)``; with mixed-sign indices the user must first write ``indices =
+    torch.where(indices < 0, indices + s, indices)`` (timed as part of the call);
+    int32 indices are passed as they are (torch 2.x takes them in both kernels);
+  - jax: ``jnp.take_along_axis(data, indices, axis=axis)`` / ``jnp.take(data, indices,
+    axis=axis)`` with JAX's default mode (which fills out-of-range reads instead of
+    raising: no check at all).
+
+* ``ort``: an ONNX Runtime ``InferenceSession`` (CPU execution provider, default thread
+  settings) holding one Gather-13 / GatherElements-13 node, created once outside the
+  timing; each call is ``session.run(None, {"data": d, "indices": i})`` on NumPy arrays
+  with the same values.
+* ``reference``: ``onnx.reference.ReferenceEvaluator`` on the same model, where it gives
+  the correct result in reasonable time.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import onnx_gather as og
+from benchmarks.workloads import ELEMENTS, Workload
+
+Call = Callable[[], Any]
+
+
+@dataclass
+class Contender:
+    """A timed callable and how to read its result back as NumPy (for the agreement check)."""
+
+    name: str
+    call: Call
+    to_numpy: Callable[[Any], np.ndarray]
+
+
+# --- backends -------------------------------------------------------------------------
+
+
+def _ours(w: Workload, data: Any, indices: Any, sync: Callable[[Any], Any]) -> Call:
+    fn = og.gather_elements if w.op == ELEMENTS else og.gather
+
+    def call() -> Any:
+        return sync(fn(data, indices, w.axis))
+
+    return call
+
+
+def numpy_pair(
+    w: Workload, data: np.ndarray, indices: np.ndarray, device: str
+) -> tuple[Call, Call, Callable[[Any], np.ndarray]]:
+    if device != "cpu":
+        raise ValueError("numpy runs on the CPU only")
+    data, indices = data.copy(), indices.copy()
+    axis = w.axis
+    if w.op == ELEMENTS:
+
+        def native() -> Any:
+            return np.take_along_axis(data, indices, axis)
+
+    else:
+
+        def native() -> Any:
+            return np.take(data, indices, axis)
+
+    return _ours(w, data, indices, lambda x: x), native, np.asarray
+
+
+def torch_pair(
+    w: Workload, data: np.ndarray, indices: np.ndarray, device: str
+) -> tuple[Call, Call, Callable[[Any], np.ndarray]]:
+    torch = importlib.import_module("torch")
+    t_data = torch.from_numpy(data.copy()).to(device)
+    t_idx = torch.from_numpy(indices.copy()).to(device)
+    axis, size = w.axis, data.shape[w.axis]
+    cuda = device != "cpu"
+
+    def sync(x: Any) -> Any:
+        if cuda:
+            torch.cuda.synchronize()
+        return x
+
+    if w.op == ELEMENTS:
+        if w.mixed:
+
+            def native() -> Any:
+                i = torch.where(t_idx < 0, t_idx + size, t_idx)
+                return sync(torch.gather(t_data, axis, i))
+
+        else:
+
+            def native() -> Any:
+                return sync(torch.gather(t_data, axis, t_idx))
+
+    elif w.mixed:
+
+        def native() -> Any:
+            return sync(
+                torch.index_select(t_data, axis, torch.where(t_idx < 0, t_idx + size, t_idx))
+            )
+
+    else:
+
+        def native() -> Any:
+            return sync(torch.index_select(t_data, axis, t_idx))
+
+    def to_numpy(x: Any) -> np.ndarray:
+        return x.detach().cpu().numpy()
+
+    return _ours(w, t_data, t_idx, sync), native, to_numpy
+
+
+def jax_pair(
+    w: Workload, data: np.ndarray, indices: np.ndarray, device: str
+) -> tuple[Call, Call, Callable[[Any], np.ndarray]]:
+    jax = importlib.import_module("jax")
+    jnp = importlib.import_module("jax.numpy")
+    target = jax.devices("gpu" if device != "cpu" else "cpu")[0]
+    j_data = jax.device_put(data, target)
+    j_idx = jax.device_put(indices, target)
+    axis = w.axis
+
+    def ready(x: Any) -> Any:
+        return x.block_until_ready()
+
+    if w.op == ELEMENTS:
+
+        def native() -> Any:
+            return ready(jnp.take_along_axis(j_data, j_idx, axis=axis))
+
+    else:
+
+        def native() -> Any:
+            return ready(jnp.take(j_data, j_idx, axis=axis))
+
+    return _ours(w, j_data, j_idx, ready), native, np.asarray
+
+
+PAIRS = {"numpy": numpy_pair, "torch": torch_pair, "jax": jax_pair}
+
+
+def backend_versions(names: list[str]) -> dict[str, str]:
+    out = {}
+    for name in names:
+        module = importlib.import_module(name)
+        out[name] = str(module.__version__)
+    return out
+
+
+# --- ONNX yardsticks ------------------------------------------------------------------
+
+
+def _model(w: Workload) -> bytes:
+    from onnx import TensorProto, helper
+
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(w.dtype))
+    index = TensorProto.INT64 if w.index_dtype == "int64" else TensorProto.INT32
+    node = helper.make_node(w.op, ["data", "indices"], ["out"], axis=w.axis)
+    graph = helper.make_graph(
+        [node],
+        "bench",
+        [
+            helper.make_tensor_value_info("data", elem, list(w.data_shape)),
+            helper.make_tensor_value_info("indices", index, list(w.indices_shape)),
+        ],
+        [helper.make_tensor_value_info("out", elem, None)],
+    )
+    # IR version 8 (the opset-13 era) loads in every onnxruntime this project supports.
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    return bytes(model.SerializeToString())
+
+
+def ort_call(
+    w: Workload, data: np.ndarray, indices: np.ndarray, device: str = "cpu"
+) -> tuple[Call | None, dict[str, Any]]:
+    """An ONNX Runtime session for ``w``, created here, outside the timing.
+
+    On the CPU: the CPU execution provider with its default threads, NumPy feeds. On CUDA:
+    the CUDA provider where this onnxruntime has it (else None), inputs and output bound
+    on the device (I/O binding), so no host copy is timed.
+    """
+    import onnxruntime as ort
+
+    if device == "cpu":
+        session = ort.InferenceSession(_model(w), providers=["CPUExecutionProvider"])
+        feeds = {"data": data.copy(), "indices": indices.copy()}
+
+        def call() -> Any:
+            return session.run(None, feeds)[0]
+
+        options = session.get_session_options()
+        return call, {"intra_op_num_threads": options.intra_op_num_threads}
+
+    if "CUDAExecutionProvider" not in ort.get_available_providers():
+        return None, {"why": "this onnxruntime has no CUDA execution provider"}
+    session = ort.InferenceSession(_model(w), providers=["CUDAExecutionProvider"])
+    binding = session.io_binding()
+    for name, array in (("data", data), ("indices", indices)):
+        binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(array, "cuda", 0))
+    binding.bind_output("out", "cuda")
+
+    def run_bound() -> Any:
+        session.run_with_iobinding(binding)
+        return binding.get_outputs()[0]
+
+    return run_bound, {}
+
+
+def reference_call(w: Workload, data: np.ndarray, indices: np.ndarray) -> Call:
+    from onnx import ModelProto
+    from onnx.reference import ReferenceEvaluator
+
+    model = ModelProto()
+    model.ParseFromString(_model(w))
+    evaluator = ReferenceEvaluator(model)
+    feeds = {"data": data.copy(), "indices": indices.copy()}
+
+    def call() -> Any:
+        return evaluator.run(None, feeds)[0]
+
+    return call
