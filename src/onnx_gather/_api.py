@@ -1,4 +1,14 @@
-"""The one path every call takes: find the backend, check and normalise once, run the kernel."""
+"""The one path every call takes: find the backend, check and normalise once, run the kernel.
+
+The path is short because it runs on every call, also on tiny arrays:
+
+* the :class:`~onnx_gather._spec.Plan` of a call depends only on the shapes, dtypes, axis,
+  version and ``check_bounds``, so it is made by ``_spec`` once per such key and reused;
+* where a backend's kernel raises on an out-of-range index by itself (it says so through
+  its optional ``kernel_checks(plan, data, indices)`` hook, returning the exception types it raises;
+  NumPy and PyTorch on the CPU), there is no range pre-pass: the kernel runs, and only if
+  it raises are the indices read to build the IndexError, through ``_spec`` as always.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +17,20 @@ from typing import TYPE_CHECKING, Any
 from onnx_gather import _spec
 from onnx_gather._dispatch import backend_for, host_indices, library_of
 from onnx_gather._dtypes import numpy_dtype_name
+from onnx_gather._host import value_range
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from onnx_gather._backends._base import Backend
     from onnx_gather._spec import Plan
 
     Planner = Callable[[Any, tuple[int, ...], str, tuple[int, ...], str, Any, bool], Plan]
+
+# Plans by everything a planner reads. Bounded: a program sees few distinct shapes, and a
+# stream of new ones (e.g. variable batch sizes) must not grow it without end.
+_PLANS: dict[tuple[Any, ...], Plan] = {}
+_MAX_PLANS = 4096
 
 
 def run(
@@ -26,28 +43,41 @@ def run(
 ) -> Any:
     """Check ``data`` and ``indices`` with ``planner`` and run the matching backend kernel."""
     backend = backend_for(data)
-    host = None if backend.owns(indices) else host_indices(indices)
-    if host is None:
-        if not backend.owns(indices):
+    if backend.owns(indices):
+        host = None
+        shape = backend.shape(indices)
+    else:
+        host = host_indices(indices)
+        if host is None:
             msg = (
                 f"indices is a {library_of(indices)} {type(indices).__name__} but data is a "
                 f"{backend.name} array; pass indices as a {backend.name} array, a NumPy array "
                 f"or a Python int or sequence of ints"
             )
             raise TypeError(msg)
-        shape, dtype = backend.shape(indices), backend.dtype_name(indices)
-    else:
-        shape, dtype = host.shape, numpy_dtype_name(host.dtype)
-    plan = planner(
-        version, backend.shape(data), backend.dtype_name(data), shape, dtype, axis, check_bounds
-    )
+        shape = host.shape
+    plan = _plan(planner, version, backend, data, indices, host, shape, axis, check_bounds)
+    kernel = backend.gather_elements if plan.elements else backend.gather
+
+    if check_bounds and 0 not in plan.out_shape:
+        # (An empty output reads nothing, so a kernel may not look at its indices at all.)
+        kernel_checks = getattr(backend, "kernel_checks", None)
+        errors = kernel_checks(plan, data, indices) if kernel_checks is not None else ()
+        if errors:
+            placed = backend.adopt(indices, data) if host is None else backend.from_host(host, data)
+            try:
+                return kernel(data, placed, plan, True)
+            except errors:
+                values = host if host is not None else backend.to_host(indices)
+                _spec.check_range(plan, *value_range(values), lambda: values)
+                raise  # not an index out of range: the kernel's own error stands
 
     negative = True  # unless the values say otherwise
     if 0 in shape:
         negative = False
     elif host is not None:
         # Host indices are checked on the host, before they travel to the data's device.
-        lo, hi = int(host.min()), int(host.max())
+        lo, hi = value_range(host)
         if check_bounds:
             _spec.check_range(plan, lo, hi, lambda: host)
         negative = lo < 0
@@ -57,5 +87,39 @@ def run(
             _spec.check_range(plan, *bounds, lambda: backend.to_host(indices))
             negative = bounds[0] < 0
     indices = backend.adopt(indices, data) if host is None else backend.from_host(host, data)
-    kernel = backend.gather_elements if plan.elements else backend.gather
     return kernel(data, indices, plan, negative)
+
+
+def _plan(
+    planner: Planner,
+    version: int | None,
+    backend: Backend,
+    data: Any,
+    indices: Any,
+    host: Any,
+    shape: tuple[int, ...],
+    axis: Any,
+    check_bounds: bool,
+) -> Plan:
+    """The call's plan from the cache, or from ``planner`` (which checks everything)."""
+    data_shape = backend.shape(data)
+    index_dtype = indices.dtype if host is None else host.dtype
+    try:
+        # type(axis): True == 1 as a key, but only the int is a valid axis.
+        key: tuple[Any, ...] | None = (
+            planner, version, backend, data_shape, data.dtype, shape, index_dtype,
+            host is None, type(axis), axis, check_bounds,
+        )  # fmt: skip
+        plan = _PLANS.get(key)  # type: ignore[arg-type]
+    except TypeError:  # an unhashable argument: let the planner say what is wrong with it
+        key, plan = None, None
+    if plan is None:
+        index_name = backend.dtype_name(indices) if host is None else numpy_dtype_name(index_dtype)
+        plan = planner(
+            version, data_shape, backend.dtype_name(data), shape, index_name, axis, check_bounds
+        )
+        if key is not None:
+            if len(_PLANS) >= _MAX_PLANS:
+                _PLANS.clear()
+            _PLANS[key] = plan
+    return plan

@@ -115,6 +115,10 @@ def resolve_version(op: str, opset: Any) -> int:
     ValueError
         If ``opset`` is older than the first version of ``op``.
     """
+    if type(opset) is int:  # the common case, on every call: answered once per opset
+        known = _RESOLVED.get((op, opset))
+        if known is not None:
+            return known
     if isinstance(opset, bool):
         msg = f"opset must be an int, got {opset!r}"
         raise TypeError(msg)
@@ -131,7 +135,12 @@ def resolve_version(op: str, opset: Any) -> int:
             f"(versions {', '.join(map(str, versions))})"
         )
         raise ValueError(msg)
+    if type(opset) is int and len(_RESOLVED) < 1024:
+        _RESOLVED[op, opset] = usable[-1]
     return usable[-1]
+
+
+_RESOLVED: dict[tuple[str, int], int] = {}
 
 
 def _normalise_axis(op: str, axis: Any, rank: int) -> int:

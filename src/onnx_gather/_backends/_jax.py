@@ -28,6 +28,7 @@ from jax.experimental import checkify
 
 from onnx_gather import _spec
 from onnx_gather._dtypes import numpy_dtype_name
+from onnx_gather._host import value_range
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -105,6 +106,11 @@ class JaxBackend:
     def index_range(self, indices: jax.Array, /) -> tuple[int, int] | None:
         if _traced(indices):
             return None
+        if all(device.platform == "cpu" for device in indices.sharding.device_set):
+            # CPU buffers are host memory: NumPy reads them in place, with no dispatch and
+            # no copy, in one reduction when no index is negative (a third of the jitted
+            # min/max's time at 2000x2000, and a few microseconds less on tiny arrays).
+            return value_range(np.asarray(indices))
         bounds = _minmax(indices)
         if _traced(bounds):
             # Concrete indices inside a jit trace (closed over, or not an argument): the

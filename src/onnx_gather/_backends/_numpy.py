@@ -1,19 +1,229 @@
-"""NumPy: ``np.take`` for Gather and ``np.take_along_axis`` for GatherElements.
+"""NumPy: ``np.take`` for Gather, and ``np.take`` on linear indices for GatherElements.
 
 Handles every ONNX type NumPy can hold: strings (object, ``str_``, ``bytes_`` and
 ``StringDType`` arrays) and ml_dtypes' bfloat16 included.
+
+Speed (measured with ``python -m benchmarks``; see docs/benchmarks.md):
+
+* The kernels check the index range themselves (:meth:`NumpyBackend.kernel_checks`), so
+  :mod:`onnx_gather._api` makes no pre-pass; an out-of-range index raises a bare IndexError
+  here, which ``_api`` replaces with the one ``_spec`` builds.
+* ``np.take_along_axis`` builds a broadcast fancy index and is several times slower than
+  ONNX Runtime. Large GatherElements instead computes the linear index of every element
+  into the flattened data, ``index * stride[axis] + offset`` (the offset of the other
+  coordinates), and gathers with ``np.take`` on the 1-D data. That runs in blocks of
+  ``_BLOCK`` indices, so each block's linear indices stay in the cache between being
+  written and read; a block's range check (the largest index read as unsigned, one
+  reduction, which also tells whether any is negative) happens on data that block loads
+  anyway. Blocks are cut along the outermost dimension off the axis, so a block's reads
+  stay within a band of the data.
+* ``np.take`` and its ufunc helpers release the GIL on non-object dtypes, so large calls
+  split their blocks over up to ``_MAX_THREADS`` threads.
+* ``np.take`` in ``mode="wrap"`` is about twice as fast as the default ``mode="raise"``
+  (NumPy 2.4) and counts negative indices from the end just the same; it is used once the
+  range is known to be valid.
 """
 
 from __future__ import annotations
 
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from onnx_gather._dtypes import numpy_dtype_name
+from onnx_gather._host import UNSIGNED, value_range
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from onnx_gather._spec import Plan
+
+#: Indices per block of the GatherElements kernel: 64 Ki linear indices (512 KiB) stay in
+#: a core's L2 cache.
+_BLOCK = 1 << 16
+#: Below this many output elements the plain kernels' lower fixed cost wins.
+_SMALL = 1 << 13
+#: Output bytes from which a call is split over threads.
+_THREADED_BYTES = 1 << 20
+_MAX_THREADS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+_ERRORS = (IndexError,)
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+_scratch = threading.local()
+
+
+def _in_parallel(jobs: Sequence[Callable[[], object]]) -> None:
+    """Run ``jobs``: the first on this thread, the others on the pool; re-raise any error."""
+    global _pool
+    if len(jobs) <= 1:
+        for job in jobs:
+            job()
+        return
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(_MAX_THREADS - 1, thread_name_prefix="onnx_gather")
+    futures = [_pool.submit(job) for job in jobs[1:]]
+    try:
+        jobs[0]()
+    finally:
+        errors = [f.exception() for f in futures]
+    for error in errors:
+        if error is not None:
+            raise error
+
+
+def _parts(n: int, nbytes: int) -> list[tuple[int, int]]:
+    """Split ``range(n)`` into one contiguous part per thread worth using."""
+    threads = 1
+    if nbytes >= _THREADED_BYTES:
+        threads = max(1, min(_MAX_THREADS, n))
+    bounds = [n * k // threads for k in range(threads + 1)]
+    return [(bounds[k], bounds[k + 1]) for k in range(threads) if bounds[k] < bounds[k + 1]]
+
+
+def _buffer(name: str, size: int) -> np.ndarray:
+    """An int64 scratch buffer of ``size`` entries; block-sized ones are kept per thread.
+
+    Reusing them spares the page faults of fresh memory on every block.
+    """
+    if size > _BLOCK:
+        return np.empty(size, np.int64)
+    buf: np.ndarray | None = getattr(_scratch, name, None)
+    if buf is None or buf.size < size:
+        buf = np.empty(_BLOCK, np.int64)
+        setattr(_scratch, name, buf)
+    return buf[:size]
+
+
+def _out_of_range() -> IndexError:
+    # _api replaces this with _spec's message, built from the indices.
+    return IndexError("index out of range")
+
+
+def _any_negative(indices: np.ndarray) -> bool:
+    return bool(indices.size) and int(indices.min()) < 0
+
+
+def _check_range(indices: np.ndarray, plan: Plan) -> None:
+    """Raise if some index is out of range (one reduction unless some index is negative)."""
+    if indices.size:
+        lo, hi = value_range(indices)
+        if lo < plan.low or hi >= plan.size:
+            raise _out_of_range()
+
+
+def _fast(data: Any, indices: Any) -> bool:
+    """Whether ``data`` suits the flat kernels: a C-ordered array of a plain dtype."""
+    return (
+        isinstance(data, np.ndarray)
+        and data.size > 0
+        and data.flags.c_contiguous
+        and data.dtype.kind in "biufcV"
+        and indices.dtype in UNSIGNED
+    )
+
+
+def _split_dim(shape: tuple[int, ...], axis: int) -> int:
+    """The dimension to cut blocks along.
+
+    The outermost one off the axis whose slices are at most a block (a block then reads
+    a band of the data), else the axis itself, else the longest dimension.
+    """
+    size = int(np.prod(shape))
+    for d in [*(d for d in range(len(shape)) if d != axis), axis]:
+        if shape[d] > 1 and size // shape[d] <= _BLOCK:
+            return d
+    return int(np.argmax(shape))
+
+
+def _gather_elements(data: np.ndarray, indices: np.ndarray, plan: Plan, negative: bool) -> Any:
+    """GatherElements as ``np.take`` of linear indices into the flattened data, in blocks."""
+    shape, axis, size = indices.shape, plan.axis, plan.size
+    rank = len(shape)
+    strides = [s // data.itemsize for s in data.strides]
+    flat = data.reshape(-1)
+    out = np.empty(shape, data.dtype)
+    # Offsets of every coordinate but the axis' (ONNX lets indices be smaller than data off
+    # the axis; with data's strides the offsets land in the right place without a copy).
+    offset = np.zeros((1,) * rank, np.int64)
+    for d in range(rank):
+        if d != axis and shape[d] > 1:
+            coord = np.arange(shape[d], dtype=np.int64) * strides[d]
+            offset = offset + coord.reshape([-1 if e == d else 1 for e in range(rank)])
+    split = _split_dim(shape, axis)
+    per = indices.size // shape[split]
+    step = max(1, _BLOCK // per)
+    stride = strides[axis]
+    unsigned = UNSIGNED[indices.dtype]
+    check = plan.check_bounds
+    head = (slice(None),) * split
+
+    def blocks(start: int, stop: int) -> None:
+        for s0 in range(start, stop, step):
+            where = (*head, slice(s0, min(s0 + step, stop)))
+            block = indices[where]
+            lin = _buffer("lin", block.size).reshape(block.shape)
+            has_negative = negative
+            if check:
+                has_negative = int(block.view(unsigned).max()) >= size
+                if has_negative and plan.low == 0:
+                    raise _out_of_range()
+            if has_negative:
+                # index + (index < 0) * size, branch-free: the sign bit smeared, masked.
+                fixed = _buffer("fixed", block.size).reshape(block.shape)
+                np.right_shift(block, 63, out=fixed, dtype=np.int64)
+                np.bitwise_and(fixed, size, out=fixed)
+                np.add(fixed, block, out=fixed)
+                if check and int(fixed.view(np.uint64).max()) >= size:
+                    raise _out_of_range()
+                block = fixed
+            if stride == 1:
+                np.add(block, offset[where] if offset.shape[split] > 1 else offset, out=lin)
+            else:
+                np.multiply(block, stride, out=lin, dtype=np.int64)
+                lin += offset[where] if offset.shape[split] > 1 else offset
+            # In range now; unchecked, "clip" keeps any value inside the data.
+            np.take(flat, lin, out=out[where], mode="clip")
+
+    _in_parallel([partial(blocks, a, b) for a, b in _parts(shape[split], out.nbytes)])
+    return out
+
+
+def _gather(data: np.ndarray, indices: np.ndarray, plan: Plan, negative: bool) -> Any:
+    """Gather as ``np.take`` with an index mode, split over threads if large."""
+    axis = plan.axis
+    out = np.empty(plan.out_shape, data.dtype)
+    if out.size == 0:
+        return out
+    mode = "wrap"  # the range is checked: wrap counts negatives from the end, once
+    if not plan.check_bounds:
+        # NumPy's "wrap" walks an index far out of range back one period at a time (for
+        # 2**62 that never ends); "clip" takes any value in constant time.
+        if negative:
+            indices = np.where(indices < 0, indices + plan.size, indices)
+        mode = "clip"
+    if axis == 0:
+        # Parts of the indices fill consecutive slabs of the output.
+        flat = indices.reshape(-1)
+        slabs = out.reshape(flat.shape + data.shape[1:])
+        jobs = [
+            partial(np.take, data, flat[a:b], 0, slabs[a:b], mode)
+            for a, b in _parts(flat.size, out.nbytes)
+        ]
+    else:
+        # Parts of the data's first dimension fill consecutive slabs of the output.
+        jobs = [
+            partial(np.take, data[a:b], indices, axis, out[a:b], mode)
+            for a, b in _parts(data.shape[0], out.nbytes)
+        ]
+    _in_parallel(jobs)
+    return out
 
 
 class NumpyBackend:
@@ -37,19 +247,37 @@ class NumpyBackend:
         return np.asarray(indices)
 
     def index_range(self, indices: np.ndarray, /) -> tuple[int, int]:
-        return int(indices.min()), int(indices.max())
+        return value_range(indices)
 
     def to_host(self, indices: np.ndarray, /) -> np.ndarray:
         return indices
 
+    def kernel_checks(self, plan: Plan, data: Any, indices: Any, /) -> tuple[type[Exception], ...]:
+        """Both kernels raise IndexError for an out-of-range index (see the module notes)."""
+        return _ERRORS if isinstance(data, np.ndarray) else ()
+
     def gather(self, data: Any, indices: np.ndarray, plan: Plan, negative: bool, /) -> Any:
-        # np.take counts negative indices from the end, as ONNX-11/13 do.
+        if indices.ndim and indices.size >= max(_SMALL, 1) and _fast(data, indices):
+            if plan.check_bounds:
+                _check_range(indices, plan)
+            return _gather(data, indices, plan, negative)
+        # np.take counts negative indices from the end (ONNX-11/13); Gather-1 must reject
+        # them. Its own check covers the top of the range.
+        if plan.check_bounds and plan.low == 0 and negative and _any_negative(indices):
+            raise _out_of_range()
         if indices.ndim == 0:
             # With 0-d indices and 1-d data np.take returns a NumPy scalar, not an array.
             return np.take(data, indices.reshape(1), axis=plan.axis).reshape(plan.out_shape)
+        if isinstance(data, np.ndarray):
+            return data.take(indices, plan.axis)  # the method: no dispatch layer, same kernel
         return np.take(data, indices, axis=plan.axis)
 
     def gather_elements(self, data: Any, indices: np.ndarray, plan: Plan, negative: bool, /) -> Any:
+        if indices.size >= max(_SMALL, 1) and _fast(data, indices):
+            return _gather_elements(data, indices, plan, negative)
+        # take_along_axis counts negative indices from the end; OpenVINO-6 must not.
+        if plan.check_bounds and plan.low == 0 and negative and _any_negative(indices):
+            raise _out_of_range()
         if plan.trim is not None:
             data = data[plan.trim]
         return np.take_along_axis(data, indices, axis=plan.axis)

@@ -50,6 +50,11 @@ _NAMES: dict[torch.dtype, str] = {
 }
 _SIGNED_VIEW = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
 _GATHER_VIEW = {**_SIGNED_VIEW, torch.bfloat16: torch.int16, torch.float16: torch.int16}
+# What the CPU kernels raise for an index out of range (see TorchBackend.kernel_checks).
+_KERNEL_ERRORS = (IndexError, RuntimeError)
+# torch.gather takes int32 indices from torch 2.8 on (pytorch/pytorch#151822); before, only
+# int64 (index_select always took both).
+_GATHER_TAKES_INT32 = tuple(int(p) for p in torch.__version__.split(".")[:2]) >= (2, 8)
 
 
 def _values_unknown(indices: torch.Tensor) -> bool:
@@ -165,19 +170,65 @@ class TorchBackend:
             indices = indices.clamp(0, max(plan.size - 1, 0))
         return indices
 
+    def kernel_checks(
+        self, plan: Plan, data: torch.Tensor, indices: Any, /
+    ) -> tuple[type[Exception], ...]:
+        """On the CPU both kernels raise for an index outside ``[0, s)``, negatives included.
+
+        ``index_select`` raises IndexError, ``gather`` RuntimeError; :mod:`onnx_gather._api`
+        then builds the IndexError from the indices, so an eager CPU call makes no range
+        pre-pass. Not on CUDA (a bad index is a device-side assert) nor while tracing.
+        """
+        if (
+            not data.is_cpu
+            or _values_unknown(data)
+            or (isinstance(indices, torch.Tensor) and _values_unknown(indices))
+        ):
+            return ()
+        return _KERNEL_ERRORS
+
+    @staticmethod
+    def _as_given(indices: torch.Tensor) -> bool:
+        # On the CPU the indices first go to the kernel as they are: it raises if one is
+        # negative or out of range, and only then are they normalised (int64, negatives
+        # counted from the end) and run again. Most calls hold no negative index and so
+        # skip that pass; a call that does pays for a kernel that stops at its first one.
+        return indices.is_cpu and not _values_unknown(indices)
+
     def gather(
         self, data: torch.Tensor, indices: torch.Tensor, plan: Plan, negative: bool, /
     ) -> torch.Tensor:
-        indices = self._prepare(indices, plan, negative)
+        if self._as_given(indices):
+            try:
+                return self._index_select(data, indices, plan)
+            except _KERNEL_ERRORS:
+                if plan.check_bounds and plan.low == 0:
+                    raise  # Gather-1: a negative index is out of range, not to be normalised
+        return self._index_select(data, self._prepare(indices, plan, negative), plan)
+
+    @staticmethod
+    def _index_select(data: torch.Tensor, indices: torch.Tensor, plan: Plan) -> torch.Tensor:
         signed = _SIGNED_VIEW.get(data.dtype)
         source = data.view(signed) if signed is not None else data
-        out = torch.index_select(source, plan.axis, indices.reshape(-1)).reshape(plan.out_shape)
+        if indices.dim() == 1:
+            out = torch.index_select(source, plan.axis, indices)
+        else:
+            out = torch.index_select(source, plan.axis, indices.reshape(-1)).reshape(plan.out_shape)
         return out.view(data.dtype) if signed is not None else out
 
     def gather_elements(
         self, data: torch.Tensor, indices: torch.Tensor, plan: Plan, negative: bool, /
     ) -> torch.Tensor:
-        indices = self._prepare(indices, plan, negative)
+        if self._as_given(indices) and (indices.dtype == torch.int64 or _GATHER_TAKES_INT32):
+            try:
+                return self._gather(data, indices, plan)
+            except _KERNEL_ERRORS:
+                if plan.check_bounds and plan.low == 0:
+                    raise  # OpenVINO-6: a negative index is out of range, not to be normalised
+        return self._gather(data, self._prepare(indices, plan, negative), plan)
+
+    @staticmethod
+    def _gather(data: torch.Tensor, indices: torch.Tensor, plan: Plan) -> torch.Tensor:
         signed = _GATHER_VIEW.get(data.dtype)
         if data.dtype.is_floating_point and data.requires_grad:
             signed = None  # keep the autograd graph; NaN payloads may then be canonicalised

@@ -1,0 +1,143 @@
+"""The case table again, with every speed path forced on, plus large calls.
+
+The fast kernels (blocked linear-index GatherElements, threaded take, kernels that check
+the index range themselves) only switch on above size thresholds the table's small cases
+never reach. Here the thresholds are lowered to zero and the blocks made a few elements
+long, so every case runs through them: many blocks, several threads, the range check of
+each block, errors raised in a worker thread.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import numpy as np
+import oracle
+import pytest
+from cases import CASES, ELEMENTS, GATHER, Case
+from conftest import LIBS
+from helpers import applies, assert_identical, call, expected, run_case
+from libs import Lib
+
+import onnx_gather as og
+
+# Module attribute -> value that forces each library's fast paths on every call.
+FORCED: dict[str, dict[str, dict[str, Any]]] = {
+    "numpy": {
+        "onnx_gather._backends._numpy": {"_SMALL": 0, "_BLOCK": 3, "_THREADED_BYTES": 0},
+    },
+}
+
+PARAMS = [
+    pytest.param(lib, case, id=f"{lib.name}-{case.id}")
+    for lib in LIBS
+    if lib.name in FORCED
+    for case in CASES
+    if applies(lib, case)
+]
+
+
+@pytest.fixture
+def forced(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    lib = request.node.callspec.params["backend"]
+    for module, values in FORCED[lib.name].items():
+        for name, value in values.items():
+            monkeypatch.setattr(importlib.import_module(module), name, value)
+
+
+if PARAMS:
+
+    @pytest.mark.parametrize(("backend", "case"), PARAMS)
+    def test_case_on_fast_paths(backend: Lib, case: Case, forced: None) -> None:
+        if case.raises is not None:
+            with pytest.raises(case.raises, match=case.match):
+                run_case(backend, case)
+            return
+        assert_identical(backend.to_numpy(run_case(backend, case)), expected(case))
+
+    @pytest.mark.parametrize(
+        ("backend", "case"), [p for p in PARAMS if p.values[1].raises is None]
+    )
+    def test_case_on_fast_paths_host_indices(backend: Lib, case: Case, forced: None) -> None:
+        result = backend.to_numpy(run_case(backend, case, indices=case.indices))
+        assert_identical(result, expected(case))
+
+
+RNG = np.random.default_rng(5)
+
+
+def _large_cases() -> list[tuple[str, str, np.ndarray, np.ndarray, int, int]]:
+    """Above every threshold, with the real block sizes: id, op, data, indices, axis, opset."""
+    d2 = RNG.standard_normal((150, 300)).astype(np.float32)
+    d3 = RNG.integers(-100, 100, (6, 40, 130)).astype(np.int16)
+    table = RNG.standard_normal((900, 70)).astype(np.float64)
+    return [
+        ("elements-axis0", ELEMENTS, d2, RNG.integers(0, 150, (150, 300)), 0, 13),
+        ("elements-axis1-mixed", ELEMENTS, d2, RNG.integers(-300, 300, (150, 300)), 1, 13),
+        ("elements-axis1-int32-smaller", ELEMENTS, d2,
+         RNG.integers(-300, 300, (140, 310)).astype(np.int32), 1, 11),
+        ("elements-3d-middle", ELEMENTS, d3, RNG.integers(-40, 40, (6, 80, 129)), 1, 13),
+        ("elements-3d-last-topk", ELEMENTS, d3, RNG.integers(0, 130, (6, 40, 60)), -1, 13),
+        ("gather-rows", GATHER, table, RNG.integers(-900, 900, (40, 300)), 0, 13),
+        ("gather-axis1", GATHER, table, RNG.integers(0, 70, (300,)).astype(np.int32), 1, 1),
+    ]  # fmt: skip
+
+
+LARGE = _large_cases()
+# Dask's adaptor cuts arrays into blocks of 2: a large case would be some 10**4 tasks.
+# Its own tests (test_dask.py) cover its chunked paths.
+EAGER = [lib for lib in LIBS if lib.name != "dask"]
+
+
+def _lib_params() -> list[Any]:
+    return [
+        pytest.param(lib, c, id=f"{lib.name}-{c[0]}")
+        for lib in EAGER
+        for c in LARGE
+        if applies(lib, Case(c[0], c[1], c[2], c[3]))
+    ]
+
+
+@pytest.mark.parametrize(("backend", "large"), _lib_params())
+def test_large(backend: Lib, large: tuple[str, str, np.ndarray, np.ndarray, int, int]) -> None:
+    _, op, data, indices, axis, opset = large
+    want = (
+        oracle.gather(data, indices, axis, opset)
+        if op == GATHER
+        else oracle.gather_elements(data, indices, axis, opset)
+    )
+    got = call(op, backend.asarray(data), backend.indices(indices), axis, opset)
+    assert_identical(backend.to_numpy(got), want)
+
+
+@pytest.mark.parametrize(("backend", "large"), _lib_params())
+@pytest.mark.parametrize("where", ["first", "middle", "last"])
+def test_large_out_of_range(
+    backend: Lib, large: tuple[str, str, np.ndarray, np.ndarray, int, int], where: str
+) -> None:
+    """One bad index anywhere in a large call: the same complete message as small calls."""
+    _, op, data, indices, axis, opset = large
+    bad = indices.copy()
+    flat = bad.reshape(-1)
+    pos = {"first": 0, "middle": flat.size // 2 + 7, "last": flat.size - 1}[where]
+    size = data.shape[axis]
+    flat[pos] = size if where != "middle" else -size - 1
+    if opset == 1 and where == "middle":
+        flat[pos] = -1  # Gather-1: any negative index is out of range
+    position = ", ".join(str(int(i)) for i in np.unravel_index(pos, bad.shape))
+    position += "," if bad.ndim == 1 else ""
+    with pytest.raises(IndexError, match=rf"index {flat[pos]} at position \({position}\) "):
+        call(op, backend.asarray(data), backend.indices(bad), axis, opset)
+
+
+@pytest.mark.parametrize("backend", EAGER, ids=lambda lib: lib.name)
+def test_unchecked_large_never_reads_outside(backend: Lib) -> None:
+    """check_bounds=False with wild indices: some result or an error, never a crash."""
+    data = backend.asarray(RNG.standard_normal((200, 100)).astype(np.float32))
+    wild = RNG.integers(-(2**62), 2**62, (200, 100))
+    for fn in (og.gather_elements, og.gather):
+        try:
+            fn(data, backend.indices(wild), 1, check_bounds=False)
+        except (IndexError, RuntimeError):
+            pass
