@@ -5,14 +5,15 @@ The path is short because it runs on every call, also on tiny arrays:
 * the :class:`~onnx_gather._spec.Plan` of a call depends only on the shapes, dtypes, axis,
   version and ``check_bounds``, so it is made by ``_spec`` once per such key and reused;
 * where a backend's kernel raises on an out-of-range index by itself (it says so through
-  its optional ``kernel_checks(plan, data, indices)`` hook, returning the exception types it raises;
-  NumPy and PyTorch on the CPU), there is no range pre-pass: the kernel runs, and only if
-  it raises are the indices read to build the IndexError, through ``_spec`` as always.
+  its optional ``kernel_checks(plan, data, indices)`` hook, which returns the exception
+  types it raises: NumPy, and PyTorch on the CPU), there is no range pre-pass: the kernel
+  runs, and only if it raises are the indices read to build the IndexError, through
+  ``_spec`` as always.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from onnx_gather import _spec
 from onnx_gather._dispatch import backend_for, host_indices, library_of
@@ -27,9 +28,19 @@ if TYPE_CHECKING:
 
     Planner = Callable[[Any, tuple[int, ...], str, tuple[int, ...], str, Any, bool], Plan]
 
-# Plans by everything a planner reads. Bounded: a program sees few distinct shapes, and a
+
+class _Entry(NamedTuple):
+    """What a call's key determines: its plan, its kernel and whether the output is read."""
+
+    plan: Plan
+    kernel: Callable[[Any, Any, Plan, bool], Any]
+    kernel_checks: Callable[[Plan, Any, Any], tuple[type[Exception], ...]] | None
+    reads: bool  # the output is not empty
+
+
+# Entries by everything a planner reads. Bounded: a program sees few distinct shapes, and a
 # stream of new ones (e.g. variable batch sizes) must not grow it without end.
-_PLANS: dict[tuple[Any, ...], Plan] = {}
+_PLANS: dict[tuple[Any, ...], _Entry] = {}
 _MAX_PLANS = 4096
 
 
@@ -44,10 +55,9 @@ def run(
     """Check ``data`` and ``indices`` with ``planner`` and run the matching backend kernel."""
     backend = backend_for(data)
     if backend.owns(indices):
-        host = None
-        shape = backend.shape(indices)
+        host, given = None, indices
     else:
-        host = host_indices(indices)
+        host = given = host_indices(indices)
         if host is None:
             msg = (
                 f"indices is a {library_of(indices)} {type(indices).__name__} but data is a "
@@ -55,14 +65,28 @@ def run(
                 f"or a Python int or sequence of ints"
             )
             raise TypeError(msg)
-        shape = host.shape
-    plan = _plan(planner, version, backend, data, indices, host, shape, axis, check_bounds)
-    kernel = backend.gather_elements if plan.elements else backend.gather
+    try:
+        # The arrays' own shape objects: a key is stored only after the planner accepted
+        # them (through backend.shape, which also rejects unknown sizes). type(axis):
+        # True == 1 as a key, but only the int is a valid axis.
+        key: tuple[Any, ...] | None = (
+            planner, version, backend, data.shape, data.dtype, given.shape, given.dtype,
+            host is None, type(axis), axis, check_bounds,
+        )  # fmt: skip
+        entry = _PLANS.get(key)  # type: ignore[arg-type]
+    except TypeError:  # an unhashable argument: let the planner say what is wrong with it
+        key, entry = None, None
+    if entry is None:
+        entry = _plan(planner, version, backend, data, given, host is None, axis, check_bounds)
+        if key is not None:
+            if len(_PLANS) >= _MAX_PLANS:
+                _PLANS.clear()
+            _PLANS[key] = entry
+    plan, kernel, kernel_checks, reads = entry
 
-    if check_bounds and 0 not in plan.out_shape:
-        # (An empty output reads nothing, so a kernel may not look at its indices at all.)
-        kernel_checks = getattr(backend, "kernel_checks", None)
-        errors = kernel_checks(plan, data, indices) if kernel_checks is not None else ()
+    # (An empty output reads nothing, so a kernel may not look at its indices at all.)
+    if check_bounds and reads and kernel_checks is not None:
+        errors = kernel_checks(plan, data, indices)
         if errors:
             placed = backend.adopt(indices, data) if host is None else backend.from_host(host, data)
             try:
@@ -73,7 +97,7 @@ def run(
                 raise  # not an index out of range: the kernel's own error stands
 
     negative = True  # unless the values say otherwise
-    if 0 in shape:
+    if 0 in given.shape:
         negative = False
     elif host is not None:
         # Host indices are checked on the host, before they travel to the data's device.
@@ -96,30 +120,25 @@ def _plan(
     backend: Backend,
     data: Any,
     indices: Any,
-    host: Any,
-    shape: tuple[int, ...],
+    owned: bool,
     axis: Any,
     check_bounds: bool,
-) -> Plan:
-    """The call's plan from the cache, or from ``planner`` (which checks everything)."""
-    data_shape = backend.shape(data)
-    index_dtype = indices.dtype if host is None else host.dtype
-    try:
-        # type(axis): True == 1 as a key, but only the int is a valid axis.
-        key: tuple[Any, ...] | None = (
-            planner, version, backend, data_shape, data.dtype, shape, index_dtype,
-            host is None, type(axis), axis, check_bounds,
-        )  # fmt: skip
-        plan = _PLANS.get(key)  # type: ignore[arg-type]
-    except TypeError:  # an unhashable argument: let the planner say what is wrong with it
-        key, plan = None, None
-    if plan is None:
-        index_name = backend.dtype_name(indices) if host is None else numpy_dtype_name(index_dtype)
-        plan = planner(
-            version, data_shape, backend.dtype_name(data), shape, index_name, axis, check_bounds
-        )
-        if key is not None:
-            if len(_PLANS) >= _MAX_PLANS:
-                _PLANS.clear()
-            _PLANS[key] = plan
-    return plan
+) -> _Entry:
+    """Plan a call with ``planner`` (which checks everything) and pick its kernel."""
+    shape = backend.shape(indices) if owned else indices.shape
+    index_name = backend.dtype_name(indices) if owned else numpy_dtype_name(indices.dtype)
+    plan = planner(
+        version,
+        backend.shape(data),
+        backend.dtype_name(data),
+        shape,
+        index_name,
+        axis,
+        check_bounds,
+    )
+    return _Entry(
+        plan,
+        backend.gather_elements if plan.elements else backend.gather,
+        getattr(backend, "kernel_checks", None),
+        0 not in plan.out_shape,
+    )

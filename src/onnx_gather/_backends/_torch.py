@@ -57,6 +57,10 @@ _KERNEL_ERRORS = (IndexError, RuntimeError)
 _GATHER_TAKES_INT32 = tuple(int(p) for p in torch.__version__.split(".")[:2]) >= (2, 8)
 
 
+# A tensor inside a torch.func transform (vmap, grad), whose values cannot be read.
+_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+
+
 def _values_unknown(indices: torch.Tensor) -> bool:
     """Whether reading index values now would break a trace (torch.compile, torch.func)."""
     if torch.compiler.is_compiling():
@@ -142,6 +146,8 @@ class TorchBackend:
         return torch.as_tensor(indices, device=data.device)
 
     def adopt(self, indices: torch.Tensor, data: torch.Tensor, /) -> torch.Tensor:
+        if indices.is_cpu and data.is_cpu:  # the common case, without building devices
+            return indices
         if indices.device != data.device:
             return indices.to(data.device, non_blocking=True)
         return indices
@@ -181,8 +187,9 @@ class TorchBackend:
         """
         if (
             not data.is_cpu
-            or _values_unknown(data)
-            or (isinstance(indices, torch.Tensor) and _values_unknown(indices))
+            or torch.compiler.is_compiling()
+            or _wrapped(data)
+            or (isinstance(indices, torch.Tensor) and _wrapped(indices))
         ):
             return ()
         return _KERNEL_ERRORS
@@ -193,7 +200,7 @@ class TorchBackend:
         # negative or out of range, and only then are they normalised (int64, negatives
         # counted from the end) and run again. Most calls hold no negative index and so
         # skip that pass; a call that does pays for a kernel that stops at its first one.
-        return indices.is_cpu and not _values_unknown(indices)
+        return indices.is_cpu and not torch.compiler.is_compiling() and not _wrapped(indices)
 
     def gather(
         self, data: torch.Tensor, indices: torch.Tensor, plan: Plan, negative: bool, /
@@ -230,7 +237,7 @@ class TorchBackend:
     @staticmethod
     def _gather(data: torch.Tensor, indices: torch.Tensor, plan: Plan) -> torch.Tensor:
         signed = _GATHER_VIEW.get(data.dtype)
-        if data.dtype.is_floating_point and data.requires_grad:
+        if signed is not None and data.requires_grad and data.dtype.is_floating_point:
             signed = None  # keep the autograd graph; NaN payloads may then be canonicalised
         source = data.view(signed) if signed is not None else data
         if plan.trim is not None:
