@@ -23,9 +23,13 @@ from libs import Lib
 import onnx_gather as og
 
 # Module attribute -> value that forces each library's fast paths on every call.
+NUMPY_FORCED = {"_SMALL": 0, "_BLOCK": 3, "_THREADED_BYTES": 0}
 FORCED: dict[str, dict[str, dict[str, Any]]] = {
-    "numpy": {
-        "onnx_gather._backends._numpy": {"_SMALL": 0, "_BLOCK": 3, "_THREADED_BYTES": 0},
+    "numpy": {"onnx_gather._backends._numpy": NUMPY_FORCED},
+    # torch on the CPU: every call through the NumPy kernels on views of its tensors.
+    "torch": {
+        "onnx_gather._backends._torch": {"_NUMPY_FROM": 0, "_LONG_ROWS": 2**62},
+        "onnx_gather._backends._numpy": NUMPY_FORCED,
     },
 }
 

@@ -12,6 +12,8 @@ UNSIGNED: dict[np.dtype[Any], np.dtype[Any]] = {
     np.dtype(np.int64): np.dtype(np.uint64),
 }
 
+_SIGN_BIT = {np.dtype(np.uint32): 1 << 31, np.dtype(np.uint64): 1 << 63}
+
 
 def value_range(indices: np.ndarray) -> tuple[int, int]:
     """A range ``(lo, hi)`` that holds every value of non-empty integer ``indices``.
@@ -24,6 +26,6 @@ def value_range(indices: np.ndarray) -> tuple[int, int]:
     unsigned = UNSIGNED.get(indices.dtype)
     if unsigned is not None:
         top = int(indices.view(unsigned).max())
-        if top <= np.iinfo(indices.dtype).max:
+        if top < _SIGN_BIT[unsigned]:
             return 0, top
     return int(indices.min()), int(indices.max())

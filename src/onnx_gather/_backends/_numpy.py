@@ -143,13 +143,23 @@ def _split_dim(shape: tuple[int, ...], axis: int) -> int:
     return int(np.argmax(shape))
 
 
-def _gather_elements(data: np.ndarray, indices: np.ndarray, plan: Plan, negative: bool) -> Any:
+def _into(out: np.ndarray | None, result: Any) -> Any:
+    """``result``, or ``out`` holding it (for callers that own the output's memory)."""
+    if out is None:
+        return result
+    out[...] = result
+    return out
+
+
+def _gather_elements(
+    data: np.ndarray, indices: np.ndarray, plan: Plan, negative: bool, out: np.ndarray | None
+) -> Any:
     """GatherElements as ``np.take`` of linear indices into the flattened data, in blocks."""
     shape, axis, size = indices.shape, plan.axis, plan.size
     rank = len(shape)
     strides = [s // data.itemsize for s in data.strides]
     flat = data.reshape(-1)
-    out = np.empty(shape, data.dtype)
+    out = np.empty(shape, data.dtype) if out is None else out
     # Offsets of every coordinate but the axis' (ONNX lets indices be smaller than data off
     # the axis; with data's strides the offsets land in the right place without a copy).
     offset = np.zeros((1,) * rank, np.int64)
@@ -199,10 +209,12 @@ def _gather_elements(data: np.ndarray, indices: np.ndarray, plan: Plan, negative
     return out
 
 
-def _gather(data: np.ndarray, indices: np.ndarray, plan: Plan, negative: bool) -> Any:
+def _gather(
+    data: np.ndarray, indices: np.ndarray, plan: Plan, negative: bool, out: np.ndarray | None
+) -> Any:
     """Gather as ``np.take`` with an index mode, split over threads if large."""
     axis = plan.axis
-    out = np.empty(plan.out_shape, data.dtype)
+    out = np.empty(plan.out_shape, data.dtype) if out is None else out
     if out.size == 0:
         return out
     mode = "wrap"  # the range is checked: wrap counts negatives from the end, once
@@ -228,6 +240,45 @@ def _gather(data: np.ndarray, indices: np.ndarray, plan: Plan, negative: bool) -
         ]
     _in_parallel(jobs)
     return out
+
+
+def gather(
+    data: Any, indices: np.ndarray, plan: Plan, negative: bool, out: np.ndarray | None = None
+) -> Any:
+    """ONNX Gather; ``out`` (C-ordered, of the plan's shape and data's dtype) receives it.
+
+    The NumPy backend's kernel, also run by the PyTorch backend on views of CPU tensors.
+    """
+    if indices.size >= _SMALL and indices.ndim and indices.size and _fast(data, indices):
+        if plan.check_bounds:
+            _check_range(indices, plan)
+        return _gather(data, indices, plan, negative, out)
+    # np.take counts negative indices from the end (ONNX-11/13); Gather-1 must reject them.
+    # Its own check covers the top of the range.
+    if plan.check_bounds and plan.low == 0 and negative and _any_negative(indices):
+        raise _out_of_range()
+    if indices.ndim == 0:
+        # With 0-d indices and 1-d data np.take returns a NumPy scalar, not an array.
+        result = np.take(data, indices.reshape(1), axis=plan.axis).reshape(plan.out_shape)
+    elif isinstance(data, np.ndarray):
+        result = data.take(indices, plan.axis)  # the method: no dispatch layer, same kernel
+    else:
+        result = np.take(data, indices, axis=plan.axis)
+    return _into(out, result)
+
+
+def gather_elements(
+    data: Any, indices: np.ndarray, plan: Plan, negative: bool, out: np.ndarray | None = None
+) -> Any:
+    """ONNX GatherElements; ``out`` as for :func:`gather`."""
+    if indices.size >= _SMALL and indices.size and _fast(data, indices):
+        return _gather_elements(data, indices, plan, negative, out)
+    # take_along_axis counts negative indices from the end; OpenVINO-6 must not.
+    if plan.check_bounds and plan.low == 0 and negative and _any_negative(indices):
+        raise _out_of_range()
+    if plan.trim is not None:
+        data = data[plan.trim]
+    return _into(out, np.take_along_axis(data, indices, axis=plan.axis))
 
 
 class NumpyBackend:
@@ -261,30 +312,10 @@ class NumpyBackend:
         return _ERRORS if isinstance(data, np.ndarray) else ()
 
     def gather(self, data: Any, indices: np.ndarray, plan: Plan, negative: bool, /) -> Any:
-        if indices.size >= _SMALL and indices.ndim and indices.size and _fast(data, indices):
-            if plan.check_bounds:
-                _check_range(indices, plan)
-            return _gather(data, indices, plan, negative)
-        # np.take counts negative indices from the end (ONNX-11/13); Gather-1 must reject
-        # them. Its own check covers the top of the range.
-        if plan.check_bounds and plan.low == 0 and negative and _any_negative(indices):
-            raise _out_of_range()
-        if indices.ndim == 0:
-            # With 0-d indices and 1-d data np.take returns a NumPy scalar, not an array.
-            return np.take(data, indices.reshape(1), axis=plan.axis).reshape(plan.out_shape)
-        if isinstance(data, np.ndarray):
-            return data.take(indices, plan.axis)  # the method: no dispatch layer, same kernel
-        return np.take(data, indices, axis=plan.axis)
+        return gather(data, indices, plan, negative)
 
     def gather_elements(self, data: Any, indices: np.ndarray, plan: Plan, negative: bool, /) -> Any:
-        if indices.size >= _SMALL and indices.size and _fast(data, indices):
-            return _gather_elements(data, indices, plan, negative)
-        # take_along_axis counts negative indices from the end; OpenVINO-6 must not.
-        if plan.check_bounds and plan.low == 0 and negative and _any_negative(indices):
-            raise _out_of_range()
-        if plan.trim is not None:
-            data = data[plan.trim]
-        return np.take_along_axis(data, indices, axis=plan.axis)
+        return gather_elements(data, indices, plan, negative)
 
 
 backend = NumpyBackend()
