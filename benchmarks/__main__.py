@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     backends = (args.backends or ("torch,jax" if cuda else "numpy,torch,jax")).split(",")
     workloads = smoke() if args.smoke else WORKLOADS
     workloads = tuple(w for w in workloads if args.only in w.name)
-    rounds = args.rounds or (3 if args.smoke else 21)
+    rounds = args.rounds or (3 if args.smoke else 31)
     sample = args.sample or (0.002 if args.smoke else 0.02)
     out = args.out if args.out is not None else (None if args.smoke else ROOT / "docs")
 

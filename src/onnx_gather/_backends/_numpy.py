@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 _BLOCK = 1 << 18
 #: Below this many output elements the plain kernels' lower fixed cost wins.
 _SMALL = 1 << 13
+#: Outputs per row from which GatherElements along the last axis runs row by row.
+_LONG_ROWS = 256
 #: Output bytes from which a call is split over threads.
 _THREADED_BYTES = 1 << 20
 _MAX_THREADS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
@@ -209,6 +211,41 @@ def _gather_elements(
     return out
 
 
+def _by_rows(data: np.ndarray, indices: np.ndarray, plan: Plan) -> bool:
+    """Whether GatherElements runs as one ``take`` per row of the last axis.
+
+    So it does along the last axis when rows are long and the indices cover every row:
+    ``take`` on a row checks the range and counts negatives from the end itself, so there
+    is no range pass and no linear index, and a row's data stays in the L1 cache. Measured
+    on 2000x2000 (2 cores): 20-50% faster than the blocked kernel, the most with negative
+    indices. Not where a negative index is out of range (OpenVINO-6, Gather-1's rule).
+    """
+    return (
+        plan.axis == indices.ndim - 1
+        and indices.shape[-1] >= _LONG_ROWS
+        and indices.shape[:-1] == data.shape[:-1]
+        and (plan.low < 0 or not plan.check_bounds)
+    )
+
+
+def _gather_rows(data: np.ndarray, indices: np.ndarray, plan: Plan, out: np.ndarray | None) -> Any:
+    """GatherElements along the last axis as ``take`` row by row, rows split over threads."""
+    out = np.empty(indices.shape, data.dtype) if out is None else out
+    size = plan.size
+    rows_data = data.reshape(-1, size)
+    rows_indices = indices.reshape(-1, indices.shape[-1])
+    rows_out = out.reshape(rows_indices.shape)
+
+    def rows(start: int, stop: int) -> None:
+        for r in range(start, stop):
+            # take() into a new row, then a copy: faster than take(out=), which NumPy
+            # buffers in "raise" mode anyway.
+            rows_out[r] = rows_data[r].take(rows_indices[r])
+
+    _in_parallel([partial(rows, a, b) for a, b in _parts(len(rows_indices), out.nbytes)])
+    return out
+
+
 def _gather(
     data: np.ndarray, indices: np.ndarray, plan: Plan, negative: bool, out: np.ndarray | None
 ) -> Any:
@@ -249,7 +286,8 @@ def gather(
 
     The NumPy backend's kernel, also run by the PyTorch backend on views of CPU tensors.
     """
-    if indices.size >= _SMALL and indices.ndim and indices.size and _fast(data, indices):
+    outputs = indices.size * data.size // plan.size if plan.size else 0
+    if outputs >= _SMALL and indices.ndim and indices.size and _fast(data, indices):
         if plan.check_bounds:
             _check_range(indices, plan)
         return _gather(data, indices, plan, negative, out)
@@ -272,6 +310,8 @@ def gather_elements(
 ) -> Any:
     """ONNX GatherElements; ``out`` as for :func:`gather`."""
     if indices.size >= _SMALL and indices.size and _fast(data, indices):
+        if _by_rows(data, indices, plan):
+            return _gather_rows(data, indices, plan, out)
         return _gather_elements(data, indices, plan, negative, out)
     # take_along_axis counts negative indices from the end; OpenVINO-6 must not.
     if plan.check_bounds and plan.low == 0 and negative and _any_negative(indices):

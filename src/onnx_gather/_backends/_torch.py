@@ -63,10 +63,11 @@ _SIGNED_VIEW = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint
 _GATHER_VIEW = {**_SIGNED_VIEW, torch.bfloat16: torch.int16, torch.float16: torch.int16}
 # Same-width types NumPy holds bit for bit, for the zero-copy NumPy route.
 _NUMPY_VIEW = {**_SIGNED_VIEW, torch.bfloat16: torch.int16}
-#: Indices from which a CPU call takes the NumPy route (below, torch's lower fixed cost wins).
+#: Output elements from which a CPU call takes the NumPy route (below, torch's lower fixed
+#: cost wins).
 _NUMPY_FROM = 1 << 13
 #: GatherElements along the last axis with at least this many outputs per row stays on
-#: torch.gather, which is faster there than the blocked NumPy kernel.
+#: torch.gather, which is faster there than NumPy's kernels (most with negative indices).
 _LONG_ROWS = 128
 # What the CPU kernels raise for an index out of range (see TorchBackend.kernel_checks).
 _KERNEL_ERRORS = (IndexError, RuntimeError)
@@ -141,10 +142,10 @@ def _checked_indices_vmap(
     return _checked_indices(indices, *args), 0 if bdim is not None else None
 
 
-def _numpy_route(data: torch.Tensor, indices: torch.Tensor) -> bool:
-    """Whether a call may run NumPy's kernels on zero-copy views of the tensors."""
+def _numpy_route(data: torch.Tensor, indices: torch.Tensor, outputs: int) -> bool:
+    """Whether a call of ``outputs`` elements runs NumPy's kernels on views of the tensors."""
     return (
-        indices.numel() >= _NUMPY_FROM
+        outputs >= _NUMPY_FROM
         and type(data) is torch.Tensor
         and type(indices) is torch.Tensor
         and data.is_cpu
@@ -156,6 +157,11 @@ def _numpy_route(data: torch.Tensor, indices: torch.Tensor) -> bool:
         and not _wrapped(data)
         and not _wrapped(indices)
     )
+
+
+def _outputs(data: torch.Tensor, indices: torch.Tensor, plan: Plan) -> int:
+    """The number of elements a Gather call writes."""
+    return indices.numel() * data.numel() // plan.size if plan.size else 0
 
 
 def _as_numpy(x: torch.Tensor) -> np.ndarray:
@@ -254,7 +260,7 @@ class TorchBackend:
     def gather(
         self, data: torch.Tensor, indices: torch.Tensor, plan: Plan, negative: bool, /
     ) -> torch.Tensor:
-        if _numpy_route(data, indices):
+        if _numpy_route(data, indices, _outputs(data, indices, plan)):
             out, view = _empty_for(data, plan)
             numpy_kernels.gather(_as_numpy(data), _as_numpy(indices), plan, negative, view)
             return out
@@ -279,7 +285,7 @@ class TorchBackend:
     def gather_elements(
         self, data: torch.Tensor, indices: torch.Tensor, plan: Plan, negative: bool, /
     ) -> torch.Tensor:
-        if _numpy_route(data, indices) and not (
+        if _numpy_route(data, indices, indices.numel()) and not (
             plan.axis == data.dim() - 1 and indices.shape[-1] >= _LONG_ROWS
         ):
             out, view = _empty_for(data, plan)
