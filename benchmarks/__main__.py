@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out if args.out is not None else (None if args.smoke else ROOT / "docs")
 
     versions = contenders.backend_versions(backends)
+    load_at_start = machine.load_now()
     extra: dict[str, Any] = {"device": args.device, "rounds": rounds, "seconds per sample": sample}
     if cuda:
         from benchmarks import gpu
@@ -147,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     if cuda:
         bandwidth = gpu.markdown(gpu.bandwidth(backends, workloads, rounds, sample))
     info = machine.describe(versions, extra)
+    info["load average (1/5/15 min) at start"] = load_at_start
     info["load average (1/5/15 min) at end"] = machine.load_now()
     command = "python -m benchmarks " + shlex.join(sys.argv[1:] if argv is None else argv)
     body = report.markdown(rows, info, command.strip(), notes) + bandwidth

@@ -51,7 +51,6 @@ def describe(backends: dict[str, str], extra: dict[str, Any]) -> dict[str, str]:
         "numpy": np.__version__,
         "onnxruntime": onnxruntime.__version__,
         **backends,
-        "load average (1/5/15 min) at start": _load(),
     }
     info.update({k: str(v) for k, v in extra.items()})
     return info

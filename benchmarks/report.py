@@ -105,6 +105,7 @@ def chart(rows: list[Row], path: Path, title: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     workloads = list(dict.fromkeys(r.workload.name for r in rows))
     backends = list(dict.fromkeys(r.backend for r in rows))
@@ -126,6 +127,11 @@ def chart(rows: list[Row], path: Path, title: str) -> None:
             ax.barh(ys, xs, height=height, label=backend)
         ax.axvline(1.0, color="black", linewidth=1)
         ax.set_xscale("log")
+        ticks = [
+            t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10) if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]
+        ]
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel(label)
         ax.grid(axis="x", which="both", alpha=0.3)
     axes[0].set_yticks(range(len(workloads)), workloads)

@@ -2,7 +2,10 @@
 
 Each round times one sample of every contender back to back, so a burst of load from
 other processes hits all of them alike; the ratio is taken within the round and the
-median over rounds is reported. A sample is as many calls as it takes to last about
+median over rounds is reported. The order within a round is a fresh (seeded) random
+permutation: a fixed or rotated order would always run the same contender right after
+ONNX Runtime, whose worker threads keep spinning for a while after a run and take a core
+from whoever comes next. A sample is as many calls as it takes to last about
 ``sample_s`` (at least one), so per-call overhead on tiny inputs is measured too.
 """
 
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import math
+import random
 import statistics
 import time
 from collections.abc import Callable, Mapping
@@ -36,12 +40,14 @@ def interleaved(
     """Seconds per call of each contender, one entry per round."""
     names = list(contenders)
     counts = {name: _calls_per_sample(contenders[name], sample_s) for name in names}
+    shuffle = random.Random(20261122).shuffle
     times: dict[str, list[float]] = {name: [] for name in names}
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for r in range(rounds):
-            order = names[r % len(names) :] + names[: r % len(names)]
+        for _ in range(rounds):
+            order = list(names)
+            shuffle(order)
             for name in order:
                 fn, n = contenders[name], counts[name]
                 start = time.perf_counter()

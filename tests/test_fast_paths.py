@@ -150,3 +150,28 @@ def test_unchecked_large_never_reads_outside(backend: Lib) -> None:
     for fn in (og.gather_elements, og.gather):
         with contextlib.suppress(IndexError, RuntimeError):  # an error is allowed; a hang not
             fn(data, backend.indices(wild), 1, check_bounds=False)
+
+
+@pytest.mark.parametrize("low", [-50, 0, 7])
+def test_value_range_split_over_threads(monkeypatch: pytest.MonkeyPatch, low: int) -> None:
+    """The index range in one reduction, and split over threads: the same range."""
+    from onnx_gather import _host
+
+    values = RNG.integers(low, 1000, 10_001).astype(np.int32)
+    want = (min(int(values.min()), 0), int(values.max())) if low >= 0 else None
+    want = want or (int(values.min()), int(values.max()))
+    assert _host.value_range(values) == want
+    monkeypatch.setattr(_host, "_PARALLEL_RANGE", 1)
+    monkeypatch.setattr(_host, "THREADS", 3)
+    assert _host.value_range(values) == want
+
+
+def test_pool_jobs_never_wait_on_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job that splits its own work runs that work inline: no deadlock on a busy pool."""
+    from onnx_gather import _host
+
+    monkeypatch.setattr(_host, "_PARALLEL_RANGE", 1)
+    values = np.arange(-10, 10_000, dtype=np.int64)
+    seen: list[tuple[int, int]] = []
+    _host.in_parallel([lambda: seen.append(_host.value_range(values))] * 4)
+    assert seen == [(-10, 9_999)] * 4

@@ -26,20 +26,16 @@ Speed (measured with ``python -m benchmarks``; see docs/benchmarks.md):
 
 from __future__ import annotations
 
-import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from onnx_gather._dtypes import numpy_dtype_name
-from onnx_gather._host import UNSIGNED, value_range
+from onnx_gather._host import THREADS, UNSIGNED, in_parallel, value_range
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-
     from onnx_gather._spec import Plan
 
 #: Indices per block of the GatherElements kernel. Measured best of 16/64/256/1024 Ki
@@ -52,33 +48,10 @@ _SMALL = 1 << 13
 _LONG_ROWS = 256
 #: Output bytes from which a call is split over threads.
 _THREADED_BYTES = 1 << 20
-_MAX_THREADS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+_MAX_THREADS = THREADS
 _ERRORS = (IndexError,)
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
 _scratch = threading.local()
-
-
-def _in_parallel(jobs: Sequence[Callable[[], object]]) -> None:
-    """Run ``jobs``: the first on this thread, the others on the pool; re-raise any error."""
-    global _pool
-    if len(jobs) <= 1:
-        for job in jobs:
-            job()
-        return
-    if _pool is None:
-        with _pool_lock:
-            if _pool is None:
-                _pool = ThreadPoolExecutor(_MAX_THREADS - 1, thread_name_prefix="onnx_gather")
-    futures = [_pool.submit(job) for job in jobs[1:]]
-    try:
-        jobs[0]()
-    finally:
-        errors = [f.exception() for f in futures]
-    for error in errors:
-        if error is not None:
-            raise error
 
 
 def _parts(n: int, nbytes: int) -> list[tuple[int, int]]:
@@ -207,7 +180,7 @@ def _gather_elements(
                 lin += offset[where] if offset.shape[split] > 1 else offset
             np.take(flat, lin, out=out[where], mode=mode)
 
-    _in_parallel([partial(blocks, a, b) for a, b in _parts(shape[split], out.nbytes)])
+    in_parallel([partial(blocks, a, b) for a, b in _parts(shape[split], out.nbytes)])
     return out
 
 
@@ -242,7 +215,7 @@ def _gather_rows(data: np.ndarray, indices: np.ndarray, plan: Plan, out: np.ndar
             # buffers in "raise" mode anyway.
             rows_out[r] = rows_data[r].take(rows_indices[r])
 
-    _in_parallel([partial(rows, a, b) for a, b in _parts(len(rows_indices), out.nbytes)])
+    in_parallel([partial(rows, a, b) for a, b in _parts(len(rows_indices), out.nbytes)])
     return out
 
 
@@ -275,7 +248,7 @@ def _gather(
             partial(np.take, data[a:b], indices, axis, out[a:b], mode)
             for a, b in _parts(data.shape[0], out.nbytes)
         ]
-    _in_parallel(jobs)
+    in_parallel(jobs)
     return out
 
 
