@@ -11,7 +11,10 @@ a fixed seed, so every run sees the same inputs), runs each one through
 
 and sorts each outcome into a class relative to the loop oracle: ``agrees``, ``WRONG
 values/shape/dtype``, ``NaN payload changed``, ``ERROR on valid input``, ``gap`` (a type
-the peer cannot take), ``rejects`` an invalid input, or ``ACCEPTS`` it silently. Prints
+the peer cannot take), ``rejects`` an invalid input, ``ACCEPTS`` it silently, or
+``HANGS``: the peers run in a child process, and a call that gives no answer within
+``--timeout`` seconds is killed with it (the reference evaluator's GatherElements loops
+about ``|index| / s`` times per out-of-range index in ``np.choose(mode="wrap")``). Prints
 markdown tables; with ``--minimal`` it also shrinks, with hypothesis, the smallest example
 of every class in which ONNX Runtime or the reference evaluator is wrong.
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import multiprocessing
 import sys
 import time
 import warnings
@@ -139,6 +143,42 @@ def peers() -> dict[str, tuple[Peer, Callable[[np.ndarray], np.ndarray] | None]]
     return found
 
 
+def _serve(conn: Any) -> None:
+    """Child process: build the peers once, then classify what the parent sends."""
+    every = peers()
+    while True:
+        name, example, want = conn.recv()
+        peer, form = every[name]
+        got = peer(example)
+        conn.send((onnx_peers.classify(example, got, want, form), _outcome(got)))
+
+
+class Isolated:
+    """The peers in a child process, so that a call that hangs can be killed."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.names = list(peers())
+        self._start()
+
+    def _start(self) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child,), daemon=True)
+        self.process.start()
+
+    def run(self, name: str, example: Example, want: Outcome) -> tuple[str, str]:
+        """``name``'s class and outcome on ``example``, or HANGS after the timeout."""
+        self.conn.send((name, example, want))
+        if self.conn.poll(self.timeout):
+            answer: tuple[str, str] = self.conn.recv()
+            return answer
+        self.process.kill()
+        self.process.join()
+        self._start()
+        return f"HANGS: no answer within {self.timeout:.0f} s", "killed"
+
+
 def generate(op: str, count: int, at: int) -> list[Example]:
     """``count`` examples of ``op``, the same ones for the same ``at`` seed."""
     drawn: list[Example] = []
@@ -157,11 +197,6 @@ def generate(op: str, count: int, at: int) -> list[Example]:
 
     collect()
     return drawn
-
-
-def classify(example: Example, peer: Peer, form: Any) -> str:
-    """The class of ``peer``'s outcome on ``example``."""
-    return onnx_peers.classify(example, peer(example), expected(example), form)
 
 
 def _size(example: Example) -> int:
@@ -191,15 +226,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--minimal", action="store_true", help="shrink ORT's and onnx.reference's divergences"
     )
+    parser.add_argument(
+        "--timeout", type=float, default=20.0, help="seconds before a peer call HANGS"
+    )
     args = parser.parse_args(argv)
-    every = peers()
+    isolated = Isolated(args.timeout)
     counts: Counter[tuple[str, str, str]] = Counter()
     smallest: dict[tuple[str, str, str], Example] = {}
     started = time.perf_counter()
     for op in OPS:
         for example in generate(op, args.examples, args.seed):
-            for name, (peer, form) in every.items():
-                cls = classify(example, peer, form)
+            want = expected(example)
+            for name in isolated.names:
+                cls, _ = isolated.run(name, example, want)
                 key = (name, op, cls)
                 counts[key] += 1
                 if key not in smallest or _size(example) < _size(smallest[key]):
@@ -211,17 +250,22 @@ def main(argv: list[str] | None = None) -> int:
     for (name, op, cls), n in counts.items():
         by_peer[name, op][cls] = n
     print(
-        "| peer | operator | valid inputs: agrees | valid inputs: diverges | invalid inputs: rejects | invalid inputs: ACCEPTS |"
+        "| peer | operator | valid inputs: agrees | valid inputs: diverges "
+        "| invalid inputs: rejects | invalid inputs: ACCEPTS | hangs |"
     )
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for (name, op), classes in by_peer.items():
         agrees = classes.get("agrees", 0)
         valid_bad = sum(n for c, n in classes.items() if c.startswith(_VALID_BAD))
         gaps = sum(n for c, n in classes.items() if c.startswith("gap"))
         rejects = sum(n for c, n in classes.items() if c.startswith("rejects"))
         accepts = sum(n for c, n in classes.items() if c.startswith("ACCEPTS"))
+        hangs = sum(n for c, n in classes.items() if c.startswith("HANGS"))
         gap_note = f" (+{gaps} gaps)" if gaps else ""
-        print(f"| {name} | {op} | {agrees} | {valid_bad}{gap_note} | {rejects} | {accepts} |")
+        print(
+            f"| {name} | {op} | {agrees} | {valid_bad}{gap_note} | {rejects} | {accepts} "
+            f"| {hangs} |"
+        )
 
     print("\n| peer | operator | class | examples | smallest example |")
     print("| --- | --- | --- | --- | --- |")
@@ -238,13 +282,17 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             if cls == "agrees" or cls.startswith(("rejects", "gap")):
                 continue
-            peer, form = every[name]
+            if cls.startswith("HANGS"):  # each hit costs a timeout: show the smallest seen
+                least = smallest[name, op, cls]
+                print(f"- {name}, {op}, **{cls}**: `{_show(least)}`")
+                print(f"  - the spec gives: {_outcome(expected(least))}")
+                continue
             try:
                 least = find(
                     examples(op, DTYPES),
-                    lambda e, p=peer, f=form, c=cls: classify(e, p, f) == c,
+                    lambda e, n=name, c=cls: isolated.run(n, e, expected(e))[0] == c,
                     settings=settings(
-                        max_examples=5000,
+                        max_examples=2000,
                         database=None,
                         deadline=None,
                         suppress_health_check=list(HealthCheck),
@@ -253,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
             except Exception:  # not found again within the budget: show the smallest seen
                 least = smallest[name, op, cls]
             print(f"- {name}, {op}, **{cls}**: `{_show(least)}`")
-            print(f"  - the peer gives: {_outcome(peer(least))}")
+            print(f"  - the peer gives: {isolated.run(name, least, expected(least))[1]}")
             print(f"  - the spec gives: {_outcome(expected(least))}")
     return 0
 
