@@ -35,6 +35,8 @@ FORCED: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
     "torch": {
         "numpy-blocked": {TORCH: {"_NUMPY_FROM": 0, "_LONG_ROWS": 2**62}, NUMPY: BLOCKED},
         "numpy-rows": {TORCH: {"_NUMPY_FROM": 0, "_LONG_ROWS": 2**62}, NUMPY: ROWS},
+        # Last-axis calls on torch.gather first, on NumPy's kernels when it rejects one.
+        "gather-then-numpy": {TORCH: {"_NUMPY_FROM": 0, "_LONG_ROWS": 0}, NUMPY: ROWS},
     },
 }
 

@@ -285,19 +285,28 @@ class TorchBackend:
     def gather_elements(
         self, data: torch.Tensor, indices: torch.Tensor, plan: Plan, negative: bool, /
     ) -> torch.Tensor:
-        if _numpy_route(data, indices, indices.numel()) and not (
-            plan.axis == data.dim() - 1 and indices.shape[-1] >= _LONG_ROWS
-        ):
-            out, view = _empty_for(data, plan)
-            numpy_kernels.gather_elements(_as_numpy(data), _as_numpy(indices), plan, negative, view)
-            return out
+        via_numpy = _numpy_route(data, indices, indices.numel())
+        if via_numpy and not (plan.axis == data.dim() - 1 and indices.shape[-1] >= _LONG_ROWS):
+            return self._numpy_gather_elements(data, indices, plan, negative)
         if self._as_given(indices) and (indices.dtype == torch.int64 or _GATHER_TAKES_INT32):
             try:
                 return self._gather(data, indices, plan)
             except _KERNEL_ERRORS:
                 if plan.check_bounds and plan.low == 0:
                     raise  # OpenVINO-6: a negative index is out of range, not to be normalised
+            if via_numpy:
+                # Negative indices: NumPy's row-wise take counts them from the end itself,
+                # where torch would need a torch.where pass first (measured 2x slower).
+                return self._numpy_gather_elements(data, indices, plan, negative)
         return self._gather(data, self._prepare(indices, plan, negative), plan)
+
+    @staticmethod
+    def _numpy_gather_elements(
+        data: torch.Tensor, indices: torch.Tensor, plan: Plan, negative: bool
+    ) -> torch.Tensor:
+        out, view = _empty_for(data, plan)
+        numpy_kernels.gather_elements(_as_numpy(data), _as_numpy(indices), plan, negative, view)
+        return out
 
     @staticmethod
     def _gather(data: torch.Tensor, indices: torch.Tensor, plan: Plan) -> torch.Tensor:
