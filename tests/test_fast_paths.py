@@ -25,7 +25,7 @@ import onnx_gather as og
 
 # Module attribute -> value, per configuration that forces a library's fast paths on every
 # call: the blocked kernel (rows never long enough), the row-by-row kernel (every row long
-# enough), and torch's CPU calls through the NumPy kernels on views of its tensors.
+# enough), and torch's CPU GatherElements through the NumPy kernels on views of its tensors.
 NUMPY = "onnx_gather._backends._numpy"
 TORCH = "onnx_gather._backends._torch"
 BLOCKED = {"_SMALL": 0, "_BLOCK": 3, "_THREADED_BYTES": 0, "_LONG_ROWS": 2**62}
@@ -33,10 +33,9 @@ ROWS = {**BLOCKED, "_LONG_ROWS": 0}
 FORCED: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
     "numpy": {"blocked": {NUMPY: BLOCKED}, "rows": {NUMPY: ROWS}},
     "torch": {
-        "numpy-blocked": {TORCH: {"_NUMPY_FROM": 0, "_LONG_ROWS": 2**62}, NUMPY: BLOCKED},
-        "numpy-rows": {TORCH: {"_NUMPY_FROM": 0, "_LONG_ROWS": 2**62}, NUMPY: ROWS},
-        # Last-axis calls on torch.gather first, on NumPy's kernels when it rejects one.
-        "gather-then-numpy": {TORCH: {"_NUMPY_FROM": 0, "_LONG_ROWS": 0}, NUMPY: ROWS},
+        # Off the last axis: NumPy's kernels; on it: torch.gather, NumPy's if it rejects one.
+        "numpy-blocked": {TORCH: {"_NUMPY_FROM": 0}, NUMPY: BLOCKED},
+        "numpy-rows": {TORCH: {"_NUMPY_FROM": 0}, NUMPY: ROWS},
     },
 }
 

@@ -20,13 +20,13 @@ eagerly) and returns them normalised, so no index is read unchecked.
 
 Speed on the CPU (measured with ``python -m benchmarks``, see docs/benchmarks.md): the
 kernels raise on a bad index themselves, so no range pre-pass runs (``kernel_checks``),
-and indices go to the kernel as given, normalised only if it rejects one. Large calls on
-plain tensors outside autograd and tracing run NumPy's kernels (this package's NumPy
-backend) on the same memory, through zero-copy views, except GatherElements along the
-last axis with long rows, where ``torch.gather`` is fastest: on 2 cores ``torch.gather``
-along a leading axis took 1.5-3x as long as ONNX Runtime, along the last axis with rows of
-8 outputs 6x, and ``index_select`` of 4096 rows of 256 floats 10x, where the NumPy kernels
-were within about 10% of it either way.
+and indices go to the kernel as given, normalised only if it rejects one. Large
+GatherElements along any axis but the last, on plain tensors outside autograd and
+tracing, runs NumPy's blocked kernel (this package's NumPy backend) on the same memory
+through zero-copy views: ``torch.gather`` along a leading axis took 1.5-3x as long as
+ONNX Runtime on 2 cores, the NumPy kernel about as long. Along the last axis
+``torch.gather`` is as fast as ONNX Runtime and stays, except that indices it rejects as
+negative go to NumPy's row-wise ``take``, which counts them from the end itself.
 """
 
 from __future__ import annotations
@@ -66,9 +66,6 @@ _NUMPY_VIEW = {**_SIGNED_VIEW, torch.bfloat16: torch.int16}
 #: Output elements from which a CPU call takes the NumPy route (below, torch's lower fixed
 #: cost wins).
 _NUMPY_FROM = 1 << 13
-#: GatherElements along the last axis with at least this many outputs per row stays on
-#: torch.gather, which is faster there than NumPy's kernels (most with negative indices).
-_LONG_ROWS = 128
 # What the CPU kernels raise for an index out of range (see TorchBackend.kernel_checks).
 _KERNEL_ERRORS = (IndexError, RuntimeError)
 # torch.gather takes int32 indices from torch 2.8 on (pytorch/pytorch#151822); before, only
@@ -157,11 +154,6 @@ def _numpy_route(data: torch.Tensor, indices: torch.Tensor, outputs: int) -> boo
         and not _wrapped(data)
         and not _wrapped(indices)
     )
-
-
-def _outputs(data: torch.Tensor, indices: torch.Tensor, plan: Plan) -> int:
-    """The number of elements a Gather call writes."""
-    return indices.numel() * data.numel() // plan.size if plan.size else 0
 
 
 def _as_numpy(x: torch.Tensor) -> np.ndarray:
@@ -260,10 +252,6 @@ class TorchBackend:
     def gather(
         self, data: torch.Tensor, indices: torch.Tensor, plan: Plan, negative: bool, /
     ) -> torch.Tensor:
-        if _numpy_route(data, indices, _outputs(data, indices, plan)):
-            out, view = _empty_for(data, plan)
-            numpy_kernels.gather(_as_numpy(data), _as_numpy(indices), plan, negative, view)
-            return out
         if self._as_given(indices):
             try:
                 return self._index_select(data, indices, plan)
@@ -286,7 +274,7 @@ class TorchBackend:
         self, data: torch.Tensor, indices: torch.Tensor, plan: Plan, negative: bool, /
     ) -> torch.Tensor:
         via_numpy = _numpy_route(data, indices, indices.numel())
-        if via_numpy and not (plan.axis == data.dim() - 1 and indices.shape[-1] >= _LONG_ROWS):
+        if via_numpy and plan.axis != data.dim() - 1:
             return self._numpy_gather_elements(data, indices, plan, negative)
         if self._as_given(indices) and (indices.dtype == torch.int64 or _GATHER_TAKES_INT32):
             try:
