@@ -97,7 +97,9 @@ def test_indices_from_another_library_name_both(lib: Lib) -> None:
             pass
 
         foreign: Any = Foreign()
-        with pytest.raises(TypeError, match=rf"indices is a .*Foreign but data is a {lib.name.replace('-', '_')}"):
+        with pytest.raises(
+            TypeError, match=rf"indices is a .*Foreign but data is a {lib.name.replace('-', '_')}"
+        ):
             og.gather(data, foreign)
         return
     for other in others:
