@@ -13,26 +13,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from array_api_compat import array_namespace
 
+from onnx_gather import _spec
+
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
 
-_CANDIDATE_NAMES = (
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-)
+# Every ONNX data type an array-API namespace can spell (strings it cannot).
+_CANDIDATE_NAMES = sorted(_spec.DATA_TYPES_13 - {"string"})
 
 
 class ArrayAPIBackend:

@@ -17,6 +17,15 @@ class Backend(Protocol):
     ----------
     name : str
         The library's name, for messages.
+
+    Notes
+    -----
+    A backend whose native kernels raise on an out-of-range index by themselves may also
+    define ``kernel_checks(plan, data, indices) -> tuple[type[Exception], ...]``, returning
+    the exception types its kernels raise for such a call (or ``()`` where they do not).
+    :func:`onnx_gather._api.run` then skips its range pre-pass, runs the kernel, and only
+    if it raises one of those reads the indices and lets ``_spec`` build the IndexError.
+    It is optional (looked up with ``getattr``), so it is not a method of this Protocol.
     """
 
     name: str

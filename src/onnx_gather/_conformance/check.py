@@ -7,17 +7,15 @@ loop oracle. Prints a library x test matrix and returns the number of failing ce
 
 from __future__ import annotations
 
-import importlib
 import io
-import warnings
 from collections.abc import Sequence
 from contextlib import redirect_stdout
 from typing import Any
 
-import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings
 
 from onnx_gather._conformance.libraries import Adaptor
+from onnx_gather._conformance.official import official_cases, official_runs
 from onnx_gather._conformance.runner import Tally, call, check, difference
 from onnx_gather._conformance.strategies import OPS, Example, examples
 
@@ -25,40 +23,11 @@ from onnx_gather._conformance.strategies import OPS, Example, examples
 NEEDS = {"hypothesis": "hypothesis", "onnx": "onnx"}
 
 
-def official_cases() -> list[Any]:
-    """The ONNX backend test suite's single-node Gather and GatherElements cases."""
-    node = importlib.import_module("onnx.backend.test.case.node")
-    with warnings.catch_warnings():
-        # Building the suite evaluates every operator's cases; some of them warn.
-        warnings.simplefilter("ignore")
-        every = node.collect_testcases(None)
-    seen: set[str] = set()
-    cases = []
-    for case in every:
-        nodes = case.model.graph.node
-        single = len(nodes) == 1 and nodes[0].op_type in ("Gather", "GatherElements")
-        if single and case.name not in seen:
-            seen.add(case.name)
-            cases.append(case)
-    return cases
-
-
 def run_official(lib: Adaptor, cases: Sequence[Any]) -> tuple[int, int, list[str]]:
     """Run the official cases on ``lib``: (passed, total, failure descriptions)."""
-    narrow = {"float64": np.float32, "int64": np.int32, "complex128": np.complex64}
     passed, total, failures = 0, 0, []
     for case in cases:
-        node = case.model.graph.node[0]
-        axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
-        opset = next(o.version for o in case.model.opset_import if o.domain in ("", "ai.onnx"))
-        op = "gather" if node.op_type == "Gather" else "gather_elements"
-        for inputs, outputs in case.data_sets:
-            data, indices = (np.asarray(x) for x in inputs)
-            want = np.asarray(outputs[0])
-            if data.dtype.name not in lib.holds and data.dtype.name in narrow:
-                # e.g. JAX without x64: narrow as a user of that library would.
-                data = data.astype(narrow[data.dtype.name])
-                want = want.astype(narrow[want.dtype.name])
+        for op, data, indices, axis, opset, want in official_runs(case, lib.holds):
             total += 1
             try:
                 got = lib.to_numpy(call(op, lib.asarray(data), lib.indices(indices), axis, opset))
