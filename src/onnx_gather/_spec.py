@@ -92,6 +92,10 @@ class Plan:
         """Whether indices in ``[-size, -1]`` are valid."""
         return self.low < 0
 
+    def admits(self, lo: int, hi: int) -> bool:
+        """Whether every index in ``[lo, hi]`` is valid: the one statement of the range rule."""
+        return self.low <= lo and hi < self.size
+
 
 def resolve_version(op: str, opset: Any) -> int:
     """Return the version of ``op`` that a model importing ``opset`` uses.
@@ -321,7 +325,7 @@ def check_range(
         Where these indices start in the whole ``indices`` when they are one block of it
         (chunked arrays); the message gives the position in the whole. Default: the start.
     """
-    if lo < plan.low or hi >= plan.size:
+    if not plan.admits(lo, hi):
         raise index_error(plan, host_indices(), offset)
 
 

@@ -93,7 +93,7 @@ def _check_range(indices: np.ndarray, plan: Plan) -> None:
     """Raise if some index is out of range (one reduction unless some index is negative)."""
     if indices.size:
         lo, hi = value_range(indices)
-        if lo < plan.low or hi >= plan.size:
+        if not plan.admits(lo, hi):
             raise _out_of_range()
 
 
@@ -165,7 +165,7 @@ def _gather_elements(
             mode: Literal["clip", "wrap"] = "clip"  # unchecked: "clip" keeps any value inside
             if check:
                 lo, hi = value_range(block)
-                if lo < plan.low or hi >= size:
+                if not plan.admits(lo, hi):
                     raise _out_of_range()
                 has_negative = lo < 0
                 mode = "wrap"
@@ -200,7 +200,7 @@ def _by_rows(data: np.ndarray, indices: np.ndarray, plan: Plan) -> bool:
         plan.axis == indices.ndim - 1
         and indices.shape[-1] >= _LONG_ROWS
         and indices.shape[:-1] == data.shape[:-1]
-        and (plan.low < 0 or not plan.check_bounds)
+        and (plan.negative_allowed or not plan.check_bounds)
     )
 
 
@@ -269,7 +269,7 @@ def gather(
         return _gather(data, indices, plan, negative, out)
     # np.take counts negative indices from the end (ONNX-11/13); Gather-1 must reject them.
     # Its own check covers the top of the range.
-    if plan.check_bounds and plan.low == 0 and negative and _any_negative(indices):
+    if plan.check_bounds and not plan.negative_allowed and negative and _any_negative(indices):
         raise _out_of_range()
     if indices.ndim == 0:
         # With 0-d indices and 1-d data np.take returns a NumPy scalar, not an array.
@@ -285,12 +285,12 @@ def gather_elements(
     data: Any, indices: np.ndarray, plan: Plan, negative: bool, out: np.ndarray | None = None
 ) -> Any:
     """ONNX GatherElements; ``out`` as for :func:`gather`."""
-    if indices.size >= _SMALL and indices.size and _fast(data, indices):
+    if indices.size >= _SMALL and _fast(data, indices):
         if _by_rows(data, indices, plan):
             return _gather_rows(data, indices, plan, out)
         return _gather_elements(data, indices, plan, negative, out)
     # take_along_axis counts negative indices from the end; OpenVINO-6 must not.
-    if plan.check_bounds and plan.low == 0 and negative and _any_negative(indices):
+    if plan.check_bounds and not plan.negative_allowed and negative and _any_negative(indices):
         raise _out_of_range()
     if plan.trim is not None:
         data = data[plan.trim]

@@ -77,11 +77,9 @@ _GATHER_TAKES_INT32 = tuple(int(p) for p in torch.__version__.split(".")[:2]) >=
 _wrapped = torch._C._functorch.is_functorch_wrapped_tensor
 
 
-def _values_unknown(indices: torch.Tensor) -> bool:
-    """Whether reading index values now would break a trace (torch.compile, torch.func)."""
-    if torch.compiler.is_compiling():
-        return True
-    return bool(torch._C._functorch.is_functorch_wrapped_tensor(indices))
+def _values_unknown(x: torch.Tensor) -> bool:
+    """Whether reading ``x``'s values now would break a trace (torch.compile, torch.func)."""
+    return torch.compiler.is_compiling() or bool(_wrapped(x))
 
 
 def _index_range(indices: torch.Tensor) -> tuple[int, int]:
@@ -150,8 +148,7 @@ def _numpy_route(data: torch.Tensor, indices: torch.Tensor, outputs: int) -> boo
         and not (data.requires_grad and torch.is_grad_enabled())
         and not data.is_conj()
         and not data.is_neg()
-        and not torch.compiler.is_compiling()
-        and not _wrapped(data)
+        and not _values_unknown(data)
         and not _wrapped(indices)
     )
 
@@ -234,8 +231,7 @@ class TorchBackend:
         """
         if (
             not data.is_cpu
-            or torch.compiler.is_compiling()
-            or _wrapped(data)
+            or _values_unknown(data)
             or (isinstance(indices, torch.Tensor) and _wrapped(indices))
         ):
             return ()
@@ -247,7 +243,7 @@ class TorchBackend:
         # negative or out of range, and only then are they normalised (int64, negatives
         # counted from the end) and run again. Most calls hold no negative index and so
         # skip that pass; a call that does pays for a kernel that stops at its first one.
-        return indices.is_cpu and not torch.compiler.is_compiling() and not _wrapped(indices)
+        return indices.is_cpu and not _values_unknown(indices)
 
     def gather(
         self, data: torch.Tensor, indices: torch.Tensor, plan: Plan, negative: bool, /
@@ -256,7 +252,7 @@ class TorchBackend:
             try:
                 return self._index_select(data, indices, plan)
             except _KERNEL_ERRORS:
-                if plan.check_bounds and plan.low == 0:
+                if plan.check_bounds and not plan.negative_allowed:
                     raise  # Gather-1: a negative index is out of range, not to be normalised
         return self._index_select(data, self._prepare(indices, plan, negative), plan)
 
@@ -280,7 +276,7 @@ class TorchBackend:
             try:
                 return self._gather(data, indices, plan)
             except _KERNEL_ERRORS:
-                if plan.check_bounds and plan.low == 0:
+                if plan.check_bounds and not plan.negative_allowed:
                     raise  # OpenVINO-6: a negative index is out of range, not to be normalised
             if via_numpy:
                 # Negative indices: NumPy's row-wise take counts them from the end itself,
