@@ -6,22 +6,10 @@ from typing import Any
 
 import numpy as np
 import oracle
-from cases import ELEMENTS, GATHER, OPENVINO, Case
+from cases import GATHER, OPENVINO, Case
 from libs import Lib, dtype_name
 
-import onnx_gather as og
-from onnx_gather import openvino
-
-
-def call(
-    op: str, data: Any, indices: Any, axis: int, opset: int | None, check_bounds: bool = True
-) -> Any:
-    if op == GATHER:
-        return og.gather(data, indices, axis, opset=opset, check_bounds=check_bounds)
-    if op == ELEMENTS:
-        return og.gather_elements(data, indices, axis, opset=opset, check_bounds=check_bounds)
-    assert op == OPENVINO
-    return openvino.gather_elements(data, indices, axis, check_bounds=check_bounds)
+from onnx_gather._conformance.runner import call, difference
 
 
 def run_case(lib: Lib, case: Case, indices: Any = None) -> Any:
@@ -42,16 +30,9 @@ def expected(case: Case) -> np.ndarray:
 
 
 def assert_identical(actual: np.ndarray, want: np.ndarray) -> None:
-    """Same shape, same dtype, same bits (NaN payloads and -0.0 included)."""
-    assert actual.shape == want.shape, (actual.shape, want.shape)
-    if dtype_name(want.dtype) == "string":
-        assert dtype_name(actual.dtype) == "string", actual.dtype
-        assert actual.tolist() == want.tolist()
-        return
-    assert actual.dtype == want.dtype, (actual.dtype, want.dtype)
-    got = np.ascontiguousarray(actual).view(np.uint8)
-    ref = np.ascontiguousarray(want).view(np.uint8)
-    assert got.tobytes() == ref.tobytes(), f"\nactual:\n{actual!r}\nexpected:\n{want!r}"
+    """Same shape, same dtype, same bits (NaN payloads and -0.0 included; strings by value)."""
+    problem = difference(actual, want)
+    assert problem is None, f"{problem}\nactual:\n{actual!r}\nexpected:\n{want!r}"
 
 
 def applies(lib: Lib, case: Case) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,7 @@ from libs import Lib
 
 import onnx_gather as og
 from onnx_gather import openvino
+from onnx_gather._conformance.libraries import NotOwnArray
 
 
 def _namespace(lib: Lib, x: Any) -> Any:
@@ -203,3 +205,10 @@ def test_out_of_range_message_is_complete(lib: Lib) -> None:
         "GatherElements-13: index -6 at position (1, 0, 0) of indices is out of range for "
         "axis 1 of size 5; valid indices are [-5, 4]"
     )
+
+
+def test_reading_back_refuses_another_librarys_array(lib: Lib) -> None:
+    # Every "the result is the caller's library" claim of the suite rests on this check.
+    foreign: Any = np.zeros(2, np.float32) if lib.name != "numpy" else [0.0, 0.0]
+    with pytest.raises(NotOwnArray, match=rf"{re.escape(lib.name)}: expected its own array"):
+        lib.to_numpy(foreign)

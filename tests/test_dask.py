@@ -413,3 +413,10 @@ def test_distributed_bounds_error(client: Any) -> None:
         "GatherElements-13: index -11 at position (4, 9) of indices is out of range for "
         "axis 1 of size 10; valid indices are [-10, 9]"
     )
+
+
+def test_reading_back_refuses_blocks_unlike_the_declared_ones() -> None:
+    # A graph whose blocks differ from its declared chunks would pass a plain compute().
+    lying = da.from_array(np.arange(4), chunks=2).map_blocks(lambda b: b[:1], dtype=int)
+    with pytest.raises(AssertionError, match=r"dask: a block is \(1,\) int64, declared \(2,\)"):
+        DASK.to_numpy(lying)

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 from hypothesis import HealthCheck, Phase, find, given, seed, settings
 
-from onnx_gather._conformance import onnx_peers
+from onnx_gather._conformance import libraries, onnx_peers
 from onnx_gather._conformance.runner import Outcome, call, expected
 from onnx_gather._conformance.strategies import (
     DTYPES,
@@ -46,7 +46,6 @@ from onnx_gather._conformance.strategies import (
     GATHER,
     Example,
     examples,
-    numpy_dtype,
 )
 
 OPS = (GATHER, ELEMENTS)
@@ -72,18 +71,9 @@ def numpy_peer(example: Example) -> Outcome:
 
 def torch_peer() -> Peer:
     """``torch.index_select`` / ``torch.gather`` on CPU tensors."""
-    torch = importlib.import_module("torch")
-
-    def tensor(a: np.ndarray) -> Any:
-        if a.dtype.name == "bfloat16":
-            return torch.from_numpy(a.view(np.uint16).copy()).view(torch.bfloat16)
-        return torch.from_numpy(np.array(a, copy=True))
-
-    def back(t: Any) -> np.ndarray:
-        if t.dtype == torch.bfloat16:
-            bits: np.ndarray = t.view(torch.uint16).numpy()
-            return bits.view(numpy_dtype("bfloat16"))
-        return np.asarray(t.numpy())
+    (torch_lib,) = libraries.installed(["torch"])
+    torch = torch_lib.module
+    tensor, back = torch_lib.asarray, torch_lib.to_numpy
 
     def run(example: Example) -> Outcome:
         def go() -> Any:

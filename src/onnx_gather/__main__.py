@@ -11,50 +11,15 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 import onnx_gather as og
 from onnx_gather import openvino
+from onnx_gather._conformance.libraries import installed, type_name
 from onnx_gather._examples import EXAMPLES, Example
-
-
-def _converters() -> dict[str, tuple[Callable[[np.ndarray], Any], Callable[[Any], np.ndarray]]]:
-    """Each installed library: numpy -> library array, and back."""
-    found: dict[str, tuple[Callable[[np.ndarray], Any], Callable[[Any], np.ndarray]]] = {
-        "numpy": (np.asarray, np.asarray)
-    }
-    try:
-        torch = importlib.import_module("torch")
-        found["torch"] = (torch.from_numpy, lambda x: x.detach().cpu().numpy())
-        if torch.cuda.is_available():
-            found["torch[cuda]"] = (lambda a: torch.from_numpy(a).cuda(), lambda x: x.cpu().numpy())
-    except ImportError:
-        pass
-    try:
-        jnp = importlib.import_module("jax.numpy")
-        found["jax"] = (jnp.asarray, np.asarray)
-    except ImportError:
-        pass
-    try:
-        da = importlib.import_module("dask.array")
-        found["dask"] = (lambda a: da.from_array(a, chunks=1), lambda x: np.asarray(x.compute()))
-    except ImportError:
-        pass
-    try:
-        cupy = importlib.import_module("cupy")
-        if cupy.cuda.runtime.getDeviceCount() > 0:
-            found["cupy"] = (cupy.asarray, cupy.asnumpy)
-    except Exception:
-        pass
-    try:
-        xp = importlib.import_module("array_api_strict")
-        found["array-api-strict"] = (xp.asarray, np.from_dlpack)
-    except ImportError:
-        pass
-    return found
 
 
 def _call(example: Example, data: Any, indices: Any) -> Any:
@@ -67,16 +32,15 @@ def _call(example: Example, data: Any, indices: Any) -> Any:
 
 def run_examples() -> int:
     """Run every example on every installed library; print the table; return failures."""
-    libraries = _converters()
+    libraries = installed()
     rows, failures = [], 0
     for example in EXAMPLES:
-        for name, (to_lib, to_numpy) in libraries.items():
-            data = example.data
-            indices = example.indices
-            if name == "jax" and not _jax_x64():
-                indices = indices.astype(np.int32)
+        for lib in libraries:
+            if type_name(example.data.dtype) not in lib.holds:
+                continue
             try:
-                result = to_numpy(_call(example, to_lib(data), to_lib(indices)))
+                data, indices = lib.asarray(example.data), lib.indices(example.indices)
+                result = lib.to_numpy(_call(example, data, indices))
                 ok = result.shape == example.expected.shape and np.array_equal(
                     result, example.expected
                 )
@@ -84,17 +48,13 @@ def run_examples() -> int:
             except Exception as exc:
                 ok, shown = False, f"{type(exc).__name__}: {exc}"
             failures += not ok
-            rows.append((name, example.name, "pass" if ok else "FAIL", shown))
+            rows.append((lib.name, example.name, "pass" if ok else "FAIL", shown))
     _print_table(("backend", "example", "result", "output"), rows)
+    names = ", ".join(lib.name for lib in libraries)
     print(
-        f"\n{len(rows) - failures} passed, {failures} failed ({len(libraries)} backends: {', '.join(libraries)})"
+        f"\n{len(rows) - failures} passed, {failures} failed ({len(libraries)} backends: {names})"
     )
     return failures
-
-
-def _jax_x64() -> bool:
-    jax = importlib.import_module("jax")
-    return bool(jax.config.read("jax_enable_x64"))
 
 
 def _print_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
@@ -157,11 +117,11 @@ def run_check(budget: int, names: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    from onnx_gather._conformance import check, libraries
+    from onnx_gather._conformance import check
 
     try:
-        libs = libraries.installed(names)
-    except (ValueError, ImportError) as exc:
+        libs = installed(names)
+    except (ValueError, ImportError, RuntimeError) as exc:
         print(f"python -m onnx_gather check: {exc}", file=sys.stderr)
         return 2
     return 1 if check.main(budget, libs) else 0

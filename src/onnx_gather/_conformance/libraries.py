@@ -1,121 +1,250 @@
-"""The array libraries installed here, as adaptors for the conformance runner.
+"""The array libraries installed here, as adaptors: the one copy the project has.
 
-Each adaptor converts NumPy arrays to the library and back and says which ONNX types the
-library can hold (see :class:`onnx_gather._conformance.runner.Library`). A library that is
-not installed, or has no device (CuPy), is left out.
+``python -m onnx_gather`` (examples and ``check`` mode) and the test suite (``tests/libs.py``)
+use these. Each adaptor converts NumPy arrays to its library and back, says which ONNX
+types the library can hold, and refuses, when reading a result back, anything that is
+not the library's own array on the adaptor's device (for Dask: whose blocks are not the
+shapes and dtypes the graph declared). This module needs nothing beyond NumPy, so the
+plain install's ``python -m onnx_gather`` can use it; each library is imported only when
+its adaptor is built.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from onnx_gather._conformance.strategies import DTYPES, numpy_dtype
+from onnx_gather._dtypes import numpy_dtype_name as type_name
+from onnx_gather._spec import DATA_TYPES_13
 
+__all__ = ["HOST", "ONNX_TYPES", "Adaptor", "NotOwnArray", "bfloat16", "installed", "type_name"]
+
+#: Every ONNX data type of the two operators.
+ONNX_TYPES = frozenset(DATA_TYPES_13)
+#: Without x64, JAX silently narrows these; examples of them cannot be expressed there.
 _WIDE = frozenset({"int64", "uint64", "float64", "complex128"})
 
 
-def _name(dtype: np.dtype[Any]) -> str:
-    return "string" if dtype.kind in "OUST" else str(dtype.name)
+class NotOwnArray(AssertionError):
+    """A result that is not the library's own array on the adaptor's device.
+
+    An AssertionError, so the conformance runner can never mistake it for an exception the
+    spec asks for (those are IndexError, ValueError and TypeError).
+    """
 
 
-@dataclass
+def bfloat16() -> np.dtype[Any] | None:
+    """ml_dtypes' bfloat16 as a NumPy dtype, or None where ml_dtypes is not installed."""
+    try:
+        ml_dtypes = importlib.import_module("ml_dtypes")
+    except ImportError:
+        return None
+    bf16: np.dtype[Any] = np.dtype(ml_dtypes.bfloat16)
+    return bf16
+
+
+@dataclass(frozen=True)
 class Adaptor:
-    """One installed library."""
+    """One installed array library (on one device).
+
+    Attributes
+    ----------
+    name : str
+        How reports and test ids name it (``"torch[cuda]"`` for PyTorch on CUDA).
+    module : module
+        The library's top-level module.
+    holds : frozenset of str
+        The ONNX type names the library can hold.
+    device : str
+        ``"cpu"``, or the accelerator the adaptor's arrays live on.
+    """
 
     name: str
+    module: Any = field(repr=False)
     holds: frozenset[str]
     convert: Callable[[np.ndarray], Any] = field(repr=False)
     back: Callable[[Any], np.ndarray] = field(repr=False)
+    owns: Callable[[Any], bool] = field(repr=False)
+    device: str = "cpu"
 
     def asarray(self, a: np.ndarray) -> Any:
-        """``a`` as an array of this library."""
+        """``a`` (of a type in ``holds``) as an array of this library, a copy."""
         return self.convert(a)
 
     def to_numpy(self, x: Any) -> np.ndarray:
-        """An array of this library as NumPy."""
+        """An array of this library as NumPy.
+
+        Raises
+        ------
+        NotOwnArray
+            If ``x`` is not this library's array on this adaptor's device.
+        """
+        if not self.owns(x):
+            kind = f"{type(x).__module__}.{type(x).__qualname__}"
+            where = getattr(x, "device", None)
+            msg = f"{self.name}: expected its own array, got a {kind} (device {where})"
+            raise NotOwnArray(msg)
         return self.back(x)
 
     def indices(self, a: np.ndarray) -> Any:
         """Indices as this library's array where it can hold their type, else NumPy."""
-        return self.asarray(a) if _name(a.dtype) in self.holds else a
+        return self.asarray(a) if type_name(a.dtype) in self.holds else a
 
 
-def _has_bfloat16() -> bool:
-    try:
-        importlib.import_module("ml_dtypes")
-    except ImportError:
-        return False
-    return True
+def _host_types() -> frozenset[str]:
+    """Every ONNX type NumPy can hold here: bfloat16 only with ml_dtypes."""
+    return ONNX_TYPES - (set() if bfloat16() is not None else {"bfloat16"})
 
 
 def _numpy() -> Adaptor:
-    holds = set(DTYPES) - (set() if _has_bfloat16() else {"bfloat16"})
-    return Adaptor("numpy", frozenset(holds), lambda a: np.array(a, copy=True), np.asarray)
+    return Adaptor(
+        "numpy",
+        np,
+        _host_types(),
+        lambda a: np.array(a, copy=True),
+        lambda x: x,
+        lambda x: isinstance(x, np.ndarray),
+    )
 
 
-def _torch() -> list[Adaptor]:
+def _torch_on(device: str) -> Adaptor | None:
     torch = importlib.import_module("torch")
+    if device == "cuda" and not torch.cuda.is_available():
+        return None
 
-    def convert(a: np.ndarray, device: str = "cpu") -> Any:
-        if a.dtype.name == "bfloat16":
+    def convert(a: np.ndarray) -> Any:
+        if type_name(a.dtype) == "bfloat16":
+            # torch.from_numpy knows no ml_dtypes type: carry the bits.
             bits = torch.from_numpy(np.ascontiguousarray(a).view(np.uint16).copy())
             return bits.view(torch.bfloat16).to(device)
         return torch.from_numpy(np.array(a, copy=True)).to(device)
 
     def back(x: Any) -> np.ndarray:
         x = x.detach().cpu()
-        if x.dtype == torch.bfloat16:
-            bf16: np.ndarray = x.view(torch.uint16).numpy().view(numpy_dtype("bfloat16"))
-            return bf16
+        if x.dtype == torch.bfloat16:  # held only where ml_dtypes is installed
+            bits: np.ndarray = x.view(torch.uint16).numpy()
+            return bits.view(np.dtype(importlib.import_module("ml_dtypes").bfloat16))
         return np.asarray(x.numpy())
 
-    holds = frozenset(set(DTYPES) - {"string"})
-    found = [Adaptor("torch", holds, convert, back)]
-    if torch.cuda.is_available():
-        found.append(Adaptor("torch[cuda]", holds, lambda a: convert(a, "cuda"), back))
-    return found
+    def owns(x: Any) -> bool:
+        return isinstance(x, torch.Tensor) and x.device.type == device
+
+    holds = _host_types() - {"string"}
+    name = "torch" if device == "cpu" else f"torch[{device}]"
+    return Adaptor(name, torch, holds, convert, back, owns, device)
+
+
+def _torch() -> Adaptor | None:
+    return _torch_on("cpu")
+
+
+def _torch_cuda() -> Adaptor | None:
+    return _torch_on("cuda")
 
 
 def _jax() -> Adaptor:
     jax = importlib.import_module("jax")
-    holds = set(DTYPES) - {"string"}
+    holds = _host_types() - {"string"}
     if not jax.config.read("jax_enable_x64"):
-        holds -= _WIDE  # JAX would silently narrow them
-    return Adaptor("jax", frozenset(holds), jax.numpy.asarray, np.asarray)
+        holds -= _WIDE
+    return Adaptor(
+        "jax",
+        jax,
+        holds,
+        jax.numpy.asarray,
+        np.asarray,
+        lambda x: isinstance(x, jax.Array),
+    )
 
 
 def _dask() -> Adaptor:
+    dask = importlib.import_module("dask")
     da = importlib.import_module("dask.array")
-    holds = set(DTYPES) - (set() if _has_bfloat16() else {"bfloat16"})
+
+    def back(x: Any) -> np.ndarray:
+        out = np.asarray(x.map_blocks(_declared_block, dtype=x.dtype).compute())
+        if (out.shape, out.dtype) != (x.shape, x.dtype):
+            msg = f"dask: computed {out.shape} {out.dtype}, the graph declared {x.shape} {x.dtype}"
+            raise NotOwnArray(msg)
+        return out
+
+    # Blocks of 2 along every axis: most examples span several blocks.
     return Adaptor(
         "dask",
-        frozenset(holds),
+        dask,
+        _host_types(),
         lambda a: da.from_array(np.array(a, copy=True), chunks=2),
-        lambda x: np.asarray(x.compute()),
+        back,
+        lambda x: isinstance(x, da.Array),
     )
+
+
+def _declared_block(block: Any, block_info: Any = None) -> Any:
+    """Each computed block must be a NumPy array of the shape and dtype its graph declared."""
+    declared = block_info[None]
+    if not isinstance(block, np.ndarray):
+        msg = f"dask: a block is a {type(block).__name__}, not a NumPy array"
+        raise NotOwnArray(msg)
+    if (block.shape, block.dtype) != (declared["chunk-shape"], declared["dtype"]):
+        msg = (
+            f"dask: a block is {block.shape} {block.dtype}, "
+            f"declared {declared['chunk-shape']} {declared['dtype']}"
+        )
+        raise NotOwnArray(msg)
+    return block
 
 
 def _cupy() -> Adaptor | None:
     cupy = importlib.import_module("cupy")
     if cupy.cuda.runtime.getDeviceCount() == 0:
         return None
-    holds = frozenset(set(DTYPES) - {"string", "bfloat16"})
-    return Adaptor("cupy", holds, cupy.asarray, cupy.asnumpy)
+    return Adaptor(
+        "cupy",
+        cupy,
+        ONNX_TYPES - {"string", "bfloat16"},
+        cupy.asarray,
+        cupy.asnumpy,
+        lambda x: isinstance(x, cupy.ndarray),
+        "cuda",
+    )
 
 
 def _array_api_strict() -> Adaptor:
     xp = importlib.import_module("array_api_strict")
-    holds = frozenset(n for n in DTYPES if hasattr(xp, n))
-    return Adaptor("array-api-strict", holds, xp.asarray, np.from_dlpack)
+    array = type(xp.asarray(0))
+    return Adaptor(
+        "array-api-strict",
+        xp,
+        frozenset(n for n in ONNX_TYPES if hasattr(xp, n)),
+        xp.asarray,
+        np.from_dlpack,
+        lambda x: isinstance(x, array),
+    )
 
 
-def installed(names: list[str] | None = None) -> list[Adaptor]:
-    """The adaptors of the installed libraries (only ``names``, if given).
+_FACTORIES: dict[str, Callable[[], Adaptor | None]] = {
+    "numpy": _numpy,
+    "torch": _torch,
+    "torch[cuda]": _torch_cuda,
+    "jax": _jax,
+    "dask": _dask,
+    "cupy": _cupy,
+    "array-api-strict": _array_api_strict,
+}
+#: The libraries whose arrays live in host memory (the test matrix's default).
+HOST = ("numpy", "torch", "jax", "dask", "array-api-strict")
+
+
+def installed(names: Sequence[str] | None = None) -> list[Adaptor]:
+    """The adaptors of the installed libraries, or exactly those in ``names``.
+
+    Without ``names``, every library that imports (and has a device, for the device
+    ones) is returned and the rest are left out. A name in ``names`` is never left out:
+    it is built or the reason it cannot be is raised.
 
     Raises
     ------
@@ -123,30 +252,28 @@ def installed(names: list[str] | None = None) -> list[Adaptor]:
         If ``names`` lists a library this module does not know.
     ImportError
         If ``names`` lists a library that is not installed.
+    RuntimeError
+        If ``names`` lists a device library and there is no such device here.
     """
-    factories: dict[str, Callable[[], Any]] = {
-        "numpy": _numpy,
-        "torch": _torch,
-        "jax": _jax,
-        "dask": _dask,
-        "cupy": _cupy,
-        "array-api-strict": _array_api_strict,
-    }
-    unknown = sorted(set(names or ()) - set(factories))
+    unknown = sorted(set(names or ()) - set(_FACTORIES))
     if unknown:
-        msg = f"unknown libraries {unknown}; known: {', '.join(factories)}"
+        msg = f"unknown libraries {unknown}; known: {', '.join(_FACTORIES)}"
         raise ValueError(msg)
-    found: list[Adaptor] = []
-    for name, factory in factories.items():
-        if names is not None and name not in names:
-            continue
+    if names is not None:
+        found = []
+        for name in names:
+            made = _FACTORIES[name]()
+            if made is None:
+                msg = f"{name}: no such device here"
+                raise RuntimeError(msg)
+            found.append(made)
+        return found
+    found = []
+    for factory in _FACTORIES.values():
         try:
             made = factory()
-        except Exception:
-            if names is not None:
-                raise  # asked for by name: say why it cannot run
+        except Exception:  # not installed, or broken: this run cannot use it
             continue
-        if made is None:
-            continue
-        found.extend(made if isinstance(made, list) else [made])
+        if made is not None:
+            found.append(made)
     return found

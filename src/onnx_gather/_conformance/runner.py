@@ -1,10 +1,8 @@
 """Run one example on a library and on the oracle, and say how they differ.
 
-A library is any object with the adaptor interface of ``tests/libs.py``: ``name``,
-``holds`` (the ONNX type names it can hold), ``asarray`` (NumPy -> library),
-``to_numpy`` (library -> NumPy) and ``indices`` (NumPy indices -> the library's array
-where it can hold their type, else NumPy). Views are made from the library's array with
-the library's own slicing and ``permute_dims``.
+A library is an adaptor of ``onnx_gather._conformance.libraries`` (the tests use the
+same ones). Views are made from the library's array with the library's own slicing and
+``permute_dims``.
 """
 
 from __future__ import annotations
@@ -13,30 +11,15 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 import onnx_gather as og
 from onnx_gather import openvino
 from onnx_gather._conformance import oracle
+from onnx_gather._conformance.libraries import Adaptor as Library
 from onnx_gather._conformance.strategies import ELEMENTS, GATHER, OPENVINO, Example, Layout
-
-
-class Library(Protocol):
-    """What the runner needs of a library adaptor."""
-
-    name: str
-    holds: frozenset[str]
-
-    def asarray(self, a: np.ndarray) -> Any:
-        """``a`` as an array of this library."""
-
-    def to_numpy(self, x: Any) -> np.ndarray:
-        """An array of this library as NumPy."""
-
-    def indices(self, a: np.ndarray) -> Any:
-        """Indices as this library's array where it can hold their dtype, else NumPy."""
 
 
 @dataclass(frozen=True)

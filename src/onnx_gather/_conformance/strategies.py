@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from onnx_gather._conformance.libraries import bfloat16
+
 GATHER = "gather"
 ELEMENTS = "gather_elements"
 OPENVINO = "openvino.gather_elements"
@@ -46,19 +48,10 @@ SEED_MAX = 2**32 - 1
 _STRINGS = ("", "a", "ÿ-ü", "abc", "x" * 40, "\x00z", "日本", " ")
 
 
-def _bfloat16() -> np.dtype[Any] | None:
-    try:
-        import ml_dtypes
-    except ImportError:
-        return None
-    bf16: np.dtype[Any] = np.dtype(ml_dtypes.bfloat16)
-    return bf16
-
-
 def numpy_dtype(name: str, string_kind: str = "object") -> np.dtype[Any]:
     """The NumPy dtype for an ONNX type name (strings in ``string_kind``'s spelling)."""
     if name == "bfloat16":
-        bf16 = _bfloat16()
+        bf16 = bfloat16()
         if bf16 is None:
             msg = "bfloat16 needs ml_dtypes"
             raise RuntimeError(msg)
