@@ -26,7 +26,7 @@ def _namespace(lib: Lib, x: Any) -> Any:
 def _shares_memory(lib: Lib, a: Any, b: Any) -> bool:
     if lib.name == "numpy":
         return bool(np.shares_memory(a, b))
-    if lib.name == "torch":
+    if lib.name.startswith("torch"):  # torch[cuda] too
         return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
     if lib.name == "jax":
         return a.unsafe_buffer_pointer() == b.unsafe_buffer_pointer()
@@ -34,6 +34,8 @@ def _shares_memory(lib: Lib, a: Any, b: Any) -> bool:
         # Computed in one pass, so blocks that share memory stay shared; test_dask.py holds
         # the sharper check on single-block arrays.
         return bool(np.shares_memory(*lib.module.compute(a, b, scheduler="sync")))
+    if lib.name == "cupy":
+        return bool(lib.module.shares_memory(a, b))
     return bool(np.shares_memory(np.from_dlpack(a), np.from_dlpack(b)))
 
 
@@ -92,7 +94,7 @@ def test_host_indices_of_wrong_type(lib: Lib, bad: Any) -> None:
 
 def test_indices_from_another_library_name_both(lib: Lib) -> None:
     data = lib.asarray(np.arange(3, dtype=np.float32))
-    others = [other for other in LIBS if other.name not in (lib.name, "numpy")]
+    others = [o for o in LIBS if o.module is not lib.module and o.name != "numpy"]
     if not others:
         # Only NumPy is loaded beside this library: a foreign object stands in.
         class Foreign:
@@ -100,16 +102,16 @@ def test_indices_from_another_library_name_both(lib: Lib) -> None:
 
         foreign: Any = Foreign()
         with pytest.raises(
-            TypeError, match=rf"indices is a .*Foreign but data is a {lib.name.replace('-', '_')}"
+            TypeError, match=rf"indices is a .*Foreign but data is a {lib.module.__name__}"
         ):
             og.gather(data, foreign)
         return
     for other in others:
         idx = other.asarray(np.array([0, 1], np.int32))
-        library = "array_api_strict" if other.name == "array-api-strict" else other.name
+        library = other.module.__name__
         with pytest.raises(
             TypeError,
-            match=rf"indices is a {library} .* but data is a {lib.name.replace('-', '_')}",
+            match=rf"indices is a {library} .* but data is a {lib.module.__name__}",
         ):
             og.gather(data, idx)
 
