@@ -92,6 +92,31 @@ def test_host_indices_of_wrong_type(lib: Lib, bad: Any) -> None:
         og.gather(data, bad)
 
 
+@pytest.mark.parametrize(
+    ("indices", "value", "position"),
+    [
+        ([0, 2**70], 2**70, "(1,)"),  # NumPy makes an object array
+        ([[2**63]], 2**63, "(0, 0)"),  # NumPy makes a uint64 array
+        (-(2**63) - 1, -(2**63) - 1, "()"),
+        ([[7, 2**64]], 7, "(0, 0)"),  # the first bad one, as always
+    ],
+    ids=["2**70", "2**63", "-2**63-1", "first"],
+)
+@pytest.mark.parametrize("check_bounds", [True, False])
+def test_python_ints_beyond_int64_are_out_of_range(
+    lib: Lib, indices: Any, value: int, position: str, check_bounds: bool
+) -> None:
+    # No ONNX index type holds them, and no axis is that long: an IndexError naming the
+    # value, even unchecked, rather than a TypeError about the dtype NumPy gave them.
+    data = lib.asarray(np.arange(6, dtype=np.float32).reshape(2, 3))
+    named = rf"index {value} at position {re.escape(position)} of indices .* axis 1 of size 3"
+    with pytest.raises(IndexError, match=rf"^Gather-13: {named}"):
+        og.gather(data, indices, axis=1, check_bounds=check_bounds)
+    if np.ndim(indices) == 2:
+        with pytest.raises(IndexError, match=rf"^GatherElements-13: {named}"):
+            og.gather_elements(data, indices, axis=1, check_bounds=check_bounds)
+
+
 def test_indices_from_another_library_name_both(lib: Lib) -> None:
     data = lib.asarray(np.arange(3, dtype=np.float32))
     others = [o for o in LIBS if o.module is not lib.module and o.name != "numpy"]

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import numpy as np
+
 from onnx_gather import _spec
-from onnx_gather._dispatch import backend_for, host_indices, library_of
+from onnx_gather._dispatch import backend_for, beyond_int64, host_indices, library_of
 from onnx_gather._dtypes import numpy_dtype_name
 from onnx_gather._host import value_range
 
@@ -54,6 +56,7 @@ def run(
 ) -> Any:
     """Check ``data`` and ``indices`` with ``planner`` and run the matching backend kernel."""
     backend = backend_for(data)
+    wide = None
     if backend.owns(indices):
         host, given = None, indices
     else:
@@ -65,6 +68,9 @@ def run(
                 f"or a Python int or sequence of ints"
             )
             raise TypeError(msg)
+        wide = beyond_int64(indices, host)
+        if wide is not None:
+            given = np.zeros(host.shape, np.int64)  # planned as the int64 indices they meant
     try:
         # The arrays' own shape objects: a key is stored only after the planner accepted
         # them (through backend.shape, which also rejects unknown sizes). type(axis):
@@ -83,6 +89,8 @@ def run(
                 _PLANS.clear()
             _PLANS[key] = entry
     plan, kernel, kernel_checks, reads = entry
+    if wide is not None:
+        raise _spec.index_error(plan, wide)
 
     # (An empty output reads nothing, so a kernel may not look at its indices at all.)
     if check_bounds and reads and kernel_checks is not None:

@@ -89,6 +89,21 @@ def host_indices(indices: Any) -> np.ndarray | None:
     return None
 
 
+def beyond_int64(indices: Any, host: np.ndarray) -> np.ndarray | None:
+    """Python ints that no ONNX index type holds, as an object array; else None.
+
+    NumPy makes ints beyond int64 uint64 or Python objects. Such an index is out of range
+    for every axis there can be, so the caller reports it as one (IndexError naming it)
+    rather than as a wrong index dtype.
+    """
+    if isinstance(indices, np.ndarray | np.generic) or host.dtype.kind not in "uO":
+        return None
+    values = host.astype(object)
+    if not all(type(v) is int for v in values.reshape(-1)):
+        return None  # not (only) ints: the planner rejects the dtype
+    return values
+
+
 def library_of(x: Any) -> str:
     """The top-level package an object's type comes from, for messages."""
     module = type(x).__module__.split(".")[0]
