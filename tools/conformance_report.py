@@ -29,6 +29,7 @@ def main(paths: list[str]) -> int:
     examples: Counter[tuple[str, str]] = Counter()
     outcomes: Counter[tuple[str, str, str]] = Counter()
     ort: Counter[tuple[str, str]] = Counter()
+    plain: Counter[tuple[str, str]] = Counter()
     for name in paths:
         path = Path(name)
         report = json.loads(path.read_text())
@@ -39,6 +40,8 @@ def main(paths: list[str]) -> int:
             outcomes[key] += row["count"]
         for row in report["peers"]:
             ort[row["op"], row["class"]] += row["count"]
+        for row in report.get("presented_plainly", []):
+            plain[_library(row["library"], path), row["op"]] += row["count"]
 
     libraries = sorted({lib for lib, _ in examples})
     print("| library | " + " | ".join(OPS) + " |")
@@ -59,6 +62,12 @@ def main(paths: list[str]) -> int:
     print("| --- |" + " --- |" * len(OPS))
     for cls in classes:
         print(f"| {cls} | " + " | ".join(f"{ort[op, cls]:,}" for op in OPS) + " |")
+    if plain:
+        print("\nData presented plainly (the library's own view changed its bits):\n")
+        print("| library | " + " | ".join(OPS) + " |")
+        print("| --- |" + " --- |" * len(OPS))
+        for lib in sorted({lib for lib, _ in plain}):
+            print(f"| {lib} | " + " | ".join(f"{plain[lib, op]:,}" for op in OPS) + " |")
     return 0
 
 
