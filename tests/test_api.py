@@ -83,11 +83,13 @@ def test_empty_list_indices(lib: Lib) -> None:
     assert got.shape == (2, 0)
 
 
-@pytest.mark.parametrize("bad", [[0.5, 1.0], [True, False], True, ["a"]], ids=repr)
+@pytest.mark.parametrize(
+    "bad", [[0.5, 1.0], [True, False], True, ["a"], [np.uint64(1)], (np.uint32(1),)], ids=repr
+)
 def test_host_indices_of_wrong_type(lib: Lib, bad: Any) -> None:
     data = lib.asarray(np.arange(3, dtype=np.float32))
     with pytest.raises(
-        TypeError, match=r"indices must be int32 or int64, got (float64|bool|string)"
+        TypeError, match=r"indices must be int32 or int64, got (float64|bool|string|uint64|uint32)"
     ):
         og.gather(data, bad)
 
@@ -98,9 +100,11 @@ def test_host_indices_of_wrong_type(lib: Lib, bad: Any) -> None:
         ([0, 2**70], 2**70, "(1,)"),  # NumPy makes an object array
         ([[2**63]], 2**63, "(0, 0)"),  # NumPy makes a uint64 array
         (-(2**63) - 1, -(2**63) - 1, "()"),
+        ([1, 2**63], 2**63, "(1,)"),  # NumPy makes a float64 array
+        ([np.int64(1), 2**70], 2**70, "(1,)"),
         ([[7, 2**64]], 7, "(0, 0)"),  # the first bad one, as always
     ],
-    ids=["2**70", "2**63", "-2**63-1", "first"],
+    ids=["2**70", "2**63", "-2**63-1", "mixed-2**63", "numpy-int-and-2**70", "first"],
 )
 @pytest.mark.parametrize("check_bounds", [True, False])
 def test_python_ints_beyond_int64_are_out_of_range(

@@ -89,19 +89,30 @@ def host_indices(indices: Any) -> np.ndarray | None:
     return None
 
 
+_INT64 = np.iinfo(np.int64)
+
+
 def beyond_int64(indices: Any, host: np.ndarray) -> np.ndarray | None:
     """Python ints that no ONNX index type holds, as an object array; else None.
 
-    NumPy makes ints beyond int64 uint64 or Python objects. Such an index is out of range
-    for every axis there can be, so the caller reports it as one (IndexError naming it)
-    rather than as a wrong index dtype.
+    NumPy makes a list with ints beyond int64 uint64, float64 (mixed with smaller ints) or
+    an object array. Such an index is out of range for every axis there can be, so the
+    caller reports it as one (an IndexError naming it) rather than as a wrong index dtype.
+    Only Python ints (and NumPy integer scalars among them) qualify, and only if at least
+    one lies beyond int64: anything else keeps the dtype NumPy gave it.
     """
-    if isinstance(indices, np.ndarray | np.generic) or host.dtype.kind not in "uO":
+    if not isinstance(indices, int | list | tuple) or host.dtype.kind not in "uOf":
         return None
-    values = host.astype(object)
-    if not all(type(v) is int for v in values.reshape(-1)):
-        return None  # not (only) ints: the planner rejects the dtype
-    return values
+    values = np.array(indices, dtype=object)
+    flat = values.reshape(-1)
+    if not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in flat):
+        return None
+    ints = [int(v) for v in flat]
+    if all(_INT64.min <= v <= _INT64.max for v in ints):
+        return None
+    wide: np.ndarray = np.empty(values.shape, dtype=object)
+    wide.reshape(-1)[:] = ints
+    return wide
 
 
 def library_of(x: Any) -> str:

@@ -151,13 +151,16 @@ def _jax() -> Adaptor:
     holds = _host_types() - {"string"}
     if not jax.config.read("jax_enable_x64"):
         holds -= _WIDE
+    # JAX places new arrays on its default device: a GPU where it has one.
+    platform = jax.devices()[0].platform
     return Adaptor(
         "jax",
         jax,
         holds,
         jax.numpy.asarray,
         np.asarray,
-        lambda x: isinstance(x, jax.Array),
+        lambda x: isinstance(x, jax.Array) and {d.platform for d in x.devices()} == {platform},
+        platform,
     )
 
 
@@ -200,7 +203,10 @@ def _declared_block(block: Any, block_info: Any = None) -> Any:
 
 def _cupy() -> Adaptor | None:
     cupy = importlib.import_module("cupy")
-    if cupy.cuda.runtime.getDeviceCount() == 0:
+    try:
+        if cupy.cuda.runtime.getDeviceCount() == 0:
+            return None
+    except cupy.cuda.runtime.CUDARuntimeError:  # no driver here: no device either
         return None
     return Adaptor(
         "cupy",
@@ -242,7 +248,7 @@ HOST = ("numpy", "torch", "jax", "dask", "array-api-strict")
 def installed(names: Sequence[str] | None = None) -> list[Adaptor]:
     """The adaptors of the installed libraries, or exactly those in ``names``.
 
-    Without ``names``, every library that imports (and has a device, for the device
+    Without ``names``, every library that is installed (and has a device, for the device
     ones) is returned and the rest are left out. A name in ``names`` is never left out:
     it is built or the reason it cannot be is raised.
 
@@ -272,7 +278,7 @@ def installed(names: Sequence[str] | None = None) -> list[Adaptor]:
     for factory in _FACTORIES.values():
         try:
             made = factory()
-        except Exception:  # not installed, or broken: this run cannot use it
+        except ImportError:  # not installed here; any other failure is a bug to see
             continue
         if made is not None:
             found.append(made)
