@@ -33,6 +33,9 @@ class Case:
     raises: type[Exception] | None = None
     match: str | None = None
     expected: Any = None  # literal from a spec; None means "ask the oracle"
+    # The indices as the caller writes them (a Python int or list), for values no int32 or
+    # int64 array holds; ``indices`` then holds the same values as Python objects.
+    written: Any = None
 
     @property
     def dtypes(self) -> set[str]:
@@ -301,6 +304,54 @@ def _shape_cases() -> list[Case]:
     ]  # fmt: skip
 
 
+def _written(values: Any) -> np.ndarray:
+    return np.array(values, dtype=object)
+
+
+def _beyond_int64_cases() -> list[Case]:
+    """Python ints no ONNX index type holds are out-of-range indices, named as such.
+
+    NumPy turns them into uint64, float64 or object arrays; the library reports the value
+    and its position like any out-of-range index, checked or not. The spec cannot speak
+    to them (no int64 tensor holds them), so this is the library's answer, not the oracle's.
+    """
+    d = np.arange(6, dtype=np.float32).reshape(2, 3)
+    msg = r"^{op}: index {v} at position \({p}\) of indices is out of range for axis 1 of size 3"
+    cases = []
+    for cid, written, value, position in [
+        ("2**70", [0, 2**70], 2**70, "1,"),  # NumPy makes an object array
+        ("2**63", [2**63], 2**63, "0,"),  # ... a uint64 array
+        ("-2**63-1", -(2**63) - 1, -(2**63) - 1, ""),
+        ("mixed-2**63", [1, 2**63], 2**63, "1,"),  # ... a float64 array
+        ("numpy-int-and-2**70", [np.int64(1), 2**70], 2**70, "1,"),
+        ("first-bad-one", [7, 2**64], 7, "0,"),  # the first in C order, as always
+    ]:
+        for check_bounds in (True, False):
+            cases.append(
+                Case(f"beyond-int64-gather-{cid}-{'checked' if check_bounds else 'unchecked'}",
+                     GATHER, d, _written(written), axis=1, check_bounds=check_bounds,
+                     raises=IndexError, written=written,
+                     match=msg.format(op="Gather-13", v=value, p=position))
+            )  # fmt: skip
+    for cid, written, value, position in [
+        ("2**63", [[2**63], [1]], 2**63, "0, 0"),
+        ("first-bad-one", [[7, 2**64], [0, 1]], 7, "0, 0"),
+    ]:
+        cases.append(
+            Case(f"beyond-int64-elements-{cid}", ELEMENTS, d, _written(written), axis=1,
+                 raises=IndexError, written=written,
+                 match=msg.format(op="GatherElements-13", v=value, p=position))
+        )  # fmt: skip
+    # NumPy unsigned scalars are not Python ints: their dtype is what is wrong.
+    for written, name in [([np.uint64(1)], "uint64"), ((np.uint32(1),), "uint32")]:
+        cases.append(
+            Case(f"beyond-int64-not-numpy-{name}", GATHER, d, _written(written), axis=1,
+                 raises=TypeError, written=written,
+                 match=f"Gather-13: indices must be int32 or int64, got {name}")
+        )  # fmt: skip
+    return cases
+
+
 def _campaign_cases() -> list[Case]:
     """Minimal examples of divergences the conformance campaign found (docs/conformance.md)."""
     snan = np.array([[0x7C01, 0x3C00], [0xFC01, 0x7D00]], np.uint16).view(np.float16)
@@ -324,6 +375,7 @@ def all_cases() -> list[Case]:
         + _opset_cases()
         + _index_type_cases()
         + _bounds_cases()
+        + _beyond_int64_cases()
         + _shape_cases()
         + _dtype_cases()
         + _campaign_cases()

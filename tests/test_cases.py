@@ -62,7 +62,13 @@ def test_oracle_agrees_with_spec_examples(case: Case) -> None:
     assert_identical(got, case.expected)
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.raises is not None], ids=lambda c: c.id)
+@pytest.mark.parametrize(
+    "case",
+    # Not the written-indices cases: no ONNX index type holds their values, so the spec
+    # (and with it the oracle) has no answer for them; the table's is the library's own.
+    [c for c in CASES if c.raises is not None and c.written is None],
+    ids=lambda c: c.id,
+)
 def test_oracle_raises_the_same_type(case: Case) -> None:
     """Every error case is an error of the same type for the oracle: the table is not our opinion."""
     with pytest.raises(case.raises):

@@ -120,6 +120,9 @@ def test_data_a_library_cannot_view_bit_exactly_is_presented_plainly() -> None:
     bits = np.array([0x7F7F, 0x7FC1, 0xFFC3, 0x7F80, 0xFF80, 0, 0, 0, 0x8000, 0x7F7F,
                      0x7FC5, 0xFF7F, 0x7FC1, 0xFFC1, 0xFF7F, 1, 0x7FC2, 0x7FC3, 0xFFC4, 0xFF7F],
                     np.uint16)  # fmt: skip
+    libs = [lib for lib in LIBS if "bfloat16" in lib.holds]
+    if not libs:
+        pytest.skip("no library of this run holds bfloat16")
     bfloat16 = numpy_dtype("bfloat16")
     for op, indices, opset in [
         (OPENVINO, np.zeros((0, 1, 1, 2, 5), np.int64), None),
@@ -129,7 +132,6 @@ def test_data_a_library_cannot_view_bit_exactly_is_presented_plainly() -> None:
             op, bits.view(bfloat16).reshape(2, 1, 1, 2, 5), indices, 0, opset,
             data_layout=Layout(perm=(0, 4, 2, 3, 1), steps=(1,) * 5, offsets=(0,) * 5),
         )  # fmt: skip
-        libs = [lib for lib in LIBS if "bfloat16" in lib.holds]
         check(example, libs)
         for lib in libs:
             # The call always sees the example's bits, and plainly only where the view
