@@ -40,6 +40,8 @@ from onnx_gather import _spec
 from onnx_gather._backends import _numpy as numpy_kernels
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from onnx_gather._spec import Plan
 
 _NAMES: dict[torch.dtype, str] = {
@@ -167,6 +169,27 @@ def _empty_for(data: torch.Tensor, plan: Plan) -> tuple[torch.Tensor, np.ndarray
     return out, _as_numpy(out)
 
 
+def _unless_rejected(
+    kernel: Callable[[torch.Tensor, torch.Tensor, Plan], torch.Tensor],
+    data: torch.Tensor,
+    indices: torch.Tensor,
+    plan: Plan,
+) -> torch.Tensor | None:
+    """``kernel`` on the indices as given, or None if it rejected one to normalise and retry.
+
+    The CPU kernels reject an index outside ``[0, s)``. Where the version counts negative
+    indices from the end they may be normalised and the call retried; where it does not
+    (Gather-1, OpenVINO-6) a rejected index is out of range, and the error stands for
+    ``_api`` to rebuild.
+    """
+    try:
+        return kernel(data, indices, plan)
+    except _KERNEL_ERRORS:
+        if plan.check_bounds and not plan.negative_allowed:
+            raise
+        return None
+
+
 class TorchBackend:
     """The PyTorch backend."""
 
@@ -249,11 +272,9 @@ class TorchBackend:
         self, data: torch.Tensor, indices: torch.Tensor, plan: Plan, negative: bool, /
     ) -> torch.Tensor:
         if self._as_given(indices):
-            try:
-                return self._index_select(data, indices, plan)
-            except _KERNEL_ERRORS:
-                if plan.check_bounds and not plan.negative_allowed:
-                    raise  # Gather-1: a negative index is out of range, not to be normalised
+            out = _unless_rejected(self._index_select, data, indices, plan)
+            if out is not None:
+                return out
         return self._index_select(data, self._prepare(indices, plan, negative), plan)
 
     @staticmethod
@@ -273,11 +294,9 @@ class TorchBackend:
         if via_numpy and plan.axis != data.dim() - 1:
             return self._numpy_gather_elements(data, indices, plan, negative)
         if self._as_given(indices) and (indices.dtype == torch.int64 or _GATHER_TAKES_INT32):
-            try:
-                return self._gather(data, indices, plan)
-            except _KERNEL_ERRORS:
-                if plan.check_bounds and not plan.negative_allowed:
-                    raise  # OpenVINO-6: a negative index is out of range, not to be normalised
+            out = _unless_rejected(self._gather, data, indices, plan)
+            if out is not None:
+                return out
             if via_numpy:
                 # Negative indices: NumPy's row-wise take counts them from the end itself,
                 # where torch would need a torch.where pass first (measured 2x slower).
