@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -115,6 +116,7 @@ def _torch_on(device: str) -> Adaptor | None:
     torch = importlib.import_module("torch")
     if device == "cuda" and not torch.cuda.is_available():
         return None
+    bf16 = bfloat16()
 
     def convert(a: np.ndarray) -> Any:
         if type_name(a.dtype) == "bfloat16":
@@ -125,9 +127,9 @@ def _torch_on(device: str) -> Adaptor | None:
 
     def back(x: Any) -> np.ndarray:
         x = x.detach().cpu()
-        if x.dtype == torch.bfloat16:  # held only where ml_dtypes is installed
+        if x.dtype == torch.bfloat16 and bf16 is not None:  # held only with ml_dtypes
             bits: np.ndarray = x.view(torch.uint16).numpy()
-            return bits.view(np.dtype(importlib.import_module("ml_dtypes").bfloat16))
+            return bits.view(bf16)
         return np.asarray(x.numpy())
 
     def owns(x: Any) -> bool:
@@ -136,14 +138,6 @@ def _torch_on(device: str) -> Adaptor | None:
     holds = _host_types() - {"string"}
     name = "torch" if device == "cpu" else f"torch[{device}]"
     return Adaptor(name, torch, holds, convert, back, owns, device)
-
-
-def _torch() -> Adaptor | None:
-    return _torch_on("cpu")
-
-
-def _torch_cuda() -> Adaptor | None:
-    return _torch_on("cuda")
 
 
 def _jax() -> Adaptor:
@@ -234,8 +228,8 @@ def _array_api_strict() -> Adaptor:
 
 _FACTORIES: dict[str, Callable[[], Adaptor | None]] = {
     "numpy": _numpy,
-    "torch": _torch,
-    "torch[cuda]": _torch_cuda,
+    "torch": partial(_torch_on, "cpu"),
+    "torch[cuda]": partial(_torch_on, "cuda"),
     "jax": _jax,
     "dask": _dask,
     "cupy": _cupy,
