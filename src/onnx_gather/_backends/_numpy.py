@@ -10,9 +10,10 @@ Speed (measured with ``python -m benchmarks``; see docs/benchmarks.md):
   here, which ``_api`` replaces with the one ``_spec`` builds.
 * ``np.take_along_axis`` builds a broadcast fancy index and is several times slower than
   ONNX Runtime; small calls keep it. Large GatherElements along the last axis with long
-  rows is one ``take`` per row (see :func:`_by_rows`). Other large GatherElements computes the linear index of every element
-  into the flattened data, ``index * stride[axis] + offset`` (the offset of the other
-  coordinates), and gathers with ``np.take`` on the 1-D data. That runs in blocks of
+  rows is one ``take`` per row (see :func:`_by_rows`). Other large GatherElements
+  computes the linear index of every element into the flattened data,
+  ``index * stride[axis] + offset`` (the offset of the other coordinates), and gathers
+  with ``np.take`` on the 1-D data. That runs in blocks of
   ``_BLOCK`` indices, so each block's linear indices stay in the cache between being
   written and read; a block's range check (the largest index read as unsigned, one
   reduction, which also tells whether any is negative) happens on data that block loads
