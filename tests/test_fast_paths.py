@@ -1,10 +1,12 @@
-"""The case table again, with every speed path forced on, plus large calls.
+"""The case table again on every other kernel path, plus large calls.
 
-The fast kernels (blocked linear-index GatherElements, threaded take, kernels that check
-the index range themselves) only switch on above size thresholds the table's small cases
-never reach. Here the thresholds are lowered to zero and the blocks made a few elements
-long, so every case runs through them: many blocks, several threads, the range check of
-each block, errors raised in a worker thread.
+The shared table runs the compiled kernel (NumPy arrays and CPU tensors). Here it runs
+again on the pure-NumPy fallback, which serves machines where the extension was not
+built: its large-call kernels (blocked linear-index GatherElements, row-wise take,
+threaded take) only switch on above size thresholds the table's small cases never reach,
+so the thresholds are lowered to zero and the blocks made a few elements long: many
+blocks, several threads, the range check of each block, errors raised in a worker thread.
+Without the compiled kernel torch CPU tensors run torch's own kernels: that too.
 """
 
 from __future__ import annotations
@@ -23,20 +25,21 @@ from libs import Lib
 
 import onnx_gather as og
 
-# Module attribute -> value, per configuration that forces a library's fast paths on every
-# call: the blocked kernel (rows never long enough), the row-by-row kernel (every row long
-# enough), and torch's CPU GatherElements through the NumPy kernels on views of its tensors.
+# Module attribute -> value, per configuration: no compiled kernel, and the fallback's
+# blocked kernel (rows never long enough), its row-by-row kernel (every row long enough),
+# or its small-call kernels.
 NUMPY = "onnx_gather._backends._numpy"
-TORCH = "onnx_gather._backends._torch"
-BLOCKED = {"_SMALL": 0, "_BLOCK": 3, "_THREADED_BYTES": 0, "_LONG_ROWS": 2**62}
+FALLBACK = "onnx_gather._backends._numpy_fallback"
+NOT_BUILT = {"_kernels": None}
+BLOCKED = {"_SMALL": 0, "_BLOCK": 3, "_THREADED_BYTES": 0, "_LONG_ROWS": 2**62, "THREADS": 3}
 ROWS = {**BLOCKED, "_LONG_ROWS": 0}
 FORCED: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
-    "numpy": {"blocked": {NUMPY: BLOCKED}, "rows": {NUMPY: ROWS}},
-    "torch": {
-        # Off the last axis: NumPy's kernels; on it: torch.gather, NumPy's if it rejects one.
-        "numpy-blocked": {TORCH: {"_NUMPY_FROM": 0}, NUMPY: BLOCKED},
-        "numpy-rows": {TORCH: {"_NUMPY_FROM": 0}, NUMPY: ROWS},
+    "numpy": {
+        "fallback-small": {NUMPY: NOT_BUILT},
+        "fallback-blocked": {NUMPY: NOT_BUILT, FALLBACK: BLOCKED},
+        "fallback-rows": {NUMPY: NOT_BUILT, FALLBACK: ROWS},
     },
+    "torch": {"torch-kernels": {NUMPY: NOT_BUILT}},
 }
 
 PARAMS = [
@@ -135,8 +138,6 @@ def test_large_out_of_range(
     pos = {"first": 0, "middle": flat.size // 2 + 7, "last": flat.size - 1}[where]
     size = data.shape[axis]
     flat[pos] = size if where != "middle" else -size - 1
-    if opset == 1 and where == "middle":
-        flat[pos] = -1  # Gather-1: any negative index is out of range
     position = ", ".join(str(int(i)) for i in np.unravel_index(pos, bad.shape))
     position += "," if bad.ndim == 1 else ""
     with pytest.raises(IndexError, match=rf"index {flat[pos]} at position \({position}\) "):
@@ -154,25 +155,15 @@ def test_unchecked_large_never_reads_outside(backend: Lib) -> None:
 
 
 @pytest.mark.parametrize("low", [-50, 0, 7])
-def test_value_range_split_over_threads(monkeypatch: pytest.MonkeyPatch, low: int) -> None:
-    """The index range in one reduction, and split over threads: the same range."""
+def test_value_range(low: int) -> None:
+    """The index range in one reduction where no index is negative, else two."""
     from onnx_gather import _host
 
-    values = RNG.integers(low, 1000, 10_001).astype(np.int32)
-    want = (min(int(values.min()), 0), int(values.max())) if low >= 0 else None
-    want = want or (int(values.min()), int(values.max()))
-    assert _host.value_range(values) == want
-    monkeypatch.setattr(_host, "_PARALLEL_RANGE", 1)
-    monkeypatch.setattr(_host, "THREADS", 3)
-    assert _host.value_range(values) == want
-
-
-def test_pool_jobs_never_wait_on_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A job that splits its own work runs that work inline: no deadlock on a busy pool."""
-    from onnx_gather import _host
-
-    monkeypatch.setattr(_host, "_PARALLEL_RANGE", 1)
-    values = np.arange(-10, 10_000, dtype=np.int64)
-    seen: list[tuple[int, int]] = []
-    _host.in_parallel([lambda: seen.append(_host.value_range(values))] * 4)
-    assert seen == [(-10, 9_999)] * 4
+    for dtype in (np.int32, np.int64):
+        values = RNG.integers(low, 1000, 10_001).astype(dtype)
+        want = (min(int(values.min()), 0), int(values.max()))
+        assert _host.value_range(values) == want
+        assert _host.value_range(values[::-3]) == (
+            min(int(values[::-3].min()), 0),
+            int(values[::-3].max()),
+        )

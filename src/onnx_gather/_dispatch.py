@@ -11,7 +11,6 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 import array_api_compat as compat
-import numpy as np
 
 if TYPE_CHECKING:
     from onnx_gather._backends._base import Backend
@@ -70,49 +69,6 @@ def _select(data: Any) -> Backend:
     from onnx_gather._backends._array_api import ArrayAPIBackend
 
     return ArrayAPIBackend(xp)
-
-
-def host_indices(indices: Any) -> np.ndarray | None:
-    """Return ``indices`` as a NumPy array if it is host data, else None.
-
-    Host data is what any data library accepts as indices: a NumPy array or scalar, a
-    Python int, or a (nested) list or tuple of ints.
-    """
-    if isinstance(indices, np.ndarray):
-        return indices
-    if isinstance(indices, np.generic | int | list | tuple):
-        host = np.asarray(indices)
-        if host.size == 0 and host.dtype == np.float64:
-            # An empty list carries no ints to infer from; ONNX's default Tind is int64.
-            host = host.astype(np.int64)
-        return host
-    return None
-
-
-_INT64 = np.iinfo(np.int64)
-
-
-def beyond_int64(indices: Any, host: np.ndarray) -> np.ndarray | None:
-    """Python ints that no ONNX index type holds, as an object array; else None.
-
-    NumPy makes a list with ints beyond int64 uint64, float64 (mixed with smaller ints) or
-    an object array. Such an index is out of range for every axis there can be, so the
-    caller reports it as one (an IndexError naming it) rather than as a wrong index dtype.
-    Only Python ints (and NumPy integer scalars among them) qualify, and only if at least
-    one lies beyond int64: anything else keeps the dtype NumPy gave it.
-    """
-    if not isinstance(indices, int | list | tuple) or host.dtype.kind not in "uOf":
-        return None
-    values = np.array(indices, dtype=object)
-    flat = values.reshape(-1)
-    if not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in flat):
-        return None
-    ints = [int(v) for v in flat]
-    if all(_INT64.min <= v <= _INT64.max for v in ints):
-        return None
-    wide: np.ndarray = np.empty(values.shape, dtype=object)
-    wide.reshape(-1)[:] = ints
-    return wide
 
 
 def library_of(x: Any) -> str:

@@ -66,8 +66,6 @@ class Plan:
         The axis, normalised to ``[0, rank)``.
     size : int
         ``data.shape[axis]``.
-    low : int
-        The smallest valid index: ``-size`` where negative indices are allowed, else 0.
     out_shape : tuple of int
         The shape of the result.
     trim : tuple of slice or None
@@ -82,19 +80,21 @@ class Plan:
     elements: bool
     axis: int
     size: int
-    low: int
     out_shape: tuple[int, ...]
     check_bounds: bool
     trim: tuple[slice, ...] | None = None
 
-    @property
-    def negative_allowed(self) -> bool:
-        """Whether indices in ``[-size, -1]`` are valid."""
-        return self.low < 0
-
     def admits(self, lo: int, hi: int) -> bool:
-        """Whether every index in ``[lo, hi]`` is valid: the one statement of the range rule."""
-        return self.low <= lo and hi < self.size
+        """Whether every index in ``[lo, hi]`` is valid: the one statement of the range rule.
+
+        Valid indices are ``[-size, size-1]``, negative ones counting from the end, in every
+        version of both operators and in OpenVINO's GatherElements-6. Gather-1's text says
+        only "within bounds"; ONNX Runtime and the reference evaluator count negatives from
+        the end, and torch's exporter emits them at opset 9. OpenVINO's CPU runtime accepts
+        them since 2025 (openvinotoolkit/openvino#30800), although its 2020 text said
+        ``[0, s-1]``. The runtimes that run real models decide.
+        """
+        return -self.size <= lo and hi < self.size
 
 
 def resolve_version(op: str, opset: Any) -> int:
@@ -219,7 +219,6 @@ def plan_gather(
         elements=False,
         axis=ax,
         size=size,
-        low=-size if version >= 11 else 0,
         out_shape=out_shape,
         check_bounds=bool(check_bounds),
     )
@@ -240,8 +239,7 @@ def plan_gather_elements(
     ----------
     version : int or None
         The ONNX GatherElements version (11 or 13), or None for OpenVINO GatherElements-6,
-        which allows only non-negative indices and requires the indices' dims off the axis
-        to equal the data's.
+        which requires the indices' dims off the axis to equal the data's.
     data_shape, indices_shape : tuple of int
         The shapes of the two inputs.
     data_dtype, indices_dtype : str
@@ -297,7 +295,6 @@ def plan_gather_elements(
         elements=True,
         axis=ax,
         size=size,
-        low=0 if openvino else -size,
         out_shape=tuple(indices_shape),
         check_bounds=bool(check_bounds),
         trim=trim,
@@ -326,25 +323,29 @@ def check_range(
         (chunked arrays); the message gives the position in the whole. Default: the start.
     """
     if not plan.admits(lo, hi):
-        raise index_error(plan, host_indices(), offset)
+        raise_out_of_range(plan, host_indices(), offset)
 
 
-def index_error(plan: Plan, indices: np.ndarray, offset: Sequence[int] = ()) -> IndexError:
-    """Build the IndexError for the first out-of-range entry of ``indices``.
+def raise_out_of_range(plan: Plan, indices: np.ndarray, offset: Sequence[int] = ()) -> None:
+    """Raise the IndexError for the first out-of-range entry of ``indices``, if there is one.
 
     The message names the operator, the offending value, its position in ``indices``
     (shifted by ``offset`` when ``indices`` is one block of a chunked array), the axis and
-    its size, and the valid range.
+    its size, and the valid range. A kernel that learned only that *some* index is bad
+    calls this with the indices it was given; if none is (the kernel failed for another
+    reason), nothing is raised and the kernel's own error should stand.
     """
     import numpy as np
 
-    bad = (indices < plan.low) | (indices >= plan.size)
-    flat = int(np.argmax(bad.reshape(-1)))
+    bad = (indices < -plan.size) | (indices >= plan.size)
+    flat = int(np.argmax(bad.reshape(-1))) if bad.size else 0
+    if not bad.size or not bad.reshape(-1)[flat]:
+        return
     local = np.unravel_index(flat, indices.shape)
     shift = tuple(offset) or (0,) * indices.ndim
     position = tuple(int(i) + int(o) for i, o in zip(local, shift, strict=True))
     value = int(indices.reshape(-1)[flat])
-    return out_of_range(plan, value, position)
+    raise out_of_range(plan, value, position)
 
 
 def out_of_range(plan: Plan, value: int | str, position: Sequence[int | str]) -> IndexError:
@@ -357,7 +358,7 @@ def out_of_range(plan: Plan, value: int | str, position: Sequence[int | str]) ->
     if plan.size == 0:
         valid = "the axis is empty"
     else:
-        valid = f"valid indices are [{plan.low}, {plan.size - 1}]"
+        valid = f"valid indices are [{-plan.size}, {plan.size - 1}]"
     msg = (
         f"{plan.op}: index {value} at position {where} of indices is out of range "
         f"for axis {plan.axis} of size {plan.size}; {valid}"

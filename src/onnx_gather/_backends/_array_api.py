@@ -3,7 +3,8 @@
 Uses only the standard's functions: ``take`` (1-D indices) for Gather, ``take_along_axis``
 where the namespace has it (standard 2024.12) for GatherElements, else the same gather
 expressed as ``take`` on the flattened data with linear indices. The standard leaves
-negative and out-of-range indices unspecified, so negative ones are normalised first.
+negative and out-of-range indices unspecified, so indices are checked with one ``min`` and
+``max`` (host indices on the host) and negative ones counted from the end first.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from array_api_compat import array_namespace
 
-from onnx_gather import _spec
+from onnx_gather import _host, _spec
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -45,33 +46,37 @@ class ArrayAPIBackend:
                 return name
         return str(x.dtype)
 
-    def from_host(self, indices: np.ndarray, data: Any, /) -> Any:
-        return self.xp.asarray(indices, device=data.device)
+    def _counted(self, indices: Any, data: Any, plan: Plan) -> Any:
+        """Indices on ``data``'s device, int64 in ``[0, size)``: checked, or clamped.
 
-    def adopt(self, indices: Any, data: Any, /) -> Any:
-        if indices.device != data.device:
-            return indices.to_device(data.device)
-        return indices
-
-    def index_range(self, indices: Any, /) -> tuple[int, int]:
-        return int(self.xp.min(indices)), int(self.xp.max(indices))
-
-    def to_host(self, indices: Any, /) -> np.ndarray:
-        return np.from_dlpack(indices)
-
-    def _prepare(self, indices: Any, plan: Plan, negative: bool) -> Any:
-        if negative:
-            indices = self.xp.where(indices < 0, indices + plan.size, indices)
-        return indices
-
-    def gather(self, data: Any, indices: Any, plan: Plan, negative: bool, /) -> Any:
+        Host indices are checked on the host; the library's own with one ``min``/``max``.
+        """
         xp = self.xp
-        flat = xp.reshape(self._prepare(indices, plan, negative), (-1,))
+        if isinstance(indices, np.ndarray):
+            return xp.asarray(_host.checked(plan, indices), device=data.device)
+        if indices.device != data.device:
+            indices = indices.to_device(data.device)
+        if indices.dtype != xp.int64:  # int32 + a size beyond int32 must not wrap
+            indices = xp.astype(indices, xp.int64)
+        size = plan.size
+        if plan.check_bounds and indices.size:
+            lo, hi = int(xp.min(indices)), int(xp.max(indices))
+            _spec.check_range(plan, lo, hi, lambda: np.from_dlpack(indices))
+            if lo >= 0:
+                return indices
+        indices = xp.where(indices < 0, indices + size, indices)
+        if plan.check_bounds:
+            return indices
+        return xp.clip(indices, 0, max(size - 1, 0))
+
+    def gather(self, data: Any, indices: Any, plan: Plan, /) -> Any:
+        xp = self.xp
+        flat = xp.reshape(self._counted(indices, data, plan), (-1,))
         return xp.reshape(xp.take(data, flat, axis=plan.axis), plan.out_shape)
 
-    def gather_elements(self, data: Any, indices: Any, plan: Plan, negative: bool, /) -> Any:
+    def gather_elements(self, data: Any, indices: Any, plan: Plan, /) -> Any:
         xp = self.xp
-        indices = self._prepare(indices, plan, negative)
+        indices = self._counted(indices, data, plan)
         if plan.trim is not None:
             data = data[plan.trim]
         if hasattr(xp, "take_along_axis"):

@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    import numpy as np
+    from collections.abc import Callable
 
     from onnx_gather._spec import Plan
+
+    #: A backend's ``gather`` or ``gather_elements``: ``(data, indices, plan) -> result``.
+    Kernel = Callable[[Any, Any, Plan], Any]
 
 
 class Backend(Protocol):
@@ -20,12 +23,12 @@ class Backend(Protocol):
 
     Notes
     -----
-    A backend whose native kernels raise on an out-of-range index by themselves may also
-    define ``kernel_checks(plan, data, indices) -> tuple[type[Exception], ...]``, returning
-    the exception types its kernels raise for such a call (or ``()`` where they do not).
-    :func:`onnx_gather._api.run` then skips its range pre-pass, runs the kernel, and only
-    if it raises one of those reads the indices and lets ``_spec`` build the IndexError.
-    It is optional (looked up with ``getattr``), so it is not a method of this Protocol.
+    The kernels own the bounds policy: ``indices`` arrive as the caller gave them (an
+    array of this library, or a NumPy array of host indices), unchecked and with negative
+    values. A kernel counts negatives from the end, checks the range when
+    ``plan.check_bounds`` (raising through :func:`onnx_gather._spec.raise_out_of_range` or
+    :func:`onnx_gather._spec.check_range`, so every backend raises the one message), and
+    without the check never reads outside ``data`` nor crashes.
     """
 
     name: str
@@ -39,24 +42,8 @@ class Backend(Protocol):
     def dtype_name(self, x: Any, /) -> str:
         """The ONNX-style name of ``x``'s dtype (see :mod:`onnx_gather._spec`)."""
 
-    def from_host(self, indices: np.ndarray, data: Any, /) -> Any:
-        """Place host indices (already range-checked if checks are on) beside ``data``."""
+    def gather(self, data: Any, indices: Any, plan: Plan, /) -> Any:
+        """ONNX Gather, bounds policy included."""
 
-    def adopt(self, indices: Any, data: Any, /) -> Any:
-        """Move indices of this library onto ``data``'s device, if they are elsewhere."""
-
-    def index_range(self, indices: Any, /) -> tuple[int, int] | None:
-        """The smallest and largest index of non-empty ``indices``, or None if unknown yet.
-
-        None means the values cannot be read now (tracing, lazy arrays); the kernel then
-        applies ``plan.check_bounds`` itself, through :mod:`onnx_gather._spec`'s messages.
-        """
-
-    def to_host(self, indices: Any, /) -> np.ndarray:
-        """The indices as a NumPy array (only used to build an error message)."""
-
-    def gather(self, data: Any, indices: Any, plan: Plan, negative: bool, /) -> Any:
-        """ONNX Gather. ``negative`` is False only when no index is known to be negative."""
-
-    def gather_elements(self, data: Any, indices: Any, plan: Plan, negative: bool, /) -> Any:
+    def gather_elements(self, data: Any, indices: Any, plan: Plan, /) -> Any:
         """ONNX GatherElements; ``plan.trim`` cuts ``data`` to the block the output reads."""

@@ -35,13 +35,14 @@ GatherElements
     finer off the axis before the call. dask has no ``take_along_axis`` (dask/dask#3663).
 
 Bounds
-    Index values are unknown until compute, so :meth:`DaskBackend.index_range` returns None
-    and each indices block is range-checked in its own task when the graph runs: an
-    out-of-range index raises the same IndexError as every backend, built by
-    :func:`onnx_gather._spec.check_range` with the block's offset, so the message gives the
-    position in the whole ``indices``. If several blocks hold bad indices, the one named is
-    from whichever block the scheduler runs first. Host indices (NumPy, lists) are checked by
-    :mod:`onnx_gather._api` before they become a dask array and are not checked again.
+    Index values of a dask array are unknown until compute, so each indices block is
+    range-checked in its own task when the graph runs: an out-of-range index raises the
+    same IndexError as every backend, built by :func:`onnx_gather._spec.check_range` with
+    the block's offset, so the message gives the position in the whole ``indices``. If
+    several blocks hold bad indices, the one named is from whichever block the scheduler
+    runs first. Host indices (NumPy, lists) are checked at the call, before they become a
+    dask array. Negative indices are counted from the end inside the tasks; without the
+    check an out-of-range index is clamped into the axis.
 
 Data with unknown chunk sizes (NaN, e.g. after boolean indexing) is rejected with a
 ValueError: the output's shape could not be known.
@@ -51,7 +52,7 @@ from __future__ import annotations
 
 from itertools import accumulate
 from math import prod
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import dask
 import dask.array as da
@@ -61,28 +62,23 @@ from dask.utils import parse_bytes
 
 from onnx_gather import _spec
 from onnx_gather._dtypes import numpy_dtype_name
+from onnx_gather._host import checked
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
 
 
-class _HostIndices(NamedTuple):
-    """Host indices made a dask array by ``from_host``: already range-checked by ``_api``."""
+def _counted_block(block: np.ndarray, plan: Plan, block_info: Any = None) -> np.ndarray:
+    """One indices block counted from the end and checked (or clamped), as int64 if changed.
 
-    array: Any
-
-
-def _check_block(block: np.ndarray, plan: Plan, block_info: Any = None) -> np.ndarray:
-    """Raise the plan's IndexError if ``block`` holds an out-of-range index; else pass it on."""
-    if block.size:
-        offset = [start for start, _ in block_info[0]["array-location"]]
-        _spec.check_range(plan, int(block.min()), int(block.max()), lambda: block, offset)
-    return block
-
-
-def _flat(indices: np.ndarray, size: int, negative: bool) -> np.ndarray:
-    flat = indices.reshape(-1)
-    return np.where(flat < 0, flat + size, flat) if negative else flat
+    The IndexError names the position in the whole ``indices`` (the block's offset).
+    """
+    offset = [start for start, _ in block_info[0]["array-location"]]
+    try:
+        return checked(plan, block)
+    except IndexError:
+        _spec.raise_out_of_range(plan, block, offset)
+        raise
 
 
 def _owner(flat: np.ndarray, stops: tuple[int, ...]) -> np.ndarray:
@@ -107,11 +103,10 @@ def _take_part(
     indices: np.ndarray,
     axis: int,
     stops: tuple[int, ...],
-    negative: bool,
 ) -> np.ndarray:
     """The entries of one indices block whose index falls in data chunk ``chunk[0]``."""
     c = int(chunk[0])
-    flat = _flat(indices, stops[-1], negative)
+    flat = indices.reshape(-1)
     start = stops[c - 1] if c else 0
     return np.take(block, flat[_owner(flat, stops) == c] - start, axis=axis)
 
@@ -121,10 +116,9 @@ def _join_parts(
     indices: np.ndarray,
     axis: int,
     stops: tuple[int, ...],
-    negative: bool,
 ) -> np.ndarray:
     """Put the parts of one output block, one per data chunk along the axis, in place."""
-    flat = _flat(indices, stops[-1], negative)
+    flat = indices.reshape(-1)
     owner = _owner(flat, stops)
     first = parts[0]
     pre, post = first.shape[:axis], first.shape[axis + 1 :]
@@ -172,37 +166,26 @@ class DaskBackend:
     def dtype_name(self, x: da.Array, /) -> str:
         return numpy_dtype_name(x.dtype)
 
-    def from_host(self, indices: np.ndarray, data: da.Array, /) -> _HostIndices:
-        # from_array copies NumPy input (dask >= 2024.12, dask/dask#11524): the graph runs
-        # later on the values that were range-checked now, whatever the caller does meanwhile.
-        if indices.ndim == data.ndim:
-            # Data's chunk sizes: for GatherElements the blocks then align off the axis.
-            chunks: Any = tuple(max(1, c[0]) for c in data.chunks)
-        else:
-            chunks = "auto"
-        return _HostIndices(da.from_array(indices, chunks=chunks))
-
-    def adopt(self, indices: da.Array, data: da.Array, /) -> da.Array:
-        return indices
-
-    def index_range(self, indices: da.Array, /) -> None:
-        # Values are unknown without computing; the blocks check themselves (module docstring).
-        return None
-
-    def to_host(self, indices: da.Array, /) -> np.ndarray:
-        return np.asarray(indices.compute())
-
     @staticmethod
-    def _indices(indices: Any, plan: Plan) -> da.Array:
-        """The indices as a dask array that range-checks itself where the plan asks."""
-        if isinstance(indices, _HostIndices):
-            return indices.array
-        if plan.check_bounds:
-            return indices.map_blocks(_check_block, plan=plan, dtype=indices.dtype)
-        return indices
+    def _indices(indices: Any, data: da.Array, plan: Plan) -> da.Array:
+        """The indices as a dask array of int64 in ``[0, size)``, checked where the plan asks.
 
-    def gather(self, data: da.Array, indices: Any, plan: Plan, negative: bool, /) -> da.Array:
-        indices = self._indices(indices, plan)
+        Host indices are checked now, dask indices block by block when the graph runs.
+        """
+        if isinstance(indices, np.ndarray):
+            # from_array copies NumPy input (dask >= 2024.12, dask/dask#11524): the graph
+            # runs later on the values checked now, whatever the caller does meanwhile.
+            counted = checked(plan, indices)
+            if indices.ndim == data.ndim:
+                # Data's chunk sizes: for GatherElements the blocks then align off the axis.
+                chunks: Any = tuple(max(1, c[0]) for c in data.chunks)
+            else:
+                chunks = "auto"
+            return da.from_array(counted, chunks=chunks)
+        return indices.map_blocks(_counted_block, plan=plan, dtype=np.int64)
+
+    def gather(self, data: da.Array, indices: Any, plan: Plan, /) -> da.Array:
+        indices = self._indices(indices, data, plan)
         a, rank, q = plan.axis, data.ndim, indices.ndim
         data = _merge_along_axis(data, a)
         data_ind = tuple(range(rank))
@@ -222,19 +205,17 @@ class DaskBackend:
         chunk_ids = da.arange(len(stops), chunks=1)
         parts = da.blockwise(
             _take_part, data_ind + idx_ind, data, data_ind, chunk_ids, (a,), indices, idx_ind,
-            axis=a, stops=stops, negative=negative, align_arrays=False,
+            axis=a, stops=stops, align_arrays=False,
             dtype=data.dtype, meta=meta_from_array(data, ndim=rank + q),
         )  # fmt: skip
         return da.blockwise(
             _join_parts, out_ind, parts, data_ind + idx_ind, indices, idx_ind,
-            axis=a, stops=stops, negative=negative, concatenate=False, align_arrays=False,
+            axis=a, stops=stops, concatenate=False, align_arrays=False,
             dtype=data.dtype, meta=meta,
         )  # fmt: skip
 
-    def gather_elements(
-        self, data: da.Array, indices: Any, plan: Plan, negative: bool, /
-    ) -> da.Array:
-        indices = self._indices(indices, plan)
+    def gather_elements(self, data: da.Array, indices: Any, plan: Plan, /) -> da.Array:
+        indices = self._indices(indices, data, plan)
         a, rank = plan.axis, data.ndim
         if plan.trim is not None:
             data = data[plan.trim]

@@ -1,14 +1,19 @@
-"""JAX: ``jnp.take`` for Gather and ``jnp.take_along_axis`` for GatherElements.
+"""JAX: ``jnp.take`` for Gather and ``jnp.take_along_axis`` for GatherElements, in fill mode.
 
-Eager calls get their indices range-checked by :mod:`onnx_gather._api` and raise the
-IndexError. Under tracing (``jax.jit``, ``jax.vmap``, ``jax.grad``) the values are unknown,
-so nothing can raise; instead:
+Eagerly, a call runs one jitted function per plan, cached, which gathers and also returns
+the indices' smallest and largest value; a checked call reads those two back (one
+transfer) and raises the IndexError. Unchecked calls read nothing back. Host indices are
+checked on the host before they travel.
+
+Under tracing (``jax.jit``, ``jax.vmap``, ``jax.grad``) the values are unknown, so nothing
+can raise; instead:
 
 * the kernels run in ``mode="fill"``, so an out-of-range index yields the fill value (NaN
   for inexact types, the most negative value for signed integers, the largest for unsigned
   ones, True for bool) and never another element's value. ``fill`` is also the only mode in
   which both kernels count negative indices from the end (``clip`` and
-  ``promise_in_bounds`` do not), so it is used eagerly too;
+  ``promise_in_bounds`` do not). An index beyond ``[-s, s-1]`` is first replaced by ``s``:
+  with x64, ``fill`` read real elements for indices near +-2**63;
 * ``checkify.debug_check`` records the same IndexError text, which surfaces when the caller
   wraps the function in :func:`jax.experimental.checkify.checkify` (it is a no-op otherwise).
 
@@ -26,11 +31,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import checkify
 
-from onnx_gather import _spec
+from onnx_gather import _host, _spec
 from onnx_gather._dtypes import numpy_dtype_name
 from onnx_gather._host import value_range
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from onnx_gather._spec import Plan
 
 
@@ -38,16 +45,11 @@ def _traced(x: Any) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
-@jax.jit
-def _minmax(indices: jax.Array) -> jax.Array:
-    return jnp.stack([jnp.min(indices), jnp.max(indices)])
-
-
 def _record_out_of_range(plan: Plan, indices: jax.Array) -> None:
     """Under tracing: register the plan's IndexError text with checkify."""
     if indices.size == 0:
         return
-    bad = ((indices < plan.low) | (indices >= plan.size)).reshape(-1)
+    bad = ((indices < -plan.size) | (indices >= plan.size)).reshape(-1)
     first = jnp.argmax(bad)
     position = jnp.unravel_index(first, indices.shape)
     names = [f"p{d}" for d in range(indices.ndim)]
@@ -61,24 +63,85 @@ def _record_out_of_range(plan: Plan, indices: jax.Array) -> None:
     )
 
 
-def _as_bits(data: jax.Array) -> jax.Array:
-    """Eager bfloat16 data as int16 bits (see the module docstring); anything else as is."""
-    if data.dtype == jnp.bfloat16 and not _traced(data):
-        return jax.lax.bitcast_convert_type(data, jnp.int16)
-    return data
+def _fill_value(dtype: Any) -> Any:
+    """What ``fill`` mode writes for an out-of-range index."""
+    if jnp.issubdtype(dtype, jnp.inexact):
+        return jnp.nan
+    if dtype == jnp.bool_:
+        return True
+    info = jnp.iinfo(dtype)
+    return info.min if jnp.issubdtype(dtype, jnp.signedinteger) else info.max
 
 
-_CPU_SHARDINGS: dict[Any, bool] = {}
+def _take(
+    data: jax.Array, indices: jax.Array, axis: int, size: int, elements: bool, out_shape: Any
+) -> jax.Array:
+    """The gather in fill mode, any index beyond ``[-size, size-1]`` read as the fill."""
+    if 0 in out_shape:
+        # Nothing to read. jnp.take returns `data` itself when its axis and the indices
+        # are both empty: the wrong shape (jax 0.10.2; no upstream report found).
+        return jnp.zeros_like(data, shape=out_shape)
+    if size == 0:  # jnp.take raises on an empty axis; take_along_axis gives 0
+        return jnp.full(out_shape, _fill_value(data.dtype), data.dtype)
+    if size <= jnp.iinfo(indices.dtype).max:
+        # fill mode adds size to a negative index: near -2**63 that wraps into range.
+        indices = jnp.where((indices >= -size) & (indices < size), indices, size)
+    if elements:
+        return jnp.take_along_axis(data, indices, axis=axis, mode="fill")
+    return jnp.take(data, indices, axis=axis, mode="fill")
 
 
-def _on_cpu(sharding: Any) -> bool:
-    """Whether every device of ``sharding`` is a CPU (answered once per sharding)."""
-    known = _CPU_SHARDINGS.get(sharding)
-    if known is None:
-        known = all(device.platform == "cpu" for device in sharding.device_set)
-        if len(_CPU_SHARDINGS) < 256:
-            _CPU_SHARDINGS[sharding] = known
-    return known
+def _eager_fn(plan: Plan, bounds: bool) -> Callable[[jax.Array, jax.Array], Any]:
+    """The eager call of ``plan``, jitted once; with ``bounds`` also the indices' min and max.
+
+    A closure over the plan rather than static arguments: ``jax.jit``'s fast dispatch path
+    then serves every call (measured 0.7 us less per call than static keyword arguments).
+    """
+    # The plan's fields (its trim, slices, is unhashable before Python 3.12): out_shape
+    # tells the trim.
+    key = (plan.elements, plan.axis, plan.size, plan.out_shape, plan.trim is not None, bounds)
+    fn = _EAGER.get(key)
+    if fn is not None:
+        return fn
+    axis, size, elements, out_shape, trim = (
+        plan.axis, plan.size, plan.elements, plan.out_shape, plan.trim,
+    )  # fmt: skip
+
+    def call(data: jax.Array, indices: jax.Array) -> Any:
+        if trim is not None:
+            data = data[trim]
+        bits = data.dtype == jnp.bfloat16  # see the module docstring
+        source = jax.lax.bitcast_convert_type(data, jnp.int16) if bits else data
+        out = _take(source, indices, axis, size, elements, out_shape)
+        if bits:
+            out = jax.lax.bitcast_convert_type(out, data.dtype)
+        if not bounds or indices.size == 0:
+            return out, None
+        return out, jnp.stack([jnp.min(indices), jnp.max(indices)])
+
+    fn = jax.jit(call)
+    if len(_EAGER) >= 1024:
+        _EAGER.clear()
+    _EAGER[key] = fn
+    return fn
+
+
+_EAGER: dict[tuple[Any, ...], Callable[[jax.Array, jax.Array], Any]] = {}
+
+
+def _from_host(indices: np.ndarray, data: jax.Array, plan: Plan) -> jax.Array:
+    """Host indices, checked on the host (also while tracing: they are constants), placed."""
+    indices = _host.checked(plan, indices)
+    if indices.dtype == np.int64 and not jax.config.read("jax_enable_x64"):
+        # Without x64 JAX would truncate int64 to int32; checked values fit (or saturate).
+        info = np.iinfo(np.int32)
+        indices = np.clip(indices, info.min, info.max).astype(np.int32)
+    if _traced(data):
+        return jnp.asarray(indices)
+    devices = data.devices()
+    if len(devices) == 1:
+        return jax.device_put(indices, next(iter(devices)))
+    return jnp.asarray(indices)
 
 
 class JaxBackend:
@@ -95,79 +158,41 @@ class JaxBackend:
     def dtype_name(self, x: jax.Array, /) -> str:
         return numpy_dtype_name(x.dtype)
 
-    def from_host(self, indices: np.ndarray, data: jax.Array, /) -> jax.Array:
-        if indices.dtype == np.int64 and not jax.config.read("jax_enable_x64"):
-            # Without x64 JAX would truncate int64 to int32 and wrap large values onto
-            # valid ones; saturate instead, so an unchecked huge index stays out of range.
-            info = np.iinfo(np.int32)
-            indices = np.clip(indices, info.min, info.max).astype(np.int32)
-        if _traced(data):
-            return jnp.asarray(indices)
-        devices = data.devices()
-        if len(devices) == 1:
-            return jax.device_put(indices, next(iter(devices)))
-        return jnp.asarray(indices)
+    def gather(self, data: jax.Array, indices: Any, plan: Plan, /) -> jax.Array:
+        return self._run(data, indices, plan)
 
-    def adopt(self, indices: jax.Array, data: jax.Array, /) -> jax.Array:
-        if _traced(indices) or _traced(data):
-            return indices
-        target = data.devices()
-        if len(target) == 1 and indices.devices() != target:
-            return jax.device_put(indices, next(iter(target)))
-        return indices
-
-    def index_range(self, indices: jax.Array, /) -> tuple[int, int] | None:
-        if _traced(indices):
-            return None
-        if _on_cpu(indices.sharding):
-            # CPU buffers are host memory: NumPy reads them in place, with no dispatch and
-            # no copy, in one reduction when no index is negative (a third of the jitted
-            # min/max's time at 2000x2000, and a few microseconds less on tiny arrays).
-            return value_range(np.asarray(indices))
-        bounds = _minmax(indices)
-        if _traced(bounds):
-            # Concrete indices inside a jit trace (closed over, or not an argument): the
-            # call was staged into that trace; evaluate it now instead.
-            with jax.ensure_compile_time_eval():
-                bounds = _minmax(indices)
-        lo, hi = np.asarray(bounds).tolist()
-        return int(lo), int(hi)
-
-    def to_host(self, indices: jax.Array, /) -> np.ndarray:
-        return np.asarray(indices)
+    def gather_elements(self, data: jax.Array, indices: Any, plan: Plan, /) -> jax.Array:
+        return self._run(data, indices, plan)
 
     @staticmethod
-    def _prepare(indices: jax.Array, plan: Plan) -> jax.Array:
-        if _traced(indices):
-            if plan.check_bounds:
+    def _run(data: jax.Array, indices: Any, plan: Plan) -> jax.Array:
+        checked = False  # whether the values were read and found in range
+        if isinstance(indices, np.ndarray):
+            indices, checked = _from_host(indices, data, plan), True
+        elif plan.check_bounds and not _traced(indices) and _traced(data) and indices.size:
+            # Concrete indices inside a trace (closed over): a constant, checked now.
+            values = np.asarray(indices)
+            _spec.check_range(plan, *value_range(values), lambda: values)
+            checked = True
+        if _traced(data) or _traced(indices):
+            if plan.check_bounds and not checked:
                 _record_out_of_range(plan, indices)
-            if not plan.negative_allowed:
-                # Gather-1 and OpenVINO read no negative index: send it past the end, where
-                # fill mode gives the fill value instead of counting from the end.
-                indices = jnp.where(indices < 0, plan.size, indices)
-        return indices
-
-    def gather(
-        self, data: jax.Array, indices: jax.Array, plan: Plan, negative: bool, /
-    ) -> jax.Array:
-        indices = self._prepare(indices, plan)
-        if 0 in plan.out_shape:
-            # Nothing to read. jnp.take returns `data` itself when its axis and the indices
-            # are both empty: the wrong shape (jax 0.10.2; no upstream report found).
-            return jnp.zeros_like(data, shape=plan.out_shape)
-        bits = _as_bits(data)
-        out: jax.Array = jnp.take(bits, indices, axis=plan.axis, mode="fill")
-        return out if bits is data else jax.lax.bitcast_convert_type(out, data.dtype)
-
-    def gather_elements(
-        self, data: jax.Array, indices: jax.Array, plan: Plan, negative: bool, /
-    ) -> jax.Array:
-        indices = self._prepare(indices, plan)
-        if plan.trim is not None:
-            data = data[plan.trim]
-        bits = _as_bits(data)
-        out: jax.Array = jnp.take_along_axis(bits, indices, axis=plan.axis, mode="fill")
-        return out if bits is data else jax.lax.bitcast_convert_type(out, data.dtype)
+            if plan.trim is not None:
+                data = data[plan.trim]
+            return _take(data, indices, plan.axis, plan.size, plan.elements, plan.out_shape)
+        if indices.sharding != data.sharding and len(data.devices()) == 1:
+            indices = jax.device_put(indices, data.sharding)
+        fn = _eager_fn(plan, plan.check_bounds and not checked)
+        out, bounds = fn(data, indices)
+        if bounds is not None:
+            if _traced(bounds):
+                # Concrete arrays inside a trace (checkify passes them through) give traced
+                # results: evaluate the call now instead.
+                with jax.ensure_compile_time_eval():
+                    out, bounds = fn(data, indices)
+            lo, hi = np.asarray(bounds).tolist()  # the one transfer of a checked call
+            _spec.check_range(plan, int(lo), int(hi), lambda: np.asarray(indices))
+        return out
 
 
 backend = JaxBackend()

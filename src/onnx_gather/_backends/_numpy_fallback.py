@@ -1,0 +1,255 @@
+"""Pure-NumPy kernels, for where the compiled kernel (``onnx_gather._kernels``) is absent.
+
+A machine without a C compiler and without a matching wheel installs the package without
+the extension; these kernels then serve NumPy arrays and CPU tensors. They are exact and
+several times slower than the compiled kernel on large calls (docs/benchmarks.md, the
+"fallback" rows). They also serve arrays the compiled kernel does not take: object and
+``StringDType`` strings, NumPy subclasses.
+
+* Small calls: ``np.take`` / ``np.take_along_axis``. Both accept exactly ``[-s, s-1]``
+  and raise IndexError otherwise, so the check is theirs; the IndexError is then rebuilt
+  by ``_spec`` from the indices.
+* Large GatherElements computes the linear index of every element into the flattened data
+  (``index * stride[axis] + offset``) and gathers with ``np.take`` on the 1-D data, in
+  blocks of ``_BLOCK`` indices (each block's linear indices stay in the cache between being
+  written and read; its range check is one reduction on data the block loads anyway),
+  along the last axis with long rows one ``take`` per row. Large Gather is ``np.take``
+  with ``mode="wrap"`` once the range is checked (``"raise"`` buffers the output, 7x
+  slower measured on NumPy 2.4). Large calls split their blocks over a few threads:
+  NumPy's ``take`` releases the GIL on plain dtypes.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from onnx_gather import _spec
+from onnx_gather._host import checked, value_range
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from onnx_gather._spec import Plan
+
+#: Threads a large call may use: the usable cores, at most 4 (the kernels are memory-bound).
+THREADS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+#: Indices per block of the GatherElements kernel (measured best of 16/64/256/1024 Ki).
+_BLOCK = 1 << 18
+#: Below this many output elements the plain kernels' lower fixed cost wins.
+_SMALL = 1 << 13
+#: Outputs per row from which GatherElements along the last axis runs row by row.
+_LONG_ROWS = 256
+#: Output bytes from which a call is split over threads.
+_THREADED_BYTES = 1 << 20
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _forget_pool() -> None:
+    # A forked child has the pool object but none of its threads: jobs would wait forever.
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _in_parallel(jobs: Sequence[Callable[[], object]]) -> None:
+    """Run ``jobs``: the first on this thread, the others on the pool; re-raise any error."""
+    global _pool
+    if len(jobs) <= 1:
+        for job in jobs:
+            job()
+        return
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max(THREADS - 1, 1), thread_name_prefix="onnx_gather")
+        pool = _pool
+    futures = [pool.submit(job) for job in jobs[1:]]
+    try:
+        jobs[0]()
+    finally:
+        errors = [f.exception() for f in futures]
+    for error in errors:
+        if error is not None:
+            raise error
+
+
+def _parts(n: int, nbytes: int) -> list[tuple[int, int]]:
+    """Split ``range(n)`` into one contiguous part per thread worth using."""
+    threads = max(1, min(THREADS, n)) if nbytes >= _THREADED_BYTES else 1
+    bounds = [n * k // threads for k in range(threads + 1)]
+    return [(bounds[k], bounds[k + 1]) for k in range(threads) if bounds[k] < bounds[k + 1]]
+
+
+def _large(data: Any, indices: np.ndarray, outputs: int) -> bool:
+    """Whether the blocked kernels serve this call: large, C-ordered, a plain dtype."""
+    return (
+        outputs >= _SMALL
+        and type(data) is np.ndarray
+        and data.size > 0
+        and data.flags.c_contiguous
+        and data.dtype.kind in "biufcV"
+    )
+
+
+def _into(out: np.ndarray | None, result: Any) -> Any:
+    if out is None:
+        return result
+    out[...] = result
+    return out
+
+
+def _checked_by_take(
+    take: Callable[[], Any], plan: Plan, indices: np.ndarray, out: np.ndarray | None
+) -> Any:
+    """Run ``take`` (which raises IndexError for an index outside ``[-s, s-1]``)."""
+    try:
+        return _into(out, take())
+    except IndexError:
+        _spec.raise_out_of_range(plan, indices)
+        raise  # not an index out of range (e.g. NumPy's rank limit): its own error stands
+
+
+def gather(data: Any, indices: np.ndarray, plan: Plan, out: np.ndarray | None) -> Any:
+    """ONNX Gather in NumPy; ``out`` (C-ordered, the plan's shape) receives it if given."""
+    outputs = indices.size * data.size // plan.size if plan.size else 0
+    if plan.check_bounds and indices.size and not outputs:  # nothing read: check anyway
+        checked(plan, indices)
+    if not plan.check_bounds:
+        indices = checked(plan, indices)  # negatives counted, the rest clamped: in range
+    if indices.ndim and indices.size and _large(data, indices, outputs):
+        if plan.check_bounds:
+            _spec.check_range(plan, *value_range(indices), lambda: indices)
+        return _gather_threaded(data, indices, plan, out)
+    # 0-d indices through 1-d: with 1-d data np.take would return a NumPy scalar.
+    flat = indices.reshape(-1)
+    return _checked_by_take(
+        lambda: np.take(data, flat, axis=plan.axis).reshape(plan.out_shape), plan, indices, out
+    )
+
+
+def _gather_threaded(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Any) -> Any:
+    """Gather as ``np.take(mode="wrap")`` of checked indices, split over threads."""
+    out = np.empty(plan.out_shape, data.dtype) if out is None else out
+    mode = "wrap"  # in range: wrap counts negatives from the end, once
+    if plan.axis == 0:  # parts of the indices fill consecutive slabs of the output
+        flat = indices.reshape(-1)
+        slabs = out.reshape(flat.shape + data.shape[1:])
+        jobs = [
+            partial(np.take, data, flat[a:b], 0, slabs[a:b], mode)
+            for a, b in _parts(flat.size, out.nbytes)
+        ]
+    else:  # parts of the data's first dimension fill consecutive slabs of the output
+        jobs = [
+            partial(np.take, data[a:b], indices, plan.axis, out[a:b], mode)
+            for a, b in _parts(data.shape[0], out.nbytes)
+        ]
+    _in_parallel(jobs)
+    return out
+
+
+def gather_elements(data: Any, indices: np.ndarray, plan: Plan, out: np.ndarray | None) -> Any:
+    """ONNX GatherElements in NumPy; ``out`` as for :func:`gather`."""
+    if not plan.check_bounds:
+        indices = checked(plan, indices)
+    if _large(data, indices, indices.size):
+        if _by_rows(data, indices, plan):
+            return _gather_rows(data, indices, plan, out)
+        return _gather_blocked(data, indices, plan, out)
+    source = data[plan.trim] if plan.trim is not None else data
+    return _checked_by_take(
+        lambda: np.take_along_axis(source, indices, axis=plan.axis), plan, indices, out
+    )
+
+
+def _by_rows(data: np.ndarray, indices: np.ndarray, plan: Plan) -> bool:
+    """Whether GatherElements runs as one ``take`` per row of the last axis.
+
+    So it does along the last axis when rows are long and the indices cover every row:
+    ``take`` on a row checks the range and counts negatives from the end itself, so there
+    is no range pass and no linear index (20-50% faster than the blocked kernel measured on
+    2000x2000, 2 cores).
+    """
+    return (
+        plan.axis == indices.ndim - 1
+        and indices.shape[-1] >= _LONG_ROWS
+        and indices.shape[:-1] == data.shape[:-1]
+    )
+
+
+def _gather_rows(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Any) -> Any:
+    """GatherElements along the last axis as ``take`` row by row, rows split over threads."""
+    out = np.empty(indices.shape, data.dtype) if out is None else out
+    rows_data = data.reshape(-1, plan.size)
+    rows_indices = indices.reshape(-1, indices.shape[-1])
+    rows_out = out.reshape(rows_indices.shape)
+
+    def rows(start: int, stop: int) -> None:
+        for r in range(start, stop):
+            rows_out[r] = rows_data[r].take(rows_indices[r])  # faster than take(out=)
+
+    try:
+        _in_parallel([partial(rows, a, b) for a, b in _parts(len(rows_indices), out.nbytes)])
+    except IndexError:
+        _spec.raise_out_of_range(plan, indices)
+        raise
+    return out
+
+
+def _split_dim(shape: tuple[int, ...], axis: int) -> int:
+    """The dimension to cut blocks along: the outermost one off the axis whose slices fit."""
+    size = int(np.prod(shape))
+    for d in [*(d for d in range(len(shape)) if d != axis), axis]:
+        if shape[d] > 1 and size // shape[d] <= _BLOCK:
+            return d
+    return int(np.argmax(shape))
+
+
+def _gather_blocked(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Any) -> Any:
+    """GatherElements as ``np.take`` of linear indices into the flattened data, in blocks."""
+    shape, axis, size = indices.shape, plan.axis, plan.size
+    rank = len(shape)
+    strides = [s // data.itemsize for s in data.strides]
+    flat = data.reshape(-1)
+    out = np.empty(shape, data.dtype) if out is None else out
+    # Offsets of every coordinate but the axis' (indices may be smaller than data off the
+    # axis; with data's strides the offsets land in the right place without a copy).
+    offset = np.zeros((1,) * rank, np.int64)
+    for d in range(rank):
+        if d != axis and shape[d] > 1:
+            coord = np.arange(shape[d], dtype=np.int64) * strides[d]
+            offset = offset + coord.reshape([-1 if e == d else 1 for e in range(rank)])
+    split = _split_dim(shape, axis)
+    step = max(1, _BLOCK // (indices.size // shape[split]))
+    stride = strides[axis]
+    head = (slice(None),) * split
+    # On the outermost axis a negative index gives a linear index short by exactly the
+    # data's size, which np.take's "wrap" mode adds back once; elsewhere it would land in
+    # the previous row, so negatives are counted from the end first.
+    outermost = stride * size == flat.size
+
+    def blocks(start: int, stop: int) -> None:
+        for s0 in range(start, stop, step):
+            where = (*head, slice(s0, min(s0 + step, stop)))
+            block = indices[where]
+            lo, hi = value_range(block)
+            if plan.check_bounds:
+                _spec.check_range(plan, lo, hi, lambda: indices)
+            mode: Literal["clip", "wrap"] = "wrap" if plan.check_bounds else "clip"
+            if lo < 0 and not outermost:
+                block = np.where(block < 0, block.astype(np.int64) + size, block)
+            lin = np.multiply(block, stride, dtype=np.int64)
+            lin += offset[where] if offset.shape[split] > 1 else offset
+            np.take(flat, lin, out=out[where], mode=mode)
+
+    _in_parallel([partial(blocks, a, b) for a, b in _parts(shape[split], out.nbytes)])
+    return out

@@ -1,0 +1,23 @@
+"""Types of the compiled kernel (``_kernels.c``), optional at build time."""
+
+import numpy as np
+
+def gather(
+    data: np.ndarray,
+    indices: np.ndarray,
+    axis: int,
+    out: np.ndarray | None,
+    check: bool,
+    threads: int,
+    /,
+) -> np.ndarray | None: ...
+def gather_elements(
+    data: np.ndarray,
+    indices: np.ndarray,
+    axis: int,
+    out: np.ndarray | None,
+    check: bool,
+    threads: int,
+    /,
+) -> np.ndarray | None: ...
+def _tune(min_per_thread: int = -1, block_bytes: int = -1, /) -> tuple[int, int]: ...

@@ -1,0 +1,561 @@
+"""The compiled kernels ``onnx_gather._kernels`` against np.take / np.take_along_axis, bit
+for bit.
+
+A missing extension fails this module, unless the build was told to skip it
+(ONNX_GATHER_NO_EXTENSION set), in which case the module is skipped.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+if os.environ.get("ONNX_GATHER_NO_EXTENSION", "").strip() not in ("", "0"):
+    _kernels = pytest.importorskip("onnx_gather._kernels")
+else:
+    from onnx_gather import _kernels
+
+@pytest.fixture(autouse=True)
+def split_small_work():
+    """Split work over threads from 256 elements a thread on, so threads=4 calls on
+    small arrays exercise the partitioning too (uneven shares, row/block boundaries)."""
+    old, _ = _kernels._tune(256)
+    yield
+    _kernels._tune(old)
+
+
+DTYPES = [
+    np.bool_,
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    np.uint8,
+    np.uint16,
+    np.uint32,
+    np.uint64,
+    np.float16,
+    np.float32,
+    np.float64,
+    np.complex64,
+    np.complex128,
+    "U3",
+    "S5",
+    "V3",
+    "U5",  # 20 bytes: the generic path
+]
+INDEX_DTYPES = [np.int32, np.int64]
+
+
+def random_bits(shape, dtype, rng):
+    """An array of `dtype` whose bytes are random (NaN payloads, -0.0, odd bools)."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape)) * dtype.itemsize
+    raw = rng.integers(0, 256, size=n, dtype=np.uint8)
+    if dtype.kind == "U":
+        # Keep code points valid: random ASCII letters.
+        raw = raw.view(np.uint32) if n else raw[:0].view(np.uint32)
+        raw = (raw % 26 + 65).astype(np.uint32).view(np.uint8)
+    return raw.view(dtype).reshape(shape)
+
+
+def as_bytes(a):
+    a = np.ascontiguousarray(a)
+    return a.view(np.uint8).reshape(-1) if a.dtype.itemsize else np.zeros(0, np.uint8)
+
+
+def assert_bits_equal(got, want):
+    assert got.shape == want.shape
+    assert got.dtype.itemsize == want.dtype.itemsize
+    np.testing.assert_array_equal(as_bytes(got), as_bytes(np.asarray(want, dtype=got.dtype)))
+
+
+def norm(indices, s):
+    indices = np.asarray(indices, dtype=np.int64)
+    return np.where(indices < 0, indices + s, indices)
+
+
+def ref_gather(data, indices, axis):
+    return np.take(data, norm(indices, data.shape[axis]), axis=axis)
+
+
+def ref_gather_elements(data, indices, axis):
+    # take_along_axis needs matching shapes off the axis: slice data down first.
+    sl = tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(indices.shape))
+    return np.take_along_axis(data[sl], norm(indices, data.shape[axis]), axis=axis)
+
+
+def call_gather(data, indices, axis, check=True, threads=1, out_dtype=None):
+    shape = data.shape[:axis] + indices.shape + data.shape[axis + 1 :]
+    out = np.empty(shape, dtype=out_dtype or data.dtype)
+    result = _kernels.gather(data, indices, axis, out, check, threads)
+    assert result is None or result is out  # the given out, filled
+    return result is not None, out
+
+
+def call_ge(data, indices, axis, check=True, threads=1):
+    out = np.empty(indices.shape, dtype=data.dtype)
+    result = _kernels.gather_elements(data, indices, axis, out, check, threads)
+    assert result is None or result is out
+    return result is not None, out
+
+
+def rand_indices(shape, s, dtype, rng, negative=True):
+    lo = -s if negative else 0
+    return np.asarray(rng.integers(lo, s, size=shape), dtype=dtype)
+
+
+# ---------------------------------------------------------------------------------------
+# Gather
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("idt", INDEX_DTYPES, ids=["i32", "i64"])
+def test_gather_every_dtype(dtype, idt):
+    rng = np.random.default_rng(0)
+    data = random_bits((5, 7, 3), dtype, rng)
+    for axis in range(3):
+        ind = rand_indices((4, 2), data.shape[axis], idt, rng)
+        ok, out = call_gather(data, ind, axis)
+        assert ok is True
+        assert_bits_equal(out, ref_gather(data, ind, axis))
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3, 4])
+@pytest.mark.parametrize("ind_shape", [(), (3,), (2, 3), (1, 2, 2)], ids=str)
+@pytest.mark.parametrize("idt", INDEX_DTYPES, ids=["i32", "i64"])
+def test_gather_ranks_axes(rank, ind_shape, idt):
+    rng = np.random.default_rng(rank * 10 + len(ind_shape))
+    shape = (4, 3, 5, 2)[:rank]
+    data = random_bits(shape, np.float32, rng)
+    for axis in range(rank):
+        ind = rand_indices(ind_shape, shape[axis], idt, rng)
+        assert ind.shape == ind_shape
+        ok, out = call_gather(data, ind, axis)
+        assert ok
+        assert out.ndim == rank - 1 + len(ind_shape)
+        assert_bits_equal(out, ref_gather(data, ind, axis))
+
+
+def views(base):
+    """Non-contiguous views of a rank-3 array."""
+    yield "transposed", base.transpose(2, 0, 1)
+    yield "reversed", base[::-1, :, ::-1]
+    yield "strided", base[::2, :, ::2]
+    yield "fortran", np.asfortranarray(base)
+    yield "broadcast", np.broadcast_to(base[:1, :, :1], base.shape)
+    yield "middle", base[:, 1:3, :]
+    yield "negstride_mid", base[:, ::-2, :]
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32, np.float64, np.complex128, "U3", "V3"], ids=str)
+@pytest.mark.parametrize("idt", INDEX_DTYPES, ids=["i32", "i64"])
+def test_gather_views(dtype, idt):
+    rng = np.random.default_rng(1)
+    base = random_bits((6, 5, 8), dtype, rng)
+    for name, data in views(base):
+        for axis in range(3):
+            for ind_shape in [(), (7,), (3, 2)]:
+                ind = rand_indices(ind_shape, data.shape[axis], idt, rng)
+                ok, out = call_gather(data, ind, axis, threads=3)
+                assert ok, name
+                assert_bits_equal(out, ref_gather(data, ind, axis))
+
+
+def test_gather_float_bits_move_unchanged():
+    payloads = np.array([0x7FC00001, 0xFFC12345, 0x80000000, 0x7F800001], dtype=np.uint32)
+    data = payloads.view(np.float32)
+    ind = np.array([3, 2, 1, 0, -1], dtype=np.int64)
+    ok, out = call_gather(data, ind, 0)
+    assert ok
+    np.testing.assert_array_equal(out.view(np.uint32), payloads[[3, 2, 1, 0, 3]])
+    d64 = np.array([0x7FF0000000000001, 0x8000000000000000], dtype=np.uint64)
+    ok, out = call_gather(d64.view(np.float64), np.array([1, 0], np.int32), 0)
+    assert ok
+    np.testing.assert_array_equal(out.view(np.uint64), d64[[1, 0]])
+
+
+def test_gather_out_dtype_may_differ_with_same_itemsize():
+    data = np.arange(12, dtype=np.int16).reshape(3, 4)
+    ok, out = call_gather(data, np.array([2, 0], np.int64), 0, out_dtype=np.float16)
+    assert ok
+    np.testing.assert_array_equal(out.view(np.int16), data[[2, 0]])
+
+
+def test_gather_empty_outputs():
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    ok, out = call_gather(data, np.zeros((0,), np.int64), 0)
+    assert ok and out.shape == (0, 4)
+    ok, out = call_gather(data, np.zeros((2, 0), np.int32), 1)
+    assert ok and out.shape == (3, 2, 0)
+    # Empty off the axis: indices are still checked.
+    empty = np.zeros((0, 4), np.float32)
+    ok, out = call_gather(empty, np.array([1, 3], np.int64), 1)
+    assert ok and out.shape == (0, 2)
+    ok, out = call_gather(empty, np.array([1, 4], np.int64), 1)
+    assert ok is False
+    ok, out = call_gather(empty, np.array([1, 4], np.int64), 1, check=False)
+    assert ok is True
+
+
+@pytest.mark.parametrize("idt", INDEX_DTYPES, ids=["i32", "i64"])
+def test_gather_axis_of_length_zero(idt):
+    data = np.zeros((3, 0, 2), np.float64)
+    ind = np.array([0, 1], idt)
+    ok, out = call_gather(data, ind, 1)
+    assert ok is False
+    out = np.full((3, 2, 2), 7.0)
+    assert _kernels.gather(data, ind, 1, out, False, 1) is out
+    np.testing.assert_array_equal(out.view(np.uint64), 0)
+    # No indices: nothing is out of range.
+    ok, out = call_gather(data, np.zeros((0,), idt), 1)
+    assert ok and out.shape == (3, 0, 2)
+
+
+@pytest.mark.parametrize("idt", INDEX_DTYPES, ids=["i32", "i64"])
+@pytest.mark.parametrize("where", ["first", "middle", "last"])
+@pytest.mark.parametrize("bad", ["high", "low"])
+@pytest.mark.parametrize("threads", [1, 4])
+@pytest.mark.parametrize("post", [1, 3])
+def test_gather_check_reports_one_bad_index(idt, where, bad, threads, post):
+    rng = np.random.default_rng(2)
+    s = 50
+    data = random_bits((4, s, post), np.float32, rng)
+    ind = rand_indices((100_000,), s, idt, rng)
+    pos = {"first": 0, "middle": ind.size // 2, "last": ind.size - 1}[where]
+    ind[pos] = s if bad == "high" else -s - 1
+    ok, _ = call_gather(data, ind, 1, check=True, threads=threads)
+    assert ok is False
+    # The edge values themselves are valid.
+    ind[pos] = s - 1 if bad == "high" else -s
+    ok, out = call_gather(data, ind, 1, check=True, threads=threads)
+    assert ok is True
+    assert_bits_equal(out, ref_gather(data, ind, 1))
+
+
+WILD = [2**62, -(2**62), -(2**63), 2**63 - 1, 2**31 - 1, -(2**31), 10**12, -(10**12)]
+
+
+@pytest.mark.parametrize("post", [1, 4])
+@pytest.mark.parametrize("threads", [1, 4])
+def test_gather_unchecked_wild_indices_stay_inside(post, threads):
+    rng = np.random.default_rng(3)
+    data = random_bits((3, 9, post), np.float64, rng)
+    ind64 = np.array(WILD * 5000, dtype=np.int64)
+    for ind in (ind64, ind64.astype(np.int32)):
+        ok, out = call_gather(data, ind, 1, check=False, threads=threads)
+        assert ok is True
+        clamped = np.clip(norm(ind, 9), 0, 8)
+        assert_bits_equal(out, ref_gather(data, clamped, 1))
+        assert call_gather(data, ind, 1, check=True, threads=threads)[0] is False
+
+
+@pytest.mark.parametrize("idt", INDEX_DTYPES, ids=["i32", "i64"])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_gather_threads_match_single_thread(idt, axis):
+    rng = np.random.default_rng(4)
+    data = random_bits((40, 300, 50), np.float32, rng)[:, ::-1, :]
+    ind = rand_indices((700,), data.shape[axis], idt, rng)
+    ok1, out1 = call_gather(data, ind, axis, threads=1)
+    ok4, out4 = call_gather(data, ind, axis, threads=4)
+    ok3, out3 = call_gather(data, ind, axis, threads=3)
+    assert ok1 and ok4 and ok3
+    assert_bits_equal(out3, out1)
+    assert_bits_equal(out4, out1)
+    assert_bits_equal(out4, ref_gather(data, ind, axis))
+
+
+def test_gather_large_1d_threads():
+    _kernels._tune(65536)  # the shipped default: 300k elements split over 4 threads
+    rng = np.random.default_rng(5)
+    data = random_bits((1000,), np.complex128, rng)
+    ind = rand_indices((300_000,), 1000, np.int32, rng)
+    ok, out = call_gather(data, ind, 0, threads=4)
+    assert ok
+    assert_bits_equal(out, ref_gather(data, ind, 0))
+
+
+# ---------------------------------------------------------------------------------------
+# GatherElements
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("idt", INDEX_DTYPES, ids=["i32", "i64"])
+def test_gather_elements_every_dtype(dtype, idt):
+    rng = np.random.default_rng(6)
+    data = random_bits((5, 7, 3), dtype, rng)
+    for axis in range(3):
+        ishape = list(data.shape)
+        ishape[axis] = 6
+        ind = rand_indices(tuple(ishape), data.shape[axis], idt, rng)
+        ok, out = call_ge(data, ind, axis)
+        assert ok is True
+        assert_bits_equal(out, ref_gather_elements(data, ind, axis))
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3, 4])
+@pytest.mark.parametrize("idt", INDEX_DTYPES, ids=["i32", "i64"])
+@pytest.mark.parametrize("smaller", [False, True])
+def test_gather_elements_ranks_axes(rank, idt, smaller):
+    rng = np.random.default_rng(rank)
+    shape = (5, 4, 6, 3)[:rank]
+    data = random_bits(shape, np.int16, rng)
+    for axis in range(rank):
+        for ax_len in (1, 3, 9):
+            ishape = [max(1, n - 2) if smaller else n for n in shape]
+            ishape[axis] = ax_len
+            ind = rand_indices(tuple(ishape), shape[axis], idt, rng)
+            ok, out = call_ge(data, ind, axis)
+            assert ok
+            assert_bits_equal(out, ref_gather_elements(data, ind, axis))
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32, np.float64, np.complex128, "U3", "V3"], ids=str)
+@pytest.mark.parametrize("idt", INDEX_DTYPES, ids=["i32", "i64"])
+def test_gather_elements_views(dtype, idt):
+    rng = np.random.default_rng(7)
+    base = random_bits((6, 5, 8), dtype, rng)
+    for name, data in views(base):
+        for axis in range(3):
+            for smaller in (False, True):
+                ishape = [n - 1 if smaller and n > 1 else n for n in data.shape]
+                ishape[axis] = 4
+                ind = rand_indices(tuple(ishape), data.shape[axis], idt, rng)
+                ok, out = call_ge(data, ind, axis, threads=3)
+                assert ok, name
+                assert_bits_equal(out, ref_gather_elements(data, ind, axis))
+
+
+def test_gather_elements_size_one_dims_and_collapse():
+    rng = np.random.default_rng(8)
+    data = random_bits((1, 7, 1, 4, 1), np.float32, rng)
+    for axis in range(5):
+        ishape = list(data.shape)
+        ishape[axis] = 3
+        ind = rand_indices(tuple(ishape), data.shape[axis], np.int64, rng)
+        ok, out = call_ge(data, ind, axis)
+        assert ok
+        assert_bits_equal(out, ref_gather_elements(data, ind, axis))
+
+
+def test_gather_elements_empty_and_zero_axis():
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    ok, out = call_ge(data, np.zeros((0, 4), np.int64), 0)
+    assert ok and out.shape == (0, 4)
+    ok, out = call_ge(data, np.zeros((3, 0), np.int32), 0)
+    assert ok and out.shape == (3, 0)
+    z = np.zeros((0, 4), np.float32)
+    ind = np.zeros((2, 3), np.int64)
+    assert call_ge(z, ind, 0)[0] is False
+    out = np.full((2, 3), 5.0, np.float32)
+    assert _kernels.gather_elements(z, ind, 0, out, False, 1) is out
+    np.testing.assert_array_equal(out.view(np.uint32), 0)
+
+
+@pytest.mark.parametrize("idt", INDEX_DTYPES, ids=["i32", "i64"])
+@pytest.mark.parametrize("where", ["first", "middle", "last"])
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("threads", [1, 3, 4])
+def test_gather_elements_check_reports_one_bad_index(idt, where, axis, threads):
+    rng = np.random.default_rng(9)
+    data = random_bits((300, 400), np.float32, rng)
+    s = data.shape[axis]
+    ind = rand_indices((300, 400), s, idt, rng)
+    pos = {"first": (0, 0), "middle": (150, 200), "last": (299, 399)}[where]
+    for bad in (s, -s - 1):
+        ind[pos] = bad
+        assert call_ge(data, ind, axis, threads=threads)[0] is False
+    ind[pos] = -s
+    ok, out = call_ge(data, ind, axis, threads=threads)
+    assert ok is True
+    assert_bits_equal(out, ref_gather_elements(data, ind, axis))
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("threads", [1, 4])
+def test_gather_elements_unchecked_wild_indices_stay_inside(axis, threads):
+    rng = np.random.default_rng(10)
+    data = random_bits((20, 30, 40), np.int64, rng)
+    s = data.shape[axis]
+    wild = np.array(WILD, dtype=np.int64)
+    ind64 = wild[rng.integers(0, len(wild), size=data.shape)]
+    for ind in (ind64, ind64.astype(np.int32)):
+        ok, out = call_ge(data, ind, axis, check=False, threads=threads)
+        assert ok is True
+        clamped = np.clip(norm(ind, s), 0, s - 1)
+        assert_bits_equal(out, ref_gather_elements(data, clamped, axis))
+
+
+@pytest.mark.parametrize("idt", INDEX_DTYPES, ids=["i32", "i64"])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("view", ["plain", "reversed", "transposed"])
+def test_gather_elements_threads_match(idt, axis, view):
+    rng = np.random.default_rng(11)
+    base = random_bits((60, 70, 80), np.float32, rng)
+    data = {"plain": base, "reversed": base[::-1, :, ::-1], "transposed": base.transpose(1, 2, 0)}[view]
+    ishape = [n - 3 for n in data.shape]
+    ishape[axis] = 90
+    ind = rand_indices(tuple(ishape), data.shape[axis], idt, rng)
+    ok1, out1 = call_ge(data, ind, axis, threads=1)
+    ok4, out4 = call_ge(data, ind, axis, threads=4)
+    ok3, out3 = call_ge(data, ind, axis, threads=3)
+    assert ok1 and ok4 and ok3
+    assert_bits_equal(out3, out1)
+    assert_bits_equal(out4, out1)
+    assert_bits_equal(out4, ref_gather_elements(data, ind, axis))
+
+
+def test_gather_elements_tall_thin_splits_rows():
+    # Few column blocks: the axis rows are split across threads as well.
+    rng = np.random.default_rng(12)
+    data = random_bits((200_000, 2), np.float64, rng)
+    ind = rand_indices((200_000, 2), 200_000, np.int64, rng)
+    ok, out = call_ge(data, ind, 0, threads=4)
+    assert ok
+    assert_bits_equal(out, ref_gather_elements(data, ind, 0))
+
+
+def test_gather_elements_large_int32_axis_arithmetic():
+    # A zero-stride axis longer than 2**31: offsets and norm(-1) = s - 1 must not wrap.
+    s = 2**31 + 5
+    data = np.lib.stride_tricks.as_strided(np.arange(3, dtype=np.float32), shape=(s, 3), strides=(0, 4))
+    ind = np.array([[-1, -(2**31), 2**31 - 1]], dtype=np.int32)
+    ok, out = call_ge(data, ind, 0)
+    assert ok
+    np.testing.assert_array_equal(out, [[0, 1, 2]])
+    ok, out = call_gather(data, ind[0], 0)
+    assert ok
+    np.testing.assert_array_equal(out, [[0, 1, 2]] * 3)
+
+
+# ---------------------------------------------------------------------------------------
+# Validation: a wrong call raises, never writes out of bounds
+
+
+def test_validation_errors():
+    data = np.zeros((3, 4), np.float32)
+    ind = np.zeros((2,), np.int64)
+    good = np.zeros((2, 4), np.float32)
+    assert _kernels.gather(data, ind, 0, good, True, 1) is good
+    with pytest.raises(ValueError, match="shape"):
+        _kernels.gather(data, ind, 0, np.zeros((2, 3), np.float32), True, 1)
+    with pytest.raises(ValueError, match="rank"):
+        _kernels.gather(data, ind, 0, np.zeros((8,), np.float32), True, 1)
+    # Strided or big-endian indices are copied C-ordered and native (output-sized).
+    strided = np.array([2, 9, -1, 9], np.int64)[::2]
+    assert_bits_equal(_kernels.gather(data, strided, 0, None, True, 1), ref_gather(data, strided, 0))
+    swapped = np.array([1, -1], ">i8")
+    assert_bits_equal(_kernels.gather(data, swapped, 0, None, True, 1), ref_gather(data, swapped, 0))
+    with pytest.raises(ValueError, match="contiguous"):
+        _kernels.gather(data, ind, 0, np.zeros((4, 2), np.float32).T, True, 1)
+    ro = np.zeros((2, 4), np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="writeable"):
+        _kernels.gather(data, ind, 0, ro, True, 1)
+    with pytest.raises(TypeError, match="item size"):
+        _kernels.gather(data, ind, 0, np.zeros((2, 4), np.float64), True, 1)
+    for axis in (-1, 2, 100):
+        with pytest.raises(ValueError, match="axis"):
+            _kernels.gather(data, ind, axis, good, True, 1)
+    for bad_ind in (ind.astype(np.float64), ind.astype(np.uint64), ind.astype(np.int16)):
+        with pytest.raises(TypeError):
+            _kernels.gather(data, bad_ind, 0, good, True, 1)
+    with pytest.raises(ValueError, match="threads"):
+        _kernels.gather(data, ind, 0, good, True, 0)
+    # Items that are not plain bytes, and anything but an exact ndarray: NotImplemented.
+    objects = np.zeros((3, 4), object)
+    assert _kernels.gather(objects, ind, 0, None, True, 1) is NotImplemented
+    assert _kernels.gather([1, 2, 3], ind, 0, good, True, 1) is NotImplemented
+    class Sub(np.ndarray):
+        pass
+
+    assert _kernels.gather(data.view(Sub), ind, 0, None, True, 1) is NotImplemented
+    with pytest.raises(ValueError):
+        _kernels.gather(np.array(1.0, np.float32), ind, 0, good, True, 1)
+    with pytest.raises(ValueError, match="overlap"):
+        big = np.zeros((3, 4), np.float32)
+        _kernels.gather(big, np.zeros((1,), np.int64), 0, big[1:2], True, 1)
+
+
+def test_validation_errors_gather_elements():
+    data = np.zeros((3, 4), np.float32)
+    ind = np.zeros((2, 4), np.int64)
+    assert _kernels.gather_elements(data, ind, 0, np.zeros((2, 4), np.float32), True, 1) is not None
+    with pytest.raises(ValueError, match="shape"):
+        _kernels.gather_elements(data, ind, 0, np.zeros((2, 3), np.float32), True, 1)
+    with pytest.raises(ValueError, match="rank"):
+        _kernels.gather_elements(data, ind[0], 0, np.zeros((4,), np.float32), True, 1)
+    with pytest.raises(ValueError, match="exceeds"):
+        big = np.zeros((2, 5), np.int64)
+        _kernels.gather_elements(data, big, 0, np.zeros((2, 5), np.float32), True, 1)
+    nc = np.array([[0, 9, 1, 9, 2, 9, -1, 9]] * 2, np.int64)[:, ::2]
+    got = _kernels.gather_elements(data, nc, 0, None, True, 1)
+    assert_bits_equal(got, ref_gather_elements(data, nc, 0))
+    with pytest.raises(ValueError, match="axis"):
+        _kernels.gather_elements(data, ind, 2, np.zeros((2, 4), np.float32), True, 1)
+    if hasattr(np.dtypes, "StringDType"):
+        sdata = np.array(["a", "b"], dtype=np.dtypes.StringDType())
+        got = _kernels.gather_elements(sdata, np.zeros(1, np.int64), 0, None, True, 1)
+        assert got is NotImplemented
+
+
+FORK_SCRIPT = """
+import os, numpy as np
+from onnx_gather import _kernels
+data = np.arange(2_000_000, dtype=np.float32)
+ind = np.arange(2_000_000, dtype=np.int64)[::-1].copy()
+out = np.empty_like(data)
+assert _kernels.gather(data, ind, 0, out, True, 4) is out
+pid = os.fork()
+if pid == 0:
+    out2 = np.empty_like(data)
+    ok = _kernels.gather(data, ind, 0, out2, True, 4) is out2
+    os._exit(0 if ok and out2[0] == data[-1] else 1)
+_, status = os.waitpid(pid, 0)
+raise SystemExit(os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_fork_after_threaded_call():
+    # In a fresh interpreter: pytest's own at-fork hooks are no part of this.
+    res = subprocess.run([sys.executable, "-c", FORK_SCRIPT], capture_output=True, timeout=120)
+    assert res.returncode == 0, res.stderr.decode()
+
+
+def test_all_small_shapes_exhaustive():
+    """Every shape up to 3x3x3, every axis, both ops, both index types, with negatives."""
+    rng = np.random.default_rng(13)
+    for shape in itertools.product([1, 2, 3], repeat=3):
+        data = random_bits(shape, np.uint16, rng)
+        for axis in range(3):
+            for idt in INDEX_DTYPES:
+                ind = rand_indices((2,), shape[axis], idt, rng)
+                ok, out = call_gather(data, ind, axis)
+                assert ok
+                assert_bits_equal(out, ref_gather(data, ind, axis))
+                ishape = list(shape)
+                ishape[axis] = 2
+                ind = rand_indices(tuple(ishape), shape[axis], idt, rng)
+                ok, out = call_ge(data, ind, axis)
+                assert ok
+                assert_bits_equal(out, ref_gather_elements(data, ind, axis))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.dtype("U3"), np.complex128])
+def test_out_none_allocates_a_new_array_of_datas_dtype(dtype):
+    data = np.arange(12).astype(dtype).reshape(3, 4)
+    ind = np.array([[2, -1]], np.int64)
+    got = _kernels.gather(data, ind, 1, None, True, 1)
+    assert got.dtype == data.dtype and got.flags.c_contiguous and got.flags.owndata
+    assert_bits_equal(got, np.take(data, ind, axis=1))
+    got = _kernels.gather_elements(data, np.array([[0, -1]], np.int64), 0, None, True, 1)
+    assert got.shape == (1, 2)
+    assert_bits_equal(got, np.take_along_axis(data[:, :2], np.array([[0, 2]]), 0))
+    assert _kernels.gather(data, np.array([4]), 1, None, True, 1) is None
+    assert _kernels.gather_elements(data, np.array([[3]]), 0, None, True, 1) is None
