@@ -107,9 +107,10 @@ def main(argv: list[str] | None = None) -> int:
             notes.append(f"{w.name}: {why}.")
         for backend in backends:
             ours, native, to_numpy = contenders.PAIRS[backend](w, data, indices, args.device)
-            for label, fn in (("ours", ours), ("native", native)):
-                assert _same(to_numpy(fn()), want), f"{label} {backend} wrong on {w.name}"
             group = {"ours": ours, "native": native}
+            group.update(contenders.variants(w, backend, args.device, ours))
+            for label, fn in group.items():
+                assert _same(to_numpy(fn()), want), f"{label} {backend} wrong on {w.name}"
             if ort is not None:
                 group["ort"] = ort
             if ref is not None:
@@ -130,12 +131,24 @@ def main(argv: list[str] | None = None) -> int:
                 vs_native=timer.median_ratio(times["ours"], times["native"]),
                 vs_ort=vs("ort"),
                 vs_reference=vs("reference"),
+                one_thread_vs_all=(
+                    timer.median_ratio(times["one thread"], times["ours"])
+                    if "one thread" in times
+                    else None
+                ),
+                fallback=med.get("fallback"),
+                fallback_vs_ort=(
+                    timer.median_ratio(times["fallback"], times["ort"])
+                    if "fallback" in times and "ort" in times
+                    else None
+                ),
             )
             rows.append(row)
             print(
                 f"{w.name:48s} {backend:6s} ours {report.format_time(row.ours):>10s}  "
                 f"/native {row.vs_native:5.2f}"
                 + ("" if row.vs_ort is None else f"  /ORT {row.vs_ort:5.2f}")
+                + ("" if row.fallback_vs_ort is None else f"  fallback/ORT {row.fallback_vs_ort:5.2f}")
                 + ("" if row.vs_reference is None else f"  /ref {row.vs_reference:.2g}"),
                 flush=True,
             )

@@ -155,6 +155,38 @@ def jax_pair(
 PAIRS = {"numpy": numpy_pair, "torch": torch_pair, "jax": jax_pair}
 
 
+def _with_module(values: dict[str, Any], call: Call) -> Call:
+    """``call`` with attributes of the NumPy backend module set for its duration."""
+    module = importlib.import_module("onnx_gather._backends._numpy")
+
+    def wrapped() -> Any:
+        saved = {name: getattr(module, name) for name in values}
+        for name, value in values.items():
+            setattr(module, name, value)
+        try:
+            return call()
+        finally:
+            for name, value in saved.items():
+                setattr(module, name, value)
+
+    return wrapped
+
+
+def variants(w: Workload, backend: str, device: str, ours: Call) -> dict[str, Call]:
+    """Our call without the compiled kernel, and on large calls on one thread.
+
+    For numpy and torch on the CPU; empty where the compiled kernel was not built. (The
+    wrapper's own cost, under a microsecond, would blur a one-thread ratio of tiny calls.)
+    """
+    module = importlib.import_module("onnx_gather._backends._numpy")
+    if backend not in ("numpy", "torch") or device != "cpu" or module._kernels is None:
+        return {}
+    out = {"fallback": _with_module({"_kernels": None}, ours)}
+    if not w.tiny:
+        out["one thread"] = _with_module({"THREADS": 1}, ours)
+    return out
+
+
 def backend_versions(names: list[str]) -> dict[str, str]:
     out = {}
     for name in names:
