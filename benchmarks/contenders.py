@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,15 +38,6 @@ import onnx_gather as og
 from benchmarks.workloads import ELEMENTS, Workload
 
 Call = Callable[[], Any]
-
-
-@dataclass
-class Contender:
-    """A timed callable and how to read its result back as NumPy (for the agreement check)."""
-
-    name: str
-    call: Call
-    to_numpy: Callable[[Any], np.ndarray]
 
 
 # --- backends -------------------------------------------------------------------------

@@ -23,7 +23,6 @@ class Example:
     axis: int
     expected: Any
     opset: int | None = 13
-    dtype: str = "float32"
 
 
 def _f(values: Any) -> np.ndarray:
