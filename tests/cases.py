@@ -2,12 +2,14 @@
 
 Each case names the operator, its inputs, ``axis``, ``opset`` and either the expected
 exception (type and a pattern its message must contain: the bad value) or the expected
-result. Results come from the specs: literally where a spec prints the example, else from
-the loop oracle in ``oracle.py``, which reads the spec's equations directly.
+result. Results come from the specs: literally where a spec prints the example (or where a
+runtime's answer is the point of the case), else from the loop oracle in ``oracle.py``,
+which reads the spec's equations directly; a literal must also be the oracle's answer.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +34,7 @@ class Case:
     check_bounds: bool = True
     raises: type[Exception] | None = None
     match: str | None = None
-    expected: Any = None  # literal from a spec; None means "ask the oracle"
+    expected: Any = None  # a literal (a spec's, or a runtime's); None means "ask the oracle"
     # The indices as the caller writes them (a Python int or list), for values no int32 or
     # int64 array holds; ``indices`` then holds the same values as Python objects.
     written: Any = None
@@ -112,7 +114,7 @@ def _dtype_cases() -> list[Case]:
                 axis=1,
             ),
             Case(f"dtype-{name}-elements-axis0", ELEMENTS, data, i32([[1, 0, 1, 0]]), axis=0),
-            Case(f"dtype-{name}-openvino", OPENVINO, data, i64([[3, 2, 1], [0, 1, 2]]), axis=1),
+            Case(f"dtype-{name}-openvino", OPENVINO, data, i64([[3, -3, 1], [0, -1, 2]]), axis=1),
         ]
     string_kinds = [("U", a(["a", "bb", "ccc"])), ("S", a([b"a", b"bb", b"ccc"]))]
     if hasattr(np, "dtypes") and hasattr(np.dtypes, "StringDType"):
@@ -180,8 +182,10 @@ def _opset_cases() -> list[Case]:
     return [
         Case("opset-12-is-gather-11-negative-ok", GATHER, d, i64([-1]), axis=1, opset=12),
         Case("opset-22-is-gather-13", GATHER, d, i64([-3, 2]), axis=1, opset=22),
-        Case("opset-10-is-gather-1-no-negative", GATHER, d, i64([0, -1]), axis=1, opset=10,
-             raises=IndexError, match=r"Gather-1: index -1 at position \(1,\)"),
+        # Gather-1 counts negative indices from the end, as ONNX Runtime and the reference
+        # evaluator do (torch's exporter emits them at opset 9; tests/test_replay.py).
+        Case("opset-10-is-gather-1-negative-from-end", GATHER, d, i64([0, -1]), axis=1, opset=10),
+        Case("opset-9-gather-1-0d-negative", GATHER, d, i64(-1), axis=1, opset=9),
         Case("opset-1-gather-ok", GATHER, d, i64([1, 0]), axis=0, opset=1),
         Case("opset-0-gather", GATHER, d, i64([0]), opset=0, raises=ValueError, match="opset 0"),
         Case("opset-negative-gather", GATHER, d, i64([0]), opset=-3, raises=ValueError, match="opset -3"),
@@ -255,9 +259,36 @@ def _bounds_cases() -> list[Case]:
              np.zeros((2, 0), np.int64), axis=0),
         Case("bounds-elements-empty-axis", ELEMENTS, np.zeros((0, 2), np.float32), i64([[0, 0]]),
              raises=IndexError, match=msg.format(v=0, p="0, 0", ax=0, n=0)),
-        Case("bounds-openvino-negative", OPENVINO, SQUARE, i64([[0, 1, 2], [0, -1, 2], [0, 0, 0]]),
+        # Gather-1 and OpenVINO GatherElements-6 count negative indices from the end too:
+        # [-s, s-1] in every version (ONNX Runtime and the reference evaluator for Gather-1;
+        # OpenVINO's CPU runtime since openvinotoolkit/openvino#30800).
+        Case("bounds-gather-1-negative-edges", GATHER, d, i64([[-1, -4], [3, 0]]), axis=1, opset=1),
+        Case("bounds-gather-1-negative-int32", GATHER, d, i32([-3, 2, -1]), axis=0, opset=7),
+        Case("bounds-gather-1-too-small", GATHER, d, i64([-4, -5]), axis=1, opset=1, raises=IndexError,
+             match="Gather-1: " + msg.format(v=-5, p="1,", ax=1, n=4)
+             + re.escape("; valid indices are [-4, 3]")),
+        Case("bounds-gather-1-too-big", GATHER, d, i64([3]), opset=10, raises=IndexError,
+             match="Gather-1: " + msg.format(v=3, p="0,", ax=0, n=3)
+             + re.escape("; valid indices are [-3, 2]")),
+        Case("bounds-openvino-negative-from-end", OPENVINO, SQUARE,
+             i64([[0, 1, 2], [0, -1, 2], [-3, -2, 0]]), axis=1, opset=None),
+        # On an axis of 4, -1 and -4 read elements 3 and 0 (OpenVINO 2026.4.1's CPU runtime
+        # gives exactly this: tests/test_openvino_runtime.py).
+        Case("bounds-openvino-negative-edges", OPENVINO, a([[10, 11, 12, 13]], np.int32),
+             i64([[-1, -4]]), axis=1, opset=None, expected=a([[13, 10]], np.int32)),
+        Case("bounds-openvino-too-big-4", OPENVINO, a([[10, 11, 12, 13]], np.int32), i64([[0, 4]]),
              axis=1, opset=None, raises=IndexError,
-             match="OpenVINO GatherElements-6: " + msg.format(v=-1, p="1, 1", ax=1, n=3)),
+             match="OpenVINO GatherElements-6: " + msg.format(v=4, p="0, 1", ax=1, n=4)
+             + re.escape("; valid indices are [-4, 3]")),
+        Case("bounds-openvino-too-small-4", OPENVINO, a([[10, 11, 12, 13]], np.int32),
+             i64([[-4, -5]]), axis=1, opset=None, raises=IndexError,
+             match="OpenVINO GatherElements-6: " + msg.format(v=-5, p="0, 1", ax=1, n=4)
+             + re.escape("; valid indices are [-4, 3]")),
+        # An int64 index no int32 holds is out of range like any other (OpenVINO's CPU plugin
+        # reads int64 indices as int32 and takes this one for 1: tests/test_openvino_runtime.py).
+        Case("bounds-openvino-int64-beyond-int32", OPENVINO, a([[10, 11, 12, 13]], np.int32),
+             i64([[0, 2**32 + 1]]), axis=1, opset=None, raises=IndexError,
+             match=msg.format(v=2**32 + 1, p="0, 1", ax=1, n=4)),
         Case("bounds-openvino-too-big", OPENVINO, SQUARE, i64([[3, 0, 0]]), axis=0, opset=None,
              raises=IndexError, match=msg.format(v=3, p="0, 0", ax=0, n=3)),
         Case("bounds-unchecked-valid", GATHER, d, i64([2, -1]), check_bounds=False),

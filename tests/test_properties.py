@@ -4,7 +4,11 @@ Each example (see ``onnx_gather._conformance.strategies``) runs on every library
 session that holds its data type and must match the loop oracle: the same bits, or the
 same exception type (an IndexError also names the value and its position). Where the
 example is valid, ONNX Runtime runs it too and must agree, except for its known gaps
-(types it has no kernel for or cannot take from NumPy), which are only counted.
+(types it has no kernel for or cannot take from NumPy), which are only counted. OpenVINO
+examples also run on OpenVINO's own runtime (CPU plugin), valid or not: it must agree on
+valid ones and raise on invalid ones, except for its known gaps and divergences (no
+complex or string types, 64-bit types computed in 32 bits, float16 through float32, int64
+indices read as int32; docs/conformance.md), which are only counted.
 
 The budget is ONNX_GATHER_EXAMPLES examples per operator (default 100; ``nox -s
 conformance`` uses 300; a long campaign sets more). ONNX_GATHER_CONFORMANCE_REPORT names
@@ -25,8 +29,15 @@ import pytest
 from conftest import LIBS
 from hypothesis import HealthCheck, Phase, given, settings
 
-from onnx_gather._conformance import onnx_peers
-from onnx_gather._conformance.runner import Tally, _present, check, difference, inputs
+from onnx_gather._conformance import onnx_peers, openvino_peer
+from onnx_gather._conformance.runner import (
+    Outcome,
+    Tally,
+    _present,
+    check,
+    difference,
+    inputs,
+)
 from onnx_gather._conformance.strategies import (
     ELEMENTS,
     GATHER,
@@ -42,6 +53,7 @@ REPORT = os.environ.get("ONNX_GATHER_CONFORMANCE_REPORT")
 HOLDS = sorted(set().union(*(lib.holds for lib in LIBS)))
 TALLY = Tally()
 ORT = onnx_peers.OnnxRuntime()  # onnxruntime is a test dependency: no skip
+OV = openvino_peer.OpenVINO()  # so is openvino
 
 BUDGET = settings(
     max_examples=EXAMPLES,
@@ -69,6 +81,8 @@ def _report() -> Iterator[None]:
 def _conforms(example: Example) -> None:
     _bound_jax_memory()
     want = check(example, LIBS, TALLY)
+    if example.op == OPENVINO:
+        _openvino_agrees(example, want)
     if want.error is not None:
         return
     got = ORT(example)
@@ -76,6 +90,21 @@ def _conforms(example: Example) -> None:
     TALLY.peer(ORT.name, example.op, cls)
     if cls != "agrees" and onnx_peers.known_divergence(example, cls) is None:
         raise AssertionError(f"ONNX Runtime: {cls} ({got.error or got.value!r})")
+
+
+def _openvino_agrees(example: Example, want: Outcome) -> None:
+    """OpenVINO's runtime: the oracle's value, or an error where the oracle has one."""
+    got = OV(example)
+    cls = onnx_peers.classify(example, got, want)
+    if cls == "agrees" or cls.startswith("rejects: "):
+        TALLY.peer(OV.name, example.op, cls)
+        return
+    known = openvino_peer.known_divergence(example, cls)
+    if known is None:
+        TALLY.peer(OV.name, example.op, cls)
+        raise AssertionError(f"OpenVINO: {cls} ({got.error or got.value!r})")
+    # Counted with the reason, so the report tells the known divergences apart.
+    TALLY.peer(OV.name, example.op, cls if known == cls else f"{cls}, known: {known}")
 
 
 _RUNS = [0]

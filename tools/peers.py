@@ -4,7 +4,8 @@ Generates the same kind of examples as the property tests (``onnx_gather._confor
 a fixed seed, so every run sees the same inputs), runs each one through
 
 * ONNX Runtime's CPU provider and the ONNX reference evaluator (a single-node model with
-  the example's opset and axis),
+  the example's opset and axis; OpenVINO GatherElements-6 examples as GatherElements-13),
+* OpenVINO's own runtime (CPU plugin) on the OpenVINO GatherElements-6 examples,
 * the naive native calls: ``np.take`` / ``np.take_along_axis``, ``torch.index_select`` /
   ``torch.gather``, ``jnp.take`` / ``jnp.take_along_axis`` (JAX with its default config),
 * and onnx_gather itself on NumPy, as a control,
@@ -44,11 +45,14 @@ from onnx_gather._conformance.strategies import (
     DTYPES,
     ELEMENTS,
     GATHER,
+    OPENVINO,
     Example,
     examples,
 )
 
-OPS = (GATHER, ELEMENTS)
+OPS = (GATHER, ELEMENTS, OPENVINO)
+#: Peers that run only some operators (the others run every one).
+ONLY = {"openvino (CPU)": {OPENVINO}}
 Peer = Callable[[Example], Outcome]
 
 
@@ -107,6 +111,14 @@ def jax_peer() -> Peer:
     return run
 
 
+def openvino_peer() -> Peer:
+    """OpenVINO's runtime, CPU plugin: a one-node GatherElements-6 model."""
+    from onnx_gather._conformance.openvino_peer import OpenVINO
+
+    runtime: Peer = OpenVINO()
+    return runtime
+
+
 def onnx_gather_peer(example: Example) -> Outcome:
     """onnx_gather on NumPy: the control row."""
     return _guard(
@@ -124,6 +136,7 @@ def peers() -> dict[str, tuple[Peer, Callable[[np.ndarray], np.ndarray] | None]]
     for name, make in (
         ("torch index_select / gather", torch_peer),
         ("jax take / take_along_axis", jax_peer),
+        ("openvino (CPU)", openvino_peer),
     ):
         try:
             found[name] = (make(), None)
@@ -219,15 +232,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--timeout", type=float, default=20.0, help="seconds before a peer call HANGS"
     )
+    parser.add_argument(
+        "--ops", nargs="+", choices=OPS, default=list(OPS), help="operators (default: all)"
+    )
     args = parser.parse_args(argv)
     isolated = Isolated(args.timeout)
     counts: Counter[tuple[str, str, str]] = Counter()
     smallest: dict[tuple[str, str, str], Example] = {}
     started = time.perf_counter()
-    for op in OPS:
+    for op in args.ops:
         for example in generate(op, args.examples, args.seed):
             want = expected(example)
             for name in isolated.names:
+                if op not in ONLY.get(name, {op}):
+                    continue
                 cls, _ = isolated.run(name, example, want)
                 key = (name, op, cls)
                 counts[key] += 1
@@ -265,10 +283,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {name} | {op} | {cls} | {n} | `{_show(smallest[name, op, cls])}` |")
 
     if args.minimal:
-        print("\nMinimal examples (shrunk by hypothesis) where ONNX Runtime or the reference")
-        print("evaluator diverges from the spec:\n")
+        print("\nMinimal examples (shrunk by hypothesis) where ONNX Runtime, the reference")
+        print("evaluator or OpenVINO diverges from the spec:\n")
         for (name, op, cls), _ in sorted(counts.items()):
-            if not name.startswith(("onnxruntime", "onnx.reference")):
+            if not name.startswith(("onnxruntime", "onnx.reference", "openvino")):
                 continue
             if cls == "agrees" or cls.startswith(("rejects", "gap")):
                 continue

@@ -47,8 +47,10 @@ def gather(
         The model's opset import. Gather-1 serves opsets 1-10, Gather-11 serves 11 and 12,
         Gather-13 serves 13 and newer. Default 13.
     check_bounds : bool, optional
-        Raise IndexError for an index outside ``[-s, s-1]`` (``[0, s-1]`` in Gather-1),
-        where ``s = data.shape[axis]``. With False the check is skipped for speed and an
+        Raise IndexError for an index outside ``[-s, s-1]``, where ``s = data.shape[axis]``;
+        negative indices count from the end in every version, Gather-1 included (as ONNX
+        Runtime and the ONNX reference evaluator run it; torch's exporter writes such
+        indices at opset 9). With False the check is skipped for speed and an
         out-of-range index gives an unspecified result (never a crash). Default True.
 
     Returns

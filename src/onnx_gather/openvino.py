@@ -13,9 +13,10 @@ __all__ = ["gather_elements"]
 def gather_elements(data: Any, indices: Any, /, axis: int, *, check_bounds: bool = True) -> Any:
     """OpenVINO ``GatherElements-6``.
 
-    Like ONNX GatherElements, with OpenVINO's stricter rules: ``axis`` is required,
-    indices must lie in ``[0, s-1]`` (no negative indices), and off the axis the indices'
-    dimensions must equal ``data``'s.
+    Like ONNX GatherElements, with OpenVINO's stricter rules: ``axis`` is required, and off
+    the axis the indices' dimensions must equal ``data``'s. Indices lie in ``[-s, s-1]``,
+    negative ones counting from the end, as OpenVINO's CPU runtime reads them since
+    openvinotoolkit/openvino#30800 (the 2020 operator text said ``[0, s-1]``).
 
     Parameters
     ----------
@@ -26,7 +27,8 @@ def gather_elements(data: Any, indices: Any, /, axis: int, *, check_bounds: bool
     axis : int
         The axis to gather along, in ``[-r, r-1]``.
     check_bounds : bool, optional
-        Raise IndexError for an index outside ``[0, s-1]``. Default True.
+        Raise IndexError for an index outside ``[-s, s-1]``, ``s = data.shape[axis]``.
+        Default True.
 
     Returns
     -------
@@ -36,7 +38,7 @@ def gather_elements(data: Any, indices: Any, /, axis: int, *, check_bounds: bool
     Raises
     ------
     IndexError
-        An index is negative or ``>= s``; the message names the operator, the value, its
+        An index is ``< -s`` or ``>= s``; the message names the operator, the value, its
         position, the axis and its size.
     TypeError
         Disallowed index type, or ``indices`` from another array library.
@@ -51,5 +53,7 @@ def gather_elements(data: Any, indices: Any, /, axis: int, *, check_bounds: bool
     >>> openvino.gather_elements(np.array([[1, 7], [4, 3]]), [[1, 1, 0], [1, 0, 1]], axis=1)
     array([[7, 7, 1],
            [3, 4, 3]])
+    >>> openvino.gather_elements(np.array([[10, 11, 12, 13]]), [[-1, -4]], axis=1)
+    array([[13, 10]])
     """
     return run(_spec.plan_gather_elements, None, data, indices, axis, check_bounds)

@@ -48,8 +48,15 @@ def _check_common(data: np.ndarray, indices: np.ndarray, axis: int, bf16: bool) 
     return axis % data.ndim
 
 
-def _resolve(i: int, size: int, negative_ok: bool) -> int:
-    if negative_ok and -size <= i < 0:
+def _resolve(i: int, size: int) -> int:
+    """Index ``i`` of an axis of ``size``: ``[-size, size-1]``, negatives from the end.
+
+    The same range in every version: Gather-1's text says only "within bounds", and ONNX
+    Runtime and the reference evaluator count its negatives from the end (torch's exporter
+    emits them at opset 9); OpenVINO's CPU runtime does the same for GatherElements-6
+    since openvinotoolkit/openvino#30800.
+    """
+    if -size <= i < 0:
         return i + size
     if 0 <= i < size:
         return i
@@ -65,12 +72,12 @@ def gather(data: Any, indices: Any, axis: int = 0, opset: int = 13) -> np.ndarra
     size = data.shape[axis]
     # Every index is checked, even when the output is empty.
     for j in itertools.product(*map(range, indices.shape)):
-        _resolve(int(indices[j]), size, version >= 11)
+        _resolve(int(indices[j]), size)
     out_shape = data.shape[:axis] + indices.shape + data.shape[axis + 1 :]
     out = np.empty(out_shape, dtype=data.dtype)
     for pos in itertools.product(*map(range, out_shape)):
         j = pos[axis : axis + q]
-        k = _resolve(int(indices[j]), size, version >= 11)
+        k = _resolve(int(indices[j]), size)
         out[pos] = data[(*pos[:axis], k, *pos[axis + q :])]
     return out
 
@@ -90,9 +97,9 @@ def gather_elements(data: Any, indices: Any, axis: int = 0, opset: int | None = 
             raise ValueError(f"dim {d}")
     size = data.shape[axis]
     for pos in itertools.product(*map(range, indices.shape)):
-        _resolve(int(indices[pos]), size, not openvino)
+        _resolve(int(indices[pos]), size)
     out = np.empty(indices.shape, dtype=data.dtype)
     for pos in itertools.product(*map(range, indices.shape)):
-        k = _resolve(int(indices[pos]), size, not openvino)
+        k = _resolve(int(indices[pos]), size)
         out[pos] = data[(*pos[:axis], k, *pos[axis + 1 :])]
     return out

@@ -193,8 +193,7 @@ def _names_a_bad_index(example: Example, text: str) -> str | None:
     if int(example.indices[position]) != value:
         return f"IndexError message {text!r}: indices{list(position)} is not {value}"
     size = example.data.shape[example.axis]
-    negative_ok = example.op != OPENVINO and (example.opset or 0) >= 11
-    if (-size if negative_ok else 0) <= value < size:
+    if -size <= value < size:
         return f"IndexError message {text!r} names the valid index {value}"
     return None
 

@@ -1,0 +1,191 @@
+"""OpenVINO's own runtime (CPU plugin) running GatherElements-6, as a second oracle.
+
+One single-node model per (data type, index type, data rank, indices rank, axis), with
+dynamic dims, built with ``openvino.opset6.gather_elements`` (the operator's one version;
+the newer opset modules re-export it), compiled for CPU with one thread and
+``EXECUTION_MODE_HINT=ACCURACY``, and cached. The runtime decides what a real OpenVINO
+model does; this module only feeds it and reads the result back as NumPy.
+
+Measured on openvino 2026.4.1 (CPU plugin), see docs/conformance.md:
+
+* indices in ``[-s, s-1]`` are valid, negatives counted from the end
+  (openvinotoolkit/openvino#30800); ``s`` and ``-s-1`` raise; indices dims off the axis
+  that differ from data's raise;
+* no complex types and no NumPy strings (a :class:`Gap`); the CPU plugin compiles
+  64-bit data (int64, uint64, float64) and int64 indices as their 32-bit types, so it
+  returns such data narrowed and reads int64 indices modulo 2**32; float16 goes through
+  float32, which quiets signalling NaNs; on an empty axis (``s = 0``) no index is
+  checked and the output holds uninitialised memory. :func:`known_divergence` names these.
+  After an out-of-range error a compiled model returns, for a following call with empty
+  indices, the failed call's output shape filled with stale memory: :meth:`OpenVINO.run`
+  recompiles after every error, so no call sees another's state.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from onnx_gather._conformance.onnx_peers import Gap
+from onnx_gather._conformance.runner import Outcome
+from onnx_gather._conformance.strategies import OPENVINO, Example
+
+#: ONNX type name -> OpenVINO element type name (``openvino.Type.<name>``).
+_OV_TYPES = {
+    "bool": "boolean", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64",
+}  # fmt: skip
+
+#: Data types the CPU plugin computes in 32 bits: it returns them narrowed.
+NARROWED = frozenset({"int64", "uint64", "float64"})
+
+
+def _type_name(array: np.ndarray) -> str:
+    return "string" if array.dtype.kind in "OUST" else str(array.dtype.name)
+
+
+class OpenVINO:
+    """OpenVINO's CPU plugin running one GatherElements-6 node."""
+
+    name = "openvino (CPU)"
+    size = 256
+
+    def __init__(self) -> None:
+        if "openvino" not in sys.modules:
+            # ``import openvino`` starts its usage telemetry (openvino-telemetry): it counts
+            # imports in ~/intel and forks a process to send them, which JAX warns about
+            # (a fork in a multithreaded process) and the test suite turns into an error.
+            # With the module unimportable, OpenVINO falls back to its own no-op stub.
+            sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
+        self.ov = importlib.import_module("openvino")
+        self.ops = importlib.import_module("openvino.opset6")
+        hint = importlib.import_module("openvino.properties.hint")
+        self.core = self.ov.Core()
+        # Accuracy mode: no lowering of float32 to bfloat16/float16 on CPUs that have them.
+        # Not INFERENCE_NUM_THREADS=1: with one thread the plugin's range check is lost, and
+        # an out-of-range index returns an empty (0, 0) tensor instead of raising (2026.4.1).
+        self.config = {hint.execution_mode: hint.ExecutionMode.ACCURACY, "NUM_STREAMS": 1}
+        self._cache: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+
+    @property
+    def version(self) -> str:
+        """``openvino.__version__``, e.g. ``2026.4.1-...``."""
+        return str(self.ov.__version__)
+
+    def _element_type(self, name: str) -> Any:
+        if name == "string":
+            raise Gap("its CPU plugin has no string GatherElements")
+        if name.startswith("complex"):
+            raise Gap("no complex element types")
+        if name not in _OV_TYPES:
+            # Index types outside int32/int64 still build: the operator rejects them.
+            return self.ov.Type(np.dtype(name))
+        return getattr(self.ov.Type, _OV_TYPES[name])
+
+    def compiled(
+        self, data_type: str, index_type: str, rank: int, index_rank: int, axis: int
+    ) -> Any:
+        """The compiled model for this signature (cached; a rejection is cached and raised)."""
+        key = (data_type, index_type, rank, index_rank, axis)
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            compiled = self._cache[key]
+        else:
+            try:
+                compiled = self._build(*key)
+            except Exception as exc:  # the runtime's own rejection, recorded as such
+                compiled = exc
+            self._cache[key] = compiled
+            if len(self._cache) > self.size:
+                self._cache.popitem(last=False)
+        if isinstance(compiled, Exception):
+            raise compiled
+        return compiled
+
+    def _build(self, data_type: str, index_type: str, rank: int, index_rank: int, axis: int) -> Any:
+        ov, ops = self.ov, self.ops
+        data = ops.parameter(
+            ov.PartialShape.dynamic(rank), self._element_type(data_type), name="data"
+        )
+        indices = ops.parameter(
+            ov.PartialShape.dynamic(index_rank), self._element_type(index_type), name="indices"
+        )
+        node = ops.gather_elements(data, indices, axis)
+        model = ov.Model([node], [data, indices], "gather_elements_6")
+        return self.core.compile_model(model, "CPU", self.config)
+
+    def run(self, data: np.ndarray, indices: np.ndarray, axis: int) -> np.ndarray:
+        """Run GatherElements-6 on OpenVINO; its exceptions propagate.
+
+        A compiled model that raised while running is dropped from the cache: after an
+        out-of-range error the CPU plugin returns the failed call's output shape, filled
+        with stale memory, for a following call with empty indices (2026.4.1), so each
+        call gets a model no earlier call has left in such a state.
+        """
+        data_type, index_type = _type_name(data), _type_name(indices)
+        key = (data_type, index_type, data.ndim, indices.ndim, axis)
+        compiled = self.compiled(*key)
+        try:
+            return self._infer(compiled, data, indices)
+        except Exception:
+            self._cache.pop(key, None)
+            raise
+
+    def _infer(self, compiled: Any, data: np.ndarray, indices: np.ndarray) -> np.ndarray:
+        data_type = _type_name(data)
+        request = compiled.create_infer_request()
+        feed_indices = indices.copy(order="C")  # not np.ascontiguousarray: it makes 0-d 1-d
+        if data_type == "bfloat16":
+            # The Python API maps no NumPy dtype to bf16: hand it the bits in its own tensor.
+            tensor = self.ov.Tensor(self.ov.Type.bf16, self.ov.Shape(list(data.shape)))
+            tensor.data.view(np.uint16)[...] = data.view(np.uint16)
+            request.infer({0: tensor, 1: feed_indices})
+            out = request.get_output_tensor(0)
+            bits = np.array(out.data.view(np.uint16), copy=True).reshape(tuple(out.shape))
+            return bits.view(data.dtype)
+        request.infer({0: data.copy(order="C"), 1: feed_indices})
+        out = request.get_output_tensor(0)
+        return np.array(out.data, copy=True).reshape(tuple(out.shape))
+
+    def __call__(self, example: Example) -> Outcome:
+        """Run an OpenVINO example; an exception the runtime raises is the outcome's error."""
+        if example.op != OPENVINO:
+            msg = f"OpenVINO runs only {OPENVINO} examples, not {example.op}"
+            raise ValueError(msg)
+        try:
+            return Outcome(value=self.run(example.data, example.indices, example.axis))
+        except Exception as exc:
+            return Outcome(error=exc)
+
+
+def known_divergence(example: Example, cls: str) -> str | None:
+    """If ``cls`` is a known OpenVINO (CPU) divergence for ``example``, the explanation.
+
+    Measured on openvino 2026.4.1 and documented in docs/conformance.md.
+    """
+    if cls.startswith("gap: "):
+        return cls
+    if example.dtype_name in NARROWED and cls.startswith(("WRONG values", "NaN payload")):
+        return f"the CPU plugin computes {example.dtype_name} in 32 bits"
+    if example.dtype_name == "float16" and cls == "NaN payload changed":
+        return "float16 goes through float32, which quiets signalling NaNs"
+    if cls == "ACCEPTS: out-of-range index" and example.data.shape[example.axis] == 0:
+        return "an empty axis is not range-checked: the output holds uninitialised memory"
+    if cls == "ACCEPTS: out-of-range index" and reads_as_int32(
+        example.indices, example.data.shape[example.axis]
+    ):
+        return "int64 indices are read as int32 (modulo 2**32)"
+    return None
+
+
+def reads_as_int32(indices: np.ndarray, size: int) -> bool:
+    """Whether int64 ``indices`` are all valid once wrapped to int32, as the CPU plugin reads them."""
+    if indices.dtype != np.int64:
+        return False
+    wrapped = indices.astype(np.int32)  # modulo 2**32, as the plugin's conversion
+    return bool(((wrapped >= -size) & (wrapped < size)).all())

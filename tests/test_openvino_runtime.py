@@ -1,0 +1,142 @@
+"""OpenVINO's own runtime on every ``openvino.gather_elements`` case of the shared table.
+
+Each case runs as a one-node GatherElements-6 model on OpenVINO's CPU plugin
+(``onnx_gather._conformance.openvino_peer``). A valid case must give our expected value
+bit for bit; an error case must make OpenVINO raise too (it raises RuntimeError for
+every kind of error, so only that it raises is compared). OpenVINO's known gaps (types it
+has no kernel for) and its measured divergences (docs/conformance.md) are listed below,
+each with its reason: a gap must still be a gap and a divergence must still diverge
+(strict xfail), so a fixed runtime shows up here.
+
+Runs on NumPy inputs only: OpenVINO is the library under test, not the array library.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from cases import CASES, OPENVINO, Case
+from helpers import assert_identical, expected
+
+from onnx_gather._conformance.onnx_peers import Gap
+from onnx_gather._conformance.openvino_peer import OpenVINO
+
+RUNTIME = OpenVINO()  # openvino is a test dependency: no skip
+
+#: Cases whose data type OpenVINO cannot take at all.
+GAPS = {
+    "dtype-complex64-openvino": "no complex element types",
+    "dtype-complex128-openvino": "no complex element types",
+    "dtype-string-openvino": "the CPU plugin compiles no string GatherElements",
+}
+#: Cases where OpenVINO (CPU, 2026.4.1) differs from the operator's text.
+DIVERGES = {
+    "dtype-int64-openvino": "the CPU plugin computes int64 data as int32 (int64 max comes back as -1)",
+    "dtype-float64-openvino": "the CPU plugin computes float64 as float32 (inf comes back as float32's max)",
+    "bounds-openvino-int64-beyond-int32": "int64 indices are read as int32: 2**32 + 1 reads element 1",
+}
+
+OPENVINO_CASES = [c for c in CASES if c.op == OPENVINO]
+
+
+def _param(case: Case) -> object:
+    marks = []
+    if case.id in DIVERGES:
+        marks.append(pytest.mark.xfail(strict=True, reason=DIVERGES[case.id]))
+    return pytest.param(case, id=case.id, marks=marks)
+
+
+def test_every_openvino_case_is_covered() -> None:
+    assert len(OPENVINO_CASES) > 20
+    assert set(GAPS) | set(DIVERGES) <= {c.id for c in OPENVINO_CASES}
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in OPENVINO_CASES if c.id not in GAPS])
+def test_case_on_openvino(case: Case) -> None:
+    assert case.written is None  # every OpenVINO case holds its indices in an int array
+    if case.raises is not None:
+        with pytest.raises(Exception) as info:  # OpenVINO raises RuntimeError for everything
+            RUNTIME.run(case.data, case.indices, case.axis)
+        assert not isinstance(info.value, Gap), info.value
+        return
+    assert_identical(RUNTIME.run(case.data, case.indices, case.axis), expected(case))
+
+
+@pytest.mark.parametrize("case", [c for c in OPENVINO_CASES if c.id in GAPS], ids=lambda c: c.id)
+def test_gap(case: Case) -> None:
+    with pytest.raises(Gap):
+        RUNTIME.run(case.data, case.indices, case.axis)
+
+
+# What the docs say about the runtime, measured here so that they stay true.
+
+
+def test_negative_indices_count_from_the_end() -> None:
+    """openvinotoolkit/openvino#30800: [-s, s-1], as onnx_gather's OpenVINO operator."""
+    data = np.array([[10, 11, 12, 13]], np.int32)
+    got = RUNTIME.run(data, np.array([[-1, -4, 3, 0]], np.int64), 1)
+    assert got.tolist() == [[13, 10, 13, 10]]
+    for bad in (4, -5):
+        with pytest.raises(RuntimeError, match="exceed data size"):
+            RUNTIME.run(data, np.array([[bad]], np.int64), 1)
+    with pytest.raises(RuntimeError, match="not consistent"):
+        RUNTIME.run(np.zeros((2, 4), np.int32), np.zeros((1, 4), np.int64), 1)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "values"),
+    [
+        ("int64", [2**40 + 3, -(2**40), 5]),
+        ("uint64", [2**40 + 3, 2**63, 5]),
+        ("float64", [1e300, np.inf, 1.0 + 2.0**-40]),
+    ],
+)
+def test_64_bit_data_is_narrowed(dtype: str, values: list[float]) -> None:
+    """The CPU plugin runs 64-bit data types in 32 bits (a known divergence, counted)."""
+    data = np.array([values], dtype)
+    got = RUNTIME.run(data, np.array([[2, 1, 0]], np.int64), 1)
+    assert got.dtype == data.dtype
+    assert not np.array_equal(got, data[:, ::-1])
+
+
+def test_float16_signalling_nans_are_quieted() -> None:
+    """float16 goes through float32: 0x7C01 comes back 0x7E01 (float32 and bfloat16 keep it)."""
+    bits = np.array([[0x7C01, 0xFC01, 0x7E01, 0x0001]], np.uint16)
+    got = RUNTIME.run(bits.view(np.float16), np.array([[0, 1, 2, 3]], np.int64), 1)
+    assert got.view(np.uint16).tolist() == [[0x7E01, 0xFE01, 0x7E01, 0x0001]]
+    f32 = np.array([[0x7F800001, 0xFF800005]], np.uint32)
+    got32 = RUNTIME.run(f32.view(np.float32), np.array([[0, 1]], np.int64), 1)
+    assert got32.view(np.uint32).tolist() == f32.tolist()
+
+
+def test_an_empty_axis_is_not_range_checked() -> None:
+    """On an axis of size 0 every index is out of range; the CPU plugin returns anyway.
+
+    The values are uninitialised memory (they vary from run to run), so only the shape is
+    asserted. A known divergence, counted by the property tests.
+    """
+    got = RUNTIME.run(np.zeros((2, 0), np.float32), np.array([[7], [1]], np.int64), 1)
+    assert got.shape == (2, 1)
+
+
+def test_a_failed_call_leaves_its_output_shape_behind() -> None:
+    """After an out-of-range error, empty indices may get the failed call's shape.
+
+    Why the runner recompiles after every error. On one compiled model: empty indices,
+    then three indices with a bad one (raises), then empty indices again: these return
+    three elements of stale memory.
+    """
+
+    def call(compiled: object, size: int, indices: list[int]) -> np.ndarray:
+        return compiled({0: np.zeros(size, bool), 1: np.array(indices, np.int64)})[0]  # type: ignore[operator]
+
+    compiled = OpenVINO().compiled("bool", "int64", 1, 1, 0)  # a model of its own
+    assert call(compiled, 0, []).shape == (0,)
+    with pytest.raises(RuntimeError):
+        call(compiled, 4, [0, 1, -9])
+    assert call(compiled, 3, []).shape == (3,)
+    # The runner's own calls never see it.
+    assert RUNTIME.run(np.zeros(0, bool), np.zeros(0, np.int64), 0).shape == (0,)
+    with pytest.raises(RuntimeError):
+        RUNTIME.run(np.zeros(4, bool), np.array([0, 1, -9], np.int64), 0)
+    assert RUNTIME.run(np.zeros(3, bool), np.zeros(0, np.int64), 0).shape == (0,)
