@@ -144,7 +144,7 @@ def test_bounds_error_names_the_position_in_the_whole_indices(split_axis: None) 
         "GatherElements-13: " + msg.format("5, 3", -8)
     )
     assert _raises_at_compute(openvino.gather_elements, data, idx, 1) == (
-        "OpenVINO GatherElements-6: " + msg.format("5, 3", 0)
+        "OpenVINO GatherElements-6: " + msg.format("5, 3", -8)
     )
     # Gather with 2-D indices, along a chunked axis (part/join plan) ...
     assert _layers(og.gather(data, idx, 1), "take_part")
@@ -155,11 +155,14 @@ def test_bounds_error_names_the_position_in_the_whole_indices(split_axis: None) 
 
 
 def test_bounds_error_gather_1_negative_in_a_later_block() -> None:
+    """Gather-1 counts negative indices from the end; -11 on an axis of 10 is out of range."""
     data = da.from_array(np.arange(10.0), chunks=4)
     idx = da.from_array(np.array([0, 1, 2, 3, 4, -1, 6]), chunks=2)
+    assert og.gather(data, idx, 0, opset=1).compute().tolist() == [0, 1, 2, 3, 4, 9, 6]
+    idx = da.from_array(np.array([0, 1, 2, 3, 4, -11, 6]), chunks=2)
     assert _raises_at_compute(og.gather, data, idx, 0, opset=1) == (
-        "Gather-1: index -1 at position (5,) of indices is out of range for axis 0 of size 10; "
-        "valid indices are [0, 9]"
+        "Gather-1: index -11 at position (5,) of indices is out of range for axis 0 of size 10; "
+        "valid indices are [-10, 9]"
     )
 
 

@@ -3,7 +3,7 @@
 Prints a table of library x example with pass/fail and the result, and exits non-zero if
 any example fails. ``python -m onnx_gather check`` runs the official ONNX test cases and a
 short property campaign against the loop oracle on every installed library instead (it
-needs hypothesis and onnx: ``pip install "onnx-gather[check]"``).
+needs hypothesis and onnx: ``pip install -e ".[check]"`` in a checkout of onnx-gather).
 """
 
 from __future__ import annotations
@@ -21,6 +21,15 @@ from onnx_gather import openvino
 from onnx_gather._conformance.libraries import installed, type_name
 from onnx_gather._examples import EXAMPLES, Example
 
+_DESCRIPTION = """\
+Run the specs' examples on every installed array library: prints a table of library x
+example with pass/fail and the result, and exits non-zero if any example fails.
+
+'python -m onnx_gather check' runs the official ONNX test cases and a short property
+campaign against the loop oracle on every installed library instead. It needs hypothesis
+and onnx: in a checkout of onnx-gather, pip install -e ".[check]".
+"""
+
 
 def _call(example: Example, data: Any, indices: Any) -> Any:
     if example.op == "gather":
@@ -30,9 +39,12 @@ def _call(example: Example, data: Any, indices: Any) -> Any:
     return openvino.gather_elements(data, indices, example.axis)
 
 
-def run_examples() -> int:
-    """Run every example on every installed library; print the table; return failures."""
-    libraries = installed()
+def run_examples(names: list[str] | None = None) -> int:
+    """Run every example on the libraries ``names`` (default: every installed one).
+
+    Prints the table; returns the number of failures.
+    """
+    libraries = installed(names)
     rows, failures = [], 0
     for example in EXAMPLES:
         for lib in libraries:
@@ -50,9 +62,9 @@ def run_examples() -> int:
             failures += not ok
             rows.append((lib.name, example.name, "pass" if ok else "FAIL", shown))
     _print_table(("backend", "example", "result", "output"), rows)
-    names = ", ".join(lib.name for lib in libraries)
+    listed = ", ".join(lib.name for lib in libraries)
     print(
-        f"\n{len(rows) - failures} passed, {failures} failed ({len(libraries)} backends: {names})"
+        f"\n{len(rows) - failures} passed, {failures} failed ({len(libraries)} backends: {listed})"
     )
     return failures
 
@@ -73,7 +85,11 @@ def _print_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> No
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m onnx_gather``."""
-    parser = argparse.ArgumentParser(prog="python -m onnx_gather", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m onnx_gather",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "mode",
         nargs="?",
@@ -84,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--examples",
-        type=int,
+        type=_positive,
         default=50,
         metavar="N",
         help="check: examples per operator and library (default 50)",
@@ -92,13 +108,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--backends",
         metavar="NAMES",
-        help="check: comma-separated libraries (default: every installed one)",
+        help="comma-separated libraries (default: every installed one)",
     )
     args = parser.parse_args(argv)
+    names = [n.strip() for n in args.backends.split(",") if n.strip()] if args.backends else None
+    if args.backends is not None and not names:
+        parser.error("--backends: no library named")
     if args.mode == "check":
-        names = [n.strip() for n in args.backends.split(",")] if args.backends else None
         return run_check(args.examples, names)
-    return 1 if run_examples() else 0
+    try:
+        failures = run_examples(names)
+    except (ValueError, ImportError, RuntimeError) as exc:
+        print(f"python -m onnx_gather: {exc}", file=sys.stderr)
+        return 2
+    return 1 if failures else 0
+
+
+def _positive(text: str) -> int:
+    """An int of at least 1: the ``--examples`` type for argparse."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an int") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{number} is not a positive int (at least 1)")
+    return number
 
 
 def run_check(budget: int, names: list[str] | None = None) -> int:
@@ -113,7 +147,8 @@ def run_check(budget: int, names: list[str] | None = None) -> int:
         print(
             f"python -m onnx_gather check needs {' and '.join(missing)}, not installed here "
             f"(hypothesis generates the examples; onnx provides the official ONNX test "
-            f'cases). Install them with: pip install "onnx-gather[check]"',
+            f"cases). onnx-gather is not on PyPI: install them from its checkout with "
+            f'pip install -e ".[check]"',
             file=sys.stderr,
         )
         return 2

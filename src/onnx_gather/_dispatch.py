@@ -11,11 +11,17 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 import array_api_compat as compat
+import numpy as np
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from onnx_gather._backends._base import Backend
 
 _BY_TYPE: dict[type, Backend] = {}
+#: A tuple, not ``np.ndarray | np.generic``: torch.compile traces :func:`_select` and
+#: Dynamo cannot build a union of types (torch 2.13).
+_NUMPY_TYPES = (np.ndarray, np.generic)
 
 
 def backend_for(data: Any) -> Backend:
@@ -34,36 +40,40 @@ def backend_for(data: Any) -> Backend:
 
 
 def _select(data: Any) -> Backend:
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(data, torch.Tensor):
-        # Tested first and without array_api_compat: torch.compile traces this function on
-        # a compiled call that precedes any eager one, and Dynamo warns about the
+    # NumPy first: the package imports it, so it is always whole, and its arrays are the
+    # common case. Every other library is looked up in sys.modules, where it may be only
+    # partly initialised while another thread imports it: a missing attribute then means
+    # "not this library" (the data cannot be one of its arrays yet), never an error.
+    if isinstance(data, _NUMPY_TYPES):
+        from onnx_gather._backends._numpy import backend as numpy_backend
+
+        return numpy_backend
+    tensor = getattr(sys.modules.get("torch"), "Tensor", None)
+    if isinstance(tensor, type) and isinstance(data, tensor):
+        # Tested without array_api_compat: torch.compile traces this function on a
+        # compiled call that precedes any eager one, and Dynamo warns about the
         # functools.lru_cache inside compat's is_*_array helpers (torch 2.13.0).
         from onnx_gather._backends._torch import backend as torch_backend
 
         return torch_backend
-    if compat.is_numpy_array(data):
-        from onnx_gather._backends._numpy import backend as numpy_backend
-
-        return numpy_backend
-    if compat.is_jax_array(data):
+    if _is(compat.is_jax_array, data):
         from onnx_gather._backends._jax import backend as jax_backend
 
         return jax_backend
-    if compat.is_cupy_array(data):
+    if _is(compat.is_cupy_array, data):
         from onnx_gather._backends._cupy import backend as cupy_backend
 
         return cupy_backend
-    if compat.is_dask_array(data):
+    if _is(compat.is_dask_array, data):
         from onnx_gather._backends._dask import backend as dask_backend
 
         return dask_backend
     try:
         xp = compat.array_namespace(data)
-    except TypeError:
+    except (TypeError, AttributeError):
         msg = (
             f"data must be an array of NumPy, PyTorch, JAX, Dask, CuPy or an array-API "
-            f"library, got {library_of(data)} object of type {type(data).__name__}"
+            f"library, got a {library_of(data)} object of type {type(data).__name__}"
         )
         raise TypeError(msg) from None
     from onnx_gather._backends._array_api import ArrayAPIBackend
@@ -71,7 +81,26 @@ def _select(data: Any) -> Backend:
     return ArrayAPIBackend(xp)
 
 
+def _is(helper: Callable[[Any], bool], data: Any) -> bool:
+    """``helper(data)``, False where the library it looks up is still being imported."""
+    try:
+        return helper(data)
+    except AttributeError:  # e.g. "partially initialized module 'jax' has no attribute"
+        return False
+
+
 def library_of(x: Any) -> str:
-    """The top-level package an object's type comes from, for messages."""
+    """The library of ``x``'s type, for messages: "NumPy", "Python", "jax", "array"..."""
     module = type(x).__module__.split(".")[0]
-    return {"jaxlib": "jax", "builtins": "a Python"}.get(module, module)
+    return {"jaxlib": "jax", "numpy": "NumPy", "builtins": "Python"}.get(module, module)
+
+
+def describe(x: Any) -> str:
+    """``x``'s type with its library and article, for messages.
+
+    "a Python NoneType", "a NumPy MaskedArray", "an array_api_strict Array", "a jax ArrayImpl".
+    """
+    library = library_of(x)
+    kind = type(x).__name__
+    phrase = kind if library in ("", kind) else f"{library} {kind}"
+    return ("an " if phrase[0].lower() in "aeiou" else "a ") + phrase

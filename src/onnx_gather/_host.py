@@ -9,6 +9,7 @@ checks while it gathers.
 
 from __future__ import annotations
 
+import array
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,21 +46,41 @@ class Unrepresentable:
 def index_array(indices: Any) -> np.ndarray | Unrepresentable | None:
     """``indices`` as a NumPy array if it is host data, else None.
 
-    Host data is a NumPy array or scalar, a Python int, or a (nested) list or tuple of them.
-    The dtype NumPy infers is kept (a later check rejects anything but int32 and int64),
+    Host data is a NumPy array or scalar, a Python int, or a sequence of ints: a (nested)
+    list or tuple, a ``range``, an ``array.array``. The dtype NumPy infers is kept (a later
+    check rejects anything but int32 and int64; an ``array.array`` keeps its typecode's),
     except: an empty list is ONNX's default ``Tind``, int64; non-native byte order becomes
     native (kernels read native integers); ints beyond int64 become :class:`Unrepresentable`.
+    A NumPy subclass (``np.matrix``, ``np.memmap``) is read as the plain array it views.
+
+    Raises
+    ------
+    TypeError
+        For a masked array (a mask has no ONNX meaning), a bool (True is not an index),
+        an object array, or a sequence holding anything but ints.
+    ValueError
+        For a ragged nested sequence.
     """
     if isinstance(indices, np.ndarray):
-        host = indices
-    elif isinstance(indices, np.generic | int | list | tuple):
+        if isinstance(indices, np.ma.MaskedArray):
+            raise TypeError(masked("indices", indices))
+        host = indices if type(indices) is np.ndarray else indices.view(np.ndarray)
+        if host.dtype.kind == "O":
+            msg = (
+                f"indices must be int32 or int64, got a NumPy object array (of "
+                f"{_kinds(host.reshape(-1))}); convert it with .astype(np.int64)"
+            )
+            raise TypeError(msg)
+    elif isinstance(indices, bool):
+        msg = f"indices must be int32 or int64, got bool {indices!r} (a bool is not an index)"
+        raise TypeError(msg)
+    elif isinstance(indices, np.generic | range | array.array):
         host = np.asarray(indices)
-        if host.size == 0 and host.dtype == np.float64:
-            host = host.astype(np.int64)
-        elif host.dtype.kind in "uOf" and not isinstance(indices, np.generic):
-            wide = _beyond_int64(indices)
-            if wide is not None:
-                return wide
+    elif isinstance(indices, int | list | tuple):
+        wide = _sequence(indices)
+        if isinstance(wide, Unrepresentable):
+            return wide
+        host = wide
     else:
         return None
     if not host.dtype.isnative:
@@ -67,22 +88,58 @@ def index_array(indices: Any) -> np.ndarray | Unrepresentable | None:
     return host
 
 
-def _beyond_int64(indices: Any) -> Unrepresentable | None:
-    """The written ints as :class:`Unrepresentable` if one lies beyond int64, else None.
+def masked(name: str, x: Any) -> str:
+    """The TypeError message for a masked array given as ``name``."""
+    return (
+        f"{name} is a NumPy masked array (np.ma.MaskedArray): a mask has no meaning in ONNX "
+        f"Gather or GatherElements; pass {name}.filled(value) or {name}.data instead"
+    )
 
-    NumPy makes a list with such ints uint64, float64 (mixed with smaller ints) or an object
-    array; only Python ints (and NumPy integer scalars among them) qualify.
-    """
-    values = np.array(indices, dtype=object)
-    flat = values.reshape(-1)
-    if not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in flat):
-        return None
-    ints = [int(v) for v in flat]
-    if all(_INT64.min <= v <= _INT64.max for v in ints):
-        return None
-    wide: np.ndarray = np.empty(values.shape, dtype=object)
-    wide.reshape(-1)[:] = ints
-    return Unrepresentable(wide)
+
+def _kinds(flat: np.ndarray) -> str:
+    """The element types of an object array, for messages: "str", "int and NoneType"."""
+    names = sorted({type(v).__name__ for v in flat[:1000]})
+    return " and ".join(names) if names else "no elements"
+
+
+def _sequence(indices: int | list[Any] | tuple[Any, ...]) -> np.ndarray | Unrepresentable:
+    """An int or (nested) list or tuple of ints as an array; TypeError or ValueError if not."""
+    try:
+        host = np.asarray(indices)
+    except ValueError:  # NumPy: "inhomogeneous shape"
+        msg = (
+            f"indices must be a rectangular (nested) sequence of ints, got a ragged one "
+            f"(rows of different lengths): {_short(indices)}"
+        )
+        raise ValueError(msg) from None
+    if host.size == 0:
+        return host.astype(np.int64) if host.dtype == np.float64 else host
+    flat = np.array(indices, dtype=object).reshape(-1)
+    types = set(map(type, flat))
+    if not all(issubclass(t, int | np.integer) and not issubclass(t, bool) for t in types):
+        for position, v in enumerate(flat):
+            kind = "string" if isinstance(v, str) else type(v).__name__
+            if isinstance(v, bool | np.bool_) or (
+                not isinstance(v, int | np.integer | float | np.floating | complex)
+            ):
+                where = tuple(int(i) for i in np.unravel_index(position, host.shape))
+                msg = f"indices must be int32 or int64, got {kind} {v!r} at position {where}" + (
+                    " (a bool is not an index)" if "bool" in kind else ""
+                )
+                raise TypeError(msg)
+        return host  # floats: the plan names the dtype NumPy made of them
+    if host.dtype.kind in "uOf":  # ints that int64 does not hold
+        ints = [int(v) for v in flat]
+        if not all(_INT64.min <= v <= _INT64.max for v in ints):
+            wide: np.ndarray = np.empty(host.shape, dtype=object)
+            wide.reshape(-1)[:] = ints
+            return Unrepresentable(wide)
+    return host
+
+
+def _short(x: Any) -> str:
+    text = repr(x)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def value_range(indices: np.ndarray) -> tuple[int, int]:

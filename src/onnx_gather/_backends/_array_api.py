@@ -1,10 +1,11 @@
 """Any other library that implements the Python array API standard.
 
 Uses only the standard's functions: ``take`` (1-D indices) for Gather, ``take_along_axis``
-where the namespace has it (standard 2024.12) for GatherElements, else the same gather
-expressed as ``take`` on the flattened data with linear indices. The standard leaves
+where the namespace's API version has it (standard 2024.12) for GatherElements, else the
+same gather expressed as ``take`` on the flattened data with linear indices. The standard leaves
 negative and out-of-range indices unspecified, so indices are checked with one ``min`` and
-``max`` (host indices on the host) and negative ones counted from the end first.
+``max`` (host indices on the host) and negative ones counted from the end first. Without
+the check an index is clamped into the axis; on an empty axis the result is zeros.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from onnx_gather import _host, _spec
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
 
+#: Ranks above which GatherElements runs as ``take`` of linear indices (see gather_elements).
+_LINEAR_RANK = 32
 # Every ONNX data type an array-API namespace can spell (strings it cannot).
 _CANDIDATE_NAMES = sorted(_spec.DATA_TYPES_13 - {"string"})
 
@@ -72,14 +75,23 @@ class ArrayAPIBackend:
     def gather(self, data: Any, indices: Any, plan: Plan, /) -> Any:
         xp = self.xp
         flat = xp.reshape(self._counted(indices, data, plan), (-1,))
+        if plan.size == 0 and flat.shape[0]:  # unchecked, nothing to read: zeros
+            return xp.zeros(plan.out_shape, dtype=data.dtype, device=data.device)
         return xp.reshape(xp.take(data, flat, axis=plan.axis), plan.out_shape)
 
     def gather_elements(self, data: Any, indices: Any, plan: Plan, /) -> Any:
         xp = self.xp
         indices = self._counted(indices, data, plan)
+        if plan.size == 0 and indices.size:  # unchecked, nothing to read: zeros
+            return xp.zeros(plan.out_shape, dtype=data.dtype, device=data.device)
         if plan.trim is not None:
             data = data[plan.trim]
-        if hasattr(xp, "take_along_axis"):
+        # take_along_axis is standard from 2024.12 on; a namespace may hold it and yet
+        # refuse it at an older version it is set to (array-api-strict's flags), so the
+        # version it reports decides, at each call. NumPy-based namespaces index with one
+        # array per dimension, at most 63: above _LINEAR_RANK, linear indices and take.
+        version = str(getattr(xp, "__array_api_version__", ""))
+        if version >= "2024.12" and data.ndim <= _LINEAR_RANK:
             return xp.take_along_axis(data, indices, axis=plan.axis)
         return self._take_along_axis(data, indices, plan)
 
@@ -97,7 +109,7 @@ class ArrayAPIBackend:
                 continue
             coord = xp.reshape(
                 xp.arange(n, dtype=xp.int64, device=data.device),
-                [n if e == d else 1 for e in range(len(shape))],
+                tuple(n if e == d else 1 for e in range(len(shape))),
             )
             linear = linear + coord * strides[d]
         return xp.reshape(

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 import dask
 import dask.array as da
 import numpy as np
+from dask.array.core import normalize_chunks
 from dask.array.utils import meta_from_array
 from dask.utils import parse_bytes
 
@@ -90,10 +91,21 @@ def _owner(flat: np.ndarray, stops: tuple[int, ...]) -> np.ndarray:
     return np.minimum(np.searchsorted(stops, flat, side="right"), len(stops) - 1)
 
 
+def _take(block: np.ndarray, flat: np.ndarray, axis: int) -> np.ndarray:
+    """``np.take(block, flat, axis)`` for 1-D ``flat`` in range, never copying ``block``.
+
+    ``np.take`` copies a non-contiguous block whole first (a block of a transposed or
+    strided array is one); indexing reads only the rows it needs.
+    """
+    if block.flags.c_contiguous:
+        return np.take(block, flat, axis=axis)
+    return np.asarray(block[(slice(None),) * axis + (flat,)])
+
+
 def _take_block(block: np.ndarray, indices: np.ndarray, axis: int) -> np.ndarray:
     """Gather within one data block that spans the whole axis."""
     # Through 1-D indices and a reshape, so a 0-d index gives an array, not a scalar.
-    out = np.take(block, indices.reshape(-1), axis=axis)
+    out = _take(block, indices.reshape(-1), axis)
     return out.reshape(block.shape[:axis] + indices.shape + block.shape[axis + 1 :])
 
 
@@ -106,9 +118,9 @@ def _take_part(
 ) -> np.ndarray:
     """The entries of one indices block whose index falls in data chunk ``chunk[0]``."""
     c = int(chunk[0])
-    flat = indices.reshape(-1)
+    flat = indices.reshape(-1).astype(np.int64, copy=False)  # minus a start beyond int32
     start = stops[c - 1] if c else 0
-    return np.take(block, flat[_owner(flat, stops) == c] - start, axis=axis)
+    return _take(block, flat[_owner(flat, stops) == c] - start, axis)
 
 
 def _join_parts(
@@ -146,6 +158,27 @@ def _merge_along_axis(data: da.Array, axis: int) -> da.Array:
     return data.rechunk({axis: min(length, data.shape[axis])})
 
 
+def _index_chunks(shape: tuple[int, ...], data: da.Array, axis: int) -> tuple[Any, ...]:
+    """Chunks for Gather's indices so that an output block fits dask's chunk-size.
+
+    An output block is data's off-axis block (before and after ``axis``) once per index
+    of one indices block; indices blocks are cut so that it stays within
+    ``array.chunk-size`` (at least one index per block, whatever data's chunks).
+    """
+    budget = parse_bytes(dask.config.get("array.chunk-size"))
+    row = prod(max(c, default=0) for d, c in enumerate(data.chunks) if d != axis)
+    per_block = max(1, budget // max(1, row * data.dtype.itemsize))
+    if prod(shape) <= per_block:
+        return tuple((n,) for n in shape)
+    return normalize_chunks("auto", shape, limit=per_block * 8, dtype=np.int64)
+
+
+def _fits(indices: da.Array, chunks: tuple[Any, ...]) -> bool:
+    """Whether every block of ``indices`` is no larger than the largest of ``chunks``."""
+    largest = prod(max(c, default=0) for c in chunks)
+    return prod(max(c, default=0) for c in indices.chunks) <= largest
+
+
 class DaskBackend:
     """The Dask backend."""
 
@@ -167,27 +200,28 @@ class DaskBackend:
         return numpy_dtype_name(x.dtype)
 
     @staticmethod
-    def _indices(indices: Any, data: da.Array, plan: Plan) -> da.Array:
+    def _indices(indices: Any, plan: Plan, chunks: tuple[Any, ...]) -> da.Array:
         """The indices as a dask array of int64 in ``[0, size)``, checked where the plan asks.
 
-        Host indices are checked now, dask indices block by block when the graph runs.
+        Host indices are checked now and cut into ``chunks``; dask indices block by block
+        when the graph runs.
         """
         if isinstance(indices, np.ndarray):
             # from_array copies NumPy input (dask >= 2024.12, dask/dask#11524): the graph
             # runs later on the values checked now, whatever the caller does meanwhile.
-            counted = checked(plan, indices)
-            if indices.ndim == data.ndim:
-                # Data's chunk sizes: for GatherElements the blocks then align off the axis.
-                chunks: Any = tuple(max(1, c[0]) for c in data.chunks)
-            else:
-                chunks = "auto"
-            return da.from_array(counted, chunks=chunks)
+            return da.from_array(checked(plan, indices), chunks=chunks)
         return indices.map_blocks(_counted_block, plan=plan, dtype=np.int64)
 
     def gather(self, data: da.Array, indices: Any, plan: Plan, /) -> da.Array:
-        indices = self._indices(indices, data, plan)
-        a, rank, q = plan.axis, data.ndim, indices.ndim
+        a, rank = plan.axis, data.ndim
         data = _merge_along_axis(data, a)
+        chunks = _index_chunks(tuple(int(n) for n in indices.shape), data, a)
+        indices = self._indices(indices, plan, chunks)
+        if not _fits(indices, chunks):  # dask indices in blocks too large for the output
+            indices = indices.rechunk(chunks)
+        if plan.size == 0 and indices.size and not plan.check_bounds:
+            return _zeros(data, plan)
+        q = indices.ndim
         data_ind = tuple(range(rank))
         idx_ind = tuple(range(rank, rank + q))
         out_ind = data_ind[:a] + idx_ind + data_ind[a + 1 :]
@@ -215,20 +249,52 @@ class DaskBackend:
         )  # fmt: skip
 
     def gather_elements(self, data: da.Array, indices: Any, plan: Plan, /) -> da.Array:
-        indices = self._indices(indices, data, plan)
-        a, rank = plan.axis, data.ndim
+        # Host indices in data's chunks: the blocks then align off the axis.
+        indices = self._indices(indices, plan, tuple(max(1, c[0]) for c in data.chunks))
         if plan.trim is not None:
             data = data[plan.trim]
-        if data.numblocks[a] != 1:
-            data = data.rechunk({a: -1})
-        indices = indices.rechunk({d: data.chunks[d] for d in range(rank) if d != a})
-        ind = tuple(range(rank))
-        data_ind = (*ind[:a], rank, *ind[a + 1 :])  # data's axis: its one block goes whole
-        return da.blockwise(
-            _take_along_block, ind, data, data_ind, indices, ind,
-            axis=a, concatenate=True, align_arrays=False,  # aligned just above
-            dtype=data.dtype, meta=meta_from_array(data, ndim=rank),
-        )  # fmt: skip
+        if plan.size == 0 and indices.size and not plan.check_bounds:
+            return _zeros(data, plan)
+        rank = data.ndim
+        if rank <= _RECHUNK_RANK:
+            return _gather_elements(data, indices, plan.axis)
+        # dask rechunks arrays of rank <= 32 only. Off the axis data and indices now have
+        # the same shape: their size-1 dims go (basic indexing, no rechunk) and come back.
+        keep = [d for d in range(rank) if d == plan.axis or data.shape[d] != 1]
+        if len(keep) > _RECHUNK_RANK:
+            msg = (
+                f"{plan.op}: dask cannot rechunk arrays of rank above {_RECHUNK_RANK}; data "
+                f"has rank {rank} with {len(keep)} dimensions longer than 1 (shape "
+                f"{data.shape}): compute it and pass the NumPy array instead"
+            )
+            raise ValueError(msg)
+        squeeze = tuple(slice(None) if d in keep else 0 for d in range(rank))
+        result = _gather_elements(data[squeeze], indices[squeeze], keep.index(plan.axis))
+        return result[tuple(slice(None) if d in keep else None for d in range(rank))]
+
+
+#: The highest rank dask's rechunk supports (NumPy's 32 operands of np.nditer).
+_RECHUNK_RANK = 32
+
+
+def _gather_elements(data: da.Array, indices: da.Array, a: int) -> da.Array:
+    """GatherElements of counted ``indices`` (off the axis, data's shape) at most rank 32."""
+    rank = data.ndim
+    if data.numblocks[a] != 1:
+        data = data.rechunk({a: -1})
+    indices = indices.rechunk({d: data.chunks[d] for d in range(rank) if d != a})
+    ind = tuple(range(rank))
+    data_ind = (*ind[:a], rank, *ind[a + 1 :])  # data's axis: its one block goes whole
+    return da.blockwise(
+        _take_along_block, ind, data, data_ind, indices, ind,
+        axis=a, concatenate=True, align_arrays=False,  # aligned just above
+        dtype=data.dtype, meta=meta_from_array(data, ndim=rank),
+    )  # fmt: skip
+
+
+def _zeros(data: da.Array, plan: Plan) -> da.Array:
+    """The result of unchecked indices on an empty axis: nothing to read, so zeros."""
+    return da.zeros_like(data, shape=plan.out_shape)
 
 
 backend = DaskBackend()

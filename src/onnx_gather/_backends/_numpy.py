@@ -7,8 +7,9 @@ without object references, split over the cores for large calls (threads created
 call, so a forked child works). It reports only *that* an index was bad; ``_spec`` then
 finds the first one and builds the message.
 
-Where the extension is missing, and for object or ``StringDType`` strings and NumPy
-subclasses, :mod:`._numpy_fallback` runs the same semantics with NumPy's own kernels.
+NumPy subclasses are served as the plain arrays they view (the result is a plain ndarray);
+masked arrays are a TypeError. Where the extension is missing, and for object or
+``StringDType`` strings, :mod:`._numpy_fallback` runs the same semantics with NumPy's own kernels.
 The PyTorch backend runs these kernels on zero-copy views of CPU tensors.
 """
 
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
-from onnx_gather import _spec
+from onnx_gather import _host, _spec
 from onnx_gather._backends import _numpy_fallback as fallback
 from onnx_gather._dtypes import numpy_dtype_name
 
@@ -45,6 +46,7 @@ def gather(data: Any, indices: np.ndarray, plan: Plan, out: np.ndarray | None = 
     The NumPy backend's kernel, also run by the PyTorch backend on views of CPU tensors
     and by the Dask backend in its tasks.
     """
+    data = _plain(data)
     if _kernels is not None:
         result = _kernels.gather(data, indices, plan.axis, out, plan.check_bounds, THREADS)
         if result is not NotImplemented:  # (strings, objects, subclasses: pure NumPy)
@@ -56,11 +58,27 @@ def gather_elements(
     data: Any, indices: np.ndarray, plan: Plan, out: np.ndarray | None = None
 ) -> Any:
     """ONNX GatherElements; ``out`` as for :func:`gather`."""
+    data = _plain(data)
     if _kernels is not None:
         result = _kernels.gather_elements(data, indices, plan.axis, out, plan.check_bounds, THREADS)
         if result is not NotImplemented:
             return result if result is not None else _out_of_range(plan, indices)
     return fallback.gather_elements(data, indices, plan, out)
+
+
+def _plain(data: Any) -> np.ndarray:
+    """``data`` as a plain ndarray: a zero-copy view of a subclass; TypeError if masked.
+
+    The one rule for NumPy subclasses (``np.matrix``, ``np.memmap``, user subclasses), on
+    every path and size: the result is a plain ndarray, as ONNX's tensors are. A subclass'
+    methods could change what indexing means (``np.matrix`` keeps two dimensions), so the
+    kernels never see one. A masked array's mask has no ONNX meaning: TypeError.
+    """
+    if type(data) is np.ndarray:
+        return data
+    if isinstance(data, np.ma.MaskedArray):
+        raise TypeError(_host.masked("data", data))
+    return data.view(np.ndarray)
 
 
 def _out_of_range(plan: Plan, indices: np.ndarray) -> NoReturn:
@@ -76,7 +94,9 @@ class NumpyBackend:
     name = "numpy"
 
     def owns(self, x: Any, /) -> bool:
-        return isinstance(x, np.ndarray)  # (a NumPy scalar is host data: made an array)
+        # Plain integer-typed arrays only: a subclass, a masked or an object array, like a
+        # NumPy scalar, is host data that _host.index_array reads (or rejects, saying why).
+        return type(x) is np.ndarray and x.dtype.kind != "O"
 
     def shape(self, x: Any, /) -> tuple[int, ...]:
         return x.shape  # NumPy shapes are tuples of ints already

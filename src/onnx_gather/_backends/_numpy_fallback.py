@@ -45,6 +45,9 @@ _BLOCK = 1 << 18
 _SMALL = 1 << 13
 #: Outputs per row from which GatherElements along the last axis runs row by row.
 _LONG_ROWS = 256
+#: The most index arrays NumPy's advanced indexing takes (np.take_along_axis uses one per
+#: dimension).
+_FANCY_RANK = 63
 #: Output bytes from which a call is split over threads.
 _THREADED_BYTES = 1 << 20
 
@@ -125,6 +128,8 @@ def gather(data: Any, indices: np.ndarray, plan: Plan, out: np.ndarray | None) -
     if plan.check_bounds and indices.size and not outputs:  # nothing read: check anyway
         checked(plan, indices)
     if not plan.check_bounds:
+        if plan.size == 0:  # nothing to read: zeros, as the compiled kernel gives
+            return _into(out, np.zeros_like(data, shape=plan.out_shape))
         indices = checked(plan, indices)  # negatives counted, the rest clamped: in range
     if indices.ndim and indices.size and _large(data, indices, outputs):
         if plan.check_bounds:
@@ -132,9 +137,11 @@ def gather(data: Any, indices: np.ndarray, plan: Plan, out: np.ndarray | None) -
         return _gather_threaded(data, indices, plan, out)
     # 0-d indices through 1-d: with 1-d data np.take would return a NumPy scalar.
     flat = indices.reshape(-1)
-    return _checked_by_take(
-        lambda: np.take(data, flat, axis=plan.axis).reshape(plan.out_shape), plan, indices, out
-    )
+    if data.flags.c_contiguous:
+        take = partial(np.take, data, flat, plan.axis)
+    else:  # np.take copies non-contiguous data whole; indexing reads the rows it needs
+        take = partial(data.__getitem__, (slice(None),) * plan.axis + (flat,))
+    return _checked_by_take(lambda: take().reshape(plan.out_shape), plan, indices, out)
 
 
 def _gather_threaded(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Any) -> Any:
@@ -160,7 +167,13 @@ def _gather_threaded(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Any
 def gather_elements(data: Any, indices: np.ndarray, plan: Plan, out: np.ndarray | None) -> Any:
     """ONNX GatherElements in NumPy; ``out`` as for :func:`gather`."""
     if not plan.check_bounds:
+        if plan.size == 0:  # nothing to read: zeros, as the compiled kernel gives
+            return _into(out, np.zeros_like(data, shape=plan.out_shape))
         indices = checked(plan, indices)
+    if indices.ndim > _FANCY_RANK and indices.size:
+        # np.take_along_axis indexes with one array per dimension, at most 63 of them:
+        # above, the linear-index kernel (on a C-ordered copy: such data is tiny).
+        return _gather_blocked(np.ascontiguousarray(data), indices, plan, out)
     if _large(data, indices, indices.size):
         if _by_rows(data, indices, plan):
             return _gather_rows(data, indices, plan, out)
