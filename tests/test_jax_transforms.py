@@ -214,12 +214,14 @@ def test_eager_vmap_out_of_range_gives_the_fill_value() -> None:
     [lambda x, i: og.gather(x, i, opset=1), lambda x, i: openvino.gather_elements(x, i, 0)],
     ids=["gather-1", "openvino"],
 )
-def test_jit_negative_index_where_the_version_has_none(call: Any) -> None:
-    """Gather-1 and OpenVINO-6 count no index from the end: under jit -1 is the fill value."""
-    got = np.asarray(jax.jit(call)(jnp.arange(3.0), i32(np.array([2, -1, 0]))))
-    assert got[0] == 2.0
-    assert np.isnan(got[1])
-    assert got[2] == 0.0
+def test_jit_negative_index_counts_from_the_end_in_every_version(call: Any) -> None:
+    """Gather-1 and OpenVINO-6 count negative indices from the end too: [-s, s-1].
+
+    Under jit -1 and -3 read elements 2 and 0; -4 is out of range, the fill value.
+    """
+    got = np.asarray(jax.jit(call)(jnp.arange(3.0), i32(np.array([2, -1, -3, -4]))))
+    assert got[:3].tolist() == [2.0, 2.0, 0.0]
+    assert np.isnan(got[3])
 
 
 # --------------------------------------------------------------------------- checkify
@@ -267,12 +269,12 @@ def test_checkify_surfaces_the_eager_index_error(op: str, bad_value: int, jit: b
 
 def test_checkify_reports_the_version_rules() -> None:
     msg = _checkified_message(
-        jax.jit(lambda i: og.gather(jnp.arange(3.0), i, opset=1)), i32(np.array([0, -1]))
+        jax.jit(lambda i: og.gather(jnp.arange(3.0), i, opset=1)), i32(np.array([-1, -4]))
     )
     assert msg is not None
     assert msg.startswith(
-        "Gather-1: index -1 at position (1,) of indices is out of range for axis 0 of size 3; "
-        "valid indices are [0, 2]"
+        "Gather-1: index -4 at position (1,) of indices is out of range for axis 0 of size 3; "
+        "valid indices are [-3, 2]"
     )
 
 

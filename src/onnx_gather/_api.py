@@ -3,9 +3,14 @@
 1. **Backend**: the module that serves ``data``'s library (:func:`~._dispatch.backend_for`).
 2. **Host indices**: a Python int or sequence, or a NumPy array, becomes one NumPy array
    (:func:`~._host.index_array`); indices of ``data``'s own library stay as they are; any
-   other object is a TypeError naming both libraries.
+   other object is a TypeError naming both libraries. While a compiler traces this Python
+   (``torch.compile``: it models NumPy arrays as tensors and cannot read their dtype), the
+   backend makes host indices its own array instead (``Backend.host_under_trace``).
 3. **Plan**: ``_spec`` checks shapes, dtypes, axis and version and returns a
    :class:`~._spec.Plan`, cached per key (shapes, dtypes, axis, version, ``check_bounds``).
+   Not while a compiler traces: the planner then runs once per compilation anyway, and a
+   lookup would make the compiler guard on the cache (every later eager call would
+   recompile the graph) and specialise symbolic sizes (``dynamic=True``).
 4. **Kernel**: the backend's kernel runs the plan. It owns the bounds policy: it counts
    negative indices from the end, checks (when ``plan.check_bounds``) and gathers in as few
    passes as its library allows, and raises ``_spec``'s IndexError where it reads the values.
@@ -52,23 +57,42 @@ def run(
 ) -> Any:
     """Check ``data`` and ``indices`` with ``planner`` and run the matching backend kernel."""
     backend = backend_for(data)
-    indices = _own_or_host(backend, indices)
-    plan, kernel = _planned(planner, version, backend, data, indices, axis, check_bounds)
+    traced = _python_traced(backend)
+    indices = _own_or_host(backend, indices, traced)
+    plan, kernel = _planned(
+        planner, version, backend, data, indices, axis, check_bounds, cached=not traced
+    )
     if isinstance(indices, Unrepresentable):
         _spec.raise_out_of_range(plan, indices.values)
     return kernel(data, indices, plan)
 
 
-def _own_or_host(backend: Backend, indices: Any) -> Any:
-    """Indices of ``data``'s library as given; host indices as a NumPy array; else TypeError."""
+def _python_traced(backend: Backend) -> bool:
+    """Whether a compiler is tracing this call's Python code (``torch.compile``).
+
+    Asked of backends that define ``python_traced`` (only torch's): a JAX trace runs the
+    Python as usual, on tracers, and NumPy code in it is plain NumPy.
+    """
+    traced = getattr(backend, "python_traced", None)
+    return traced is not None and bool(traced())
+
+
+def _own_or_host(backend: Backend, indices: Any, traced: bool) -> Any:
+    """Indices of ``data``'s library as given; host indices as a NumPy array; else TypeError.
+
+    Under a Python-tracing compiler, host indices become the backend's own array (typed as
+    NumPy would type them), which the compiler can trace.
+    """
     if backend.owns(indices):
         return indices
-    host = index_array(indices)
+    convert = backend.host_under_trace if traced else index_array  # type: ignore[attr-defined]
+    host = convert(indices)
     if host is None:
+        own = "" if backend.name == "numpy" else f"a {backend.name} array, "
         msg = (
             f"indices is a {library_of(indices)} {type(indices).__name__} but data is a "
-            f"{backend.name} array; pass indices as a {backend.name} array, a NumPy array "
-            f"or a Python int or sequence of ints"
+            f"{backend.name} array; pass indices as {own}a NumPy array or a Python int or "
+            f"sequence of ints"
         )
         raise TypeError(msg)
     return host
@@ -82,19 +106,22 @@ def _planned(
     indices: Any,
     axis: Any,
     check_bounds: bool,
+    cached: bool = True,
 ) -> _Entry:
     """The call's plan and kernel, from the cache or made by ``planner`` (which checks all)."""
     key: tuple[Any, ...] | None = None
-    if type(axis) is int:  # anything else (an __index__ object) may change: never a key
+    if cached and type(axis) is int:  # anything else (an __index__ object) may change: never a key
         # The arrays' own shape objects: a key is stored only after the planner accepted
         # them (through backend.shape, which also rejects unknown sizes).
-        key = (
-            planner, version, backend, data.shape, data.dtype, indices.shape, indices.dtype,
-            type(indices), axis, check_bounds,
-        )  # fmt: skip
         try:
+            key = (
+                planner, version, backend, data.shape, data.dtype, indices.shape,
+                indices.dtype, type(indices), axis, check_bounds,
+            )  # fmt: skip
             entry = _PLANS.get(key)
-        except TypeError:  # an unhashable shape or dtype: let the planner say what is wrong
+        except Exception:
+            # A shape or dtype that cannot be read (a nested tensor's) or hashed: let the
+            # planner, through backend.shape and backend.dtype_name, say what is wrong.
             entry = key = None
         if entry is not None:
             return entry

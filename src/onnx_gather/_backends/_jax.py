@@ -17,9 +17,14 @@ can raise; instead:
 * ``checkify.debug_check`` records the same IndexError text, which surfaces when the caller
   wraps the function in :func:`jax.experimental.checkify.checkify` (it is a no-op otherwise).
 
-In ``fill`` mode XLA's CPU gather rewrites bfloat16 NaN payloads (0x7FC1 comes back as
-0x7FC0; seen with jax 0.10.2), so eager bfloat16 data is gathered as its int16 bits. Under
-tracing the float path is kept so that gradients flow.
+In ``fill`` mode XLA's CPU gather rewrites bfloat16 NaN payloads (0x7FC1 and 0x7F81 come
+back as 0x7FC0; seen with jax 0.10.2; float16 and float32 keep theirs), so bfloat16 data is
+gathered as its int16 bits, eagerly and under tracing, with the NaN's bits as the fill. A
+:func:`jax.custom_jvp` gives that bits gather the float gather's derivative, so gradients
+flow as before (``jax.grad``, ``jax.vjp``, ``jax.jvp``, higher orders).
+
+Under ``jax.export`` with a symbolic axis size, host indices cannot be counted from the end
+on the host nor compared with the size: they then travel unchecked, like traced ones.
 """
 
 from __future__ import annotations
@@ -74,21 +79,69 @@ def _fill_value(dtype: Any) -> Any:
 
 
 def _take(
-    data: jax.Array, indices: jax.Array, axis: int, size: int, elements: bool, out_shape: Any
+    data: jax.Array,
+    indices: jax.Array,
+    axis: int,
+    size: Any,
+    elements: bool,
+    out_shape: Any,
+    fill: Any = None,
 ) -> jax.Array:
-    """The gather in fill mode, any index beyond ``[-size, size-1]`` read as the fill."""
+    """The gather in fill mode, any index beyond ``[-size, size-1]`` read as ``fill``.
+
+    ``fill`` defaults to :func:`_fill_value` of ``data``'s dtype. ``size`` may be symbolic
+    (``jax.export``).
+    """
     if 0 in out_shape:
         # Nothing to read. jnp.take returns `data` itself when its axis and the indices
         # are both empty: the wrong shape (jax 0.10.2; no upstream report found).
         return jnp.zeros_like(data, shape=out_shape)
+    if fill is None:
+        fill = _fill_value(data.dtype)
     if size == 0:  # jnp.take raises on an empty axis; take_along_axis gives 0
-        return jnp.full(out_shape, _fill_value(data.dtype), data.dtype)
-    if size <= jnp.iinfo(indices.dtype).max:
+        return jnp.full(out_shape, fill, data.dtype)
+    if not isinstance(size, int) or size <= jnp.iinfo(indices.dtype).max:
         # fill mode adds size to a negative index: near -2**63 that wraps into range.
+        # (A symbolic size beyond an int32 index type's range wraps here, but then every
+        # index is in range and the replacement is never taken.)
         indices = jnp.where((indices >= -size) & (indices < size), indices, size)
     if elements:
-        return jnp.take_along_axis(data, indices, axis=axis, mode="fill")
-    return jnp.take(data, indices, axis=axis, mode="fill")
+        return jnp.take_along_axis(data, indices, axis=axis, mode="fill", fill_value=fill)
+    return jnp.take(data, indices, axis=axis, mode="fill", fill_value=fill)
+
+
+# Float types whose NaN payloads XLA's gather rewrites, with the same-width integer type.
+_BITS: dict[Any, Any] = {jnp.dtype(jnp.bfloat16): jnp.int16}
+
+
+def _exact_take(
+    data: jax.Array, indices: jax.Array, axis: int, size: Any, elements: bool, out_shape: Any
+) -> jax.Array:
+    """:func:`_take`, bit for bit: bfloat16 goes as its int16 bits (module docstring).
+
+    The bits gather has the float gather's derivative (a :func:`jax.custom_jvp`, linear in
+    the tangent, so reverse mode transposes it into the scatter-add).
+    """
+    bits = _BITS.get(data.dtype)
+    if bits is None:
+        return _take(data, indices, axis, size, elements, out_shape)
+    nan_bits = int(np.asarray(np.nan, data.dtype).view(bits))
+
+    @jax.custom_jvp
+    def take(x: jax.Array, i: jax.Array) -> jax.Array:
+        # The barriers keep XLA from folding the bitcasts into a bfloat16 gather, which
+        # it otherwise does in some fusions (quieting NaNs, flushing subnormals to 0).
+        raw = jax.lax.optimization_barrier(jax.lax.bitcast_convert_type(x, bits))
+        out = jax.lax.optimization_barrier(_take(raw, i, axis, size, elements, out_shape, nan_bits))
+        return jax.lax.bitcast_convert_type(out, x.dtype)
+
+    @take.defjvp
+    def _take_jvp(primals: Any, tangents: Any) -> Any:
+        x, i = primals
+        # A fill position's tangent is 0, as in jax's own gather rule.
+        return take(x, i), _take(tangents[0], i, axis, size, elements, out_shape, 0)
+
+    return take(data, indices)
 
 
 def _eager_fn(plan: Plan, bounds: bool) -> Callable[[jax.Array, jax.Array], Any]:
@@ -110,11 +163,7 @@ def _eager_fn(plan: Plan, bounds: bool) -> Callable[[jax.Array, jax.Array], Any]
     def call(data: jax.Array, indices: jax.Array) -> Any:
         if trim is not None:
             data = data[trim]
-        bits = data.dtype == jnp.bfloat16  # see the module docstring
-        source = jax.lax.bitcast_convert_type(data, jnp.int16) if bits else data
-        out = _take(source, indices, axis, size, elements, out_shape)
-        if bits:
-            out = jax.lax.bitcast_convert_type(out, data.dtype)
+        out = _exact_take(data, indices, axis, size, elements, out_shape)
         if not bounds or indices.size == 0:
             return out, None
         return out, jnp.stack([jnp.min(indices), jnp.max(indices)])
@@ -129,19 +178,30 @@ def _eager_fn(plan: Plan, bounds: bool) -> Callable[[jax.Array, jax.Array], Any]
 _EAGER: dict[tuple[Any, ...], Callable[[jax.Array, jax.Array], Any]] = {}
 
 
-def _from_host(indices: np.ndarray, data: jax.Array, plan: Plan) -> jax.Array:
-    """Host indices, checked on the host (also while tracing: they are constants), placed."""
-    indices = _host.checked(plan, indices)
+def _from_host(indices: np.ndarray, data: jax.Array, plan: Plan) -> tuple[jax.Array, bool]:
+    """Host indices, checked on the host (also while tracing: they are constants), placed.
+
+    Also whether they were checked: not against a symbolic size (``jax.export``). Unchecked
+    they go as given: the kernels' fill mode counts negatives and fills the rest.
+    """
+    checked = plan.check_bounds and _static(plan)
+    if checked:
+        indices = _host.checked(plan, indices)
     if indices.dtype == np.int64 and not jax.config.read("jax_enable_x64"):
         # Without x64 JAX would truncate int64 to int32; checked values fit (or saturate).
         info = np.iinfo(np.int32)
         indices = np.clip(indices, info.min, info.max).astype(np.int32)
     if _traced(data):
-        return jnp.asarray(indices)
+        return jnp.asarray(indices), checked
     devices = data.devices()
     if len(devices) == 1:
-        return jax.device_put(indices, next(iter(devices)))
-    return jnp.asarray(indices)
+        return jax.device_put(indices, next(iter(devices))), checked
+    return jnp.asarray(indices), checked
+
+
+def _static(plan: Plan) -> bool:
+    """Whether the axis size is a number (not a symbolic dimension of ``jax.export``)."""
+    return type(plan.size) is int
 
 
 class JaxBackend:
@@ -168,8 +228,14 @@ class JaxBackend:
     def _run(data: jax.Array, indices: Any, plan: Plan) -> jax.Array:
         checked = False  # whether the values were read and found in range
         if isinstance(indices, np.ndarray):
-            indices, checked = _from_host(indices, data, plan), True
-        elif plan.check_bounds and not _traced(indices) and _traced(data) and indices.size:
+            indices, checked = _from_host(indices, data, plan)
+        elif (
+            plan.check_bounds
+            and not _traced(indices)
+            and _traced(data)
+            and indices.size
+            and _static(plan)
+        ):
             # Concrete indices inside a trace (closed over): a constant, checked now.
             values = np.asarray(indices)
             _spec.check_range(plan, *value_range(values), lambda: values)
@@ -179,7 +245,7 @@ class JaxBackend:
                 _record_out_of_range(plan, indices)
             if plan.trim is not None:
                 data = data[plan.trim]
-            return _take(data, indices, plan.axis, plan.size, plan.elements, plan.out_shape)
+            return _exact_take(data, indices, plan.axis, plan.size, plan.elements, plan.out_shape)
         if indices.sharding != data.sharding and len(data.devices()) == 1:
             indices = jax.device_put(indices, data.sharding)
         fn = _eager_fn(plan, plan.check_bounds and not checked)

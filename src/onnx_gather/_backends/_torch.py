@@ -9,8 +9,10 @@ move unchanged.
 here with a 2-D gather along either axis, while ``index_select`` and float16/float32 keep
 the bits; no upstream report found), and quiets float16 signalling NaNs (0x7C01 comes back
 as 0x7E01; torch 2.13.0, seen with 2-D and with strided 1-D data, found by the conformance
-campaign; no upstream report found). bfloat16 and float16 GatherElements therefore go
-through an int16 view too, unless autograd needs the float graph.
+campaign; no upstream report found); under ``torch.func.vmap`` ``index_select`` quiets
+float16 NaNs too. bfloat16 and float16 are therefore gathered as int16 bits by both
+operators; where autograd needs a gradient, through an ``autograd.Function`` whose backward
+is the scatter-add (double backward included).
 
 Under ``torch.compile`` and ``torch.func`` transforms the index values cannot be read while
 tracing, so the bounds check goes into the graph as the custom operator
@@ -60,6 +62,7 @@ _NAMES: dict[torch.dtype, str] = {
     torch.complex128: "complex128",
 }
 _SIGNED_VIEW = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
+# What torch's kernels gather bits of (see _exact).
 _GATHER_VIEW = {**_SIGNED_VIEW, torch.bfloat16: torch.int16, torch.float16: torch.int16}
 # Same-width types NumPy holds bit for bit, for the zero-copy route to the compiled kernel.
 _NUMPY_VIEW = {**_SIGNED_VIEW, torch.bfloat16: torch.int16}
@@ -95,7 +98,8 @@ def _counted(indices: torch.Tensor, plan: Plan) -> torch.Tensor:
     if plan.check_bounds:
         if indices.numel():
             lo, hi = _index_range(indices)
-            _spec.check_range(plan, lo, hi, lambda: indices.detach().cpu().numpy())
+            # (tolist: inside torch.func.grad even a plain tensor's .numpy() fails.)
+            _spec.check_range(plan, lo, hi, lambda: np.array(indices.detach().cpu().tolist()))
             if lo >= 0:
                 return indices if indices.dtype == torch.int64 else indices.to(torch.int64)
         indices = indices.to(torch.int64)
@@ -192,9 +196,103 @@ def _placed(indices: Any, data: torch.Tensor, plan: Plan) -> torch.Tensor:
         return torch.as_tensor(counted, device=data.device)
     if indices.device != data.device:
         indices = indices.to(data.device, non_blocking=True)
+    if indices.is_meta:  # no values to check (data is on meta too: nothing is read)
+        indices = indices.to(torch.int64)
+        return torch.where(indices < 0, indices + plan.size, indices)
     if plan.check_bounds and _values_unknown(indices):
         return _checked_indices(indices, plan.op, plan.elements, plan.axis, plan.size)
     return _counted(indices, plan)
+
+
+def _check_servable(data: torch.Tensor, indices: Any) -> None:
+    """TypeError for tensors torch's kernels would answer wrongly or with a raw error.
+
+    Sparse, compressed or MKL-DNN layouts (a sparse COO result from Gather, torch's
+    NotImplementedError elsewhere), and indices on the meta device, which hold no values
+    to read, with data that does (on the meta device both are fine: nothing is read).
+    Called off the compiled route only, which takes strided CPU tensors alone.
+    """
+    for name, x in (("data", data), ("indices", indices)):
+        if isinstance(x, torch.Tensor) and x.layout != torch.strided:
+            msg = f"{name} is a tensor of layout {x.layout}; only strided (dense) tensors are supported"
+            raise TypeError(msg)
+    if isinstance(indices, torch.Tensor) and indices.is_meta and not data.is_meta:
+        msg = (
+            f"indices are on the meta device, which holds no values, but data is on "
+            f"{data.device}; pass indices on {data.device}, as a NumPy array or as Python ints"
+        )
+        raise TypeError(msg)
+
+
+def _exact(data: torch.Tensor, axis: int, indices: torch.Tensor, elements: bool) -> torch.Tensor:
+    """``torch.gather`` (``elements``) or ``torch.index_select``, bit for bit.
+
+    Unsigned types go through their signed view (no kernels), float16 and bfloat16 through
+    int16: ``torch.gather`` rewrites their NaN payloads, and so does ``index_select`` under
+    ``torch.func.vmap`` (float16 0x7C01 comes back as 0x7E01; torch 2.13.0). A float view
+    of another type has no gradient, so data that needs one goes through :class:`_BitsGather`.
+    """
+    view = _GATHER_VIEW.get(data.dtype)
+    if view is not None and data.requires_grad and data.dtype.is_floating_point:
+        out: torch.Tensor = _BitsGather.apply(data, axis, indices, elements)
+        return out
+    source = data.view(view) if view is not None else data
+    if elements:
+        out = torch.gather(source, axis, indices)
+    else:
+        out = torch.index_select(source, axis, indices)
+    return out.view(data.dtype) if view is not None else out
+
+
+class _BitsGather(torch.autograd.Function):  # type: ignore[misc]
+    """A float16 or bfloat16 gather that needs a gradient, bit for bit (see :func:`_exact`).
+
+    The forward gathers the int16 bits; the backward is the scatter-add of the gradient,
+    made of differentiable operators, so double backward works too.
+    """
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(
+        data: torch.Tensor, axis: int, indices: torch.Tensor, elements: bool
+    ) -> torch.Tensor:
+        return _exact(data.detach(), axis, indices, elements)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+        data, axis, indices, elements = inputs
+        ctx.save_for_backward(indices)
+        ctx.axis, ctx.elements, ctx.data_shape = axis, elements, data.shape
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        (indices,) = ctx.saved_tensors
+        zeros = grad.new_zeros(ctx.data_shape)
+        if ctx.elements:
+            return zeros.scatter_add(ctx.axis, indices, grad), None, None, None
+        return zeros.index_add(ctx.axis, indices, grad), None, None, None
+
+
+_TRITON: Any = None
+
+
+def _triton() -> Any:
+    """The fused Triton kernels (``_triton``), or False where triton is not installed.
+
+    Imported once, at the first large call on a CUDA tensor: large CUDA calls run one fused
+    kernel (count, check, gather; one 8-byte read back when checked), smaller ones and
+    everything else torch's kernels after one ``aminmax``.
+    """
+    global _TRITON
+    if _TRITON is None:
+        try:
+            from onnx_gather._backends import _triton
+        except ImportError:
+            _TRITON = False
+        else:
+            _TRITON = _triton
+    return _TRITON
 
 
 class TorchBackend:
@@ -205,7 +303,31 @@ class TorchBackend:
     def owns(self, x: Any, /) -> bool:
         return isinstance(x, torch.Tensor)
 
+    # Under torch.compile (see onnx_gather._api): Dynamo runs this Python symbolically.
+    python_traced = staticmethod(torch.compiler.is_compiling)
+
+    @staticmethod
+    def host_under_trace(indices: Any) -> torch.Tensor | None:
+        """Host indices as a tensor typed as NumPy would type them, under ``torch.compile``.
+
+        Dynamo models a NumPy array as a tensor and cannot read its dtype or flags, so the
+        NumPy route of eager calls does not trace; a list or int is a constant to Dynamo,
+        and ``torch.tensor`` of it becomes a constant of the graph. The values are then
+        checked in the graph, when it runs, like any tensor's.
+        """
+        if isinstance(indices, (np.ndarray, np.generic)):
+            return torch.as_tensor(indices)
+        if not isinstance(indices, (int, list, tuple)):
+            return None
+        tensor = torch.tensor(indices)
+        if tensor.is_floating_point():  # NumPy's float64; an empty list is ONNX's int64
+            tensor = tensor.to(torch.int64 if tensor.numel() == 0 else torch.float64)
+        return tensor
+
     def shape(self, x: torch.Tensor, /) -> tuple[int, ...]:
+        if x.is_nested:  # its sizes are per component: torch raises an "Internal error"
+            msg = "nested tensors are not supported; pass a strided (dense) tensor"
+            raise TypeError(msg)
         return tuple(x.shape)
 
     def dtype_name(self, x: torch.Tensor, /) -> str:
@@ -214,26 +336,21 @@ class TorchBackend:
     def gather(self, data: torch.Tensor, indices: Any, plan: Plan, /) -> torch.Tensor:
         if _compiled_route(data, indices):
             return self._compiled(numpy_kernels.gather, data, indices, plan)
+        if data.is_cuda and (fused := _triton()) and fused.serves(data, indices, plan):
+            return fused.gather(data, indices, plan)
+        _check_servable(data, indices)
         indices = _placed(indices, data, plan)
-        signed = _SIGNED_VIEW.get(data.dtype)
-        source = data.view(signed) if signed is not None else data
-        out = torch.index_select(source, plan.axis, indices.reshape(-1))
-        if indices.dim() != 1:
-            out = out.reshape(plan.out_shape)
-        return out.view(data.dtype) if signed is not None else out
+        out = _exact(data, plan.axis, indices.reshape(-1), False)
+        return out.reshape(plan.out_shape) if indices.dim() != 1 else out
 
     def gather_elements(self, data: torch.Tensor, indices: Any, plan: Plan, /) -> torch.Tensor:
         if _compiled_route(data, indices):
             return self._compiled(numpy_kernels.gather_elements, data, indices, plan)
+        if data.is_cuda and (fused := _triton()) and fused.serves(data, indices, plan):
+            return fused.gather_elements(data, indices, plan)
+        _check_servable(data, indices)
         indices = _placed(indices, data, plan)
-        signed = _GATHER_VIEW.get(data.dtype)
-        if signed is not None and data.requires_grad and data.dtype.is_floating_point:
-            signed = None  # keep the autograd graph; NaN payloads may then be canonicalised
-        source = data.view(signed) if signed is not None else data
-        if plan.trim is not None:
-            source = source[plan.trim]
-        out = torch.gather(source, plan.axis, indices)
-        return out.view(data.dtype) if signed is not None else out
+        return _exact(data if plan.trim is None else data[plan.trim], plan.axis, indices, True)
 
     @staticmethod
     def _compiled(

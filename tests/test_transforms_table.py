@@ -1,0 +1,519 @@
+"""Every index form under every transform, before and after eager calls (issue 16, item 1).
+
+The table: index form (Python int, nested list, NumPy array, the data's own array) x
+transform x whether eager calls ran first, for Gather and GatherElements, on the CPU.
+
+* torch: ``torch.compile(fullgraph=True)`` static and ``dynamic=True``, ``torch.func.vmap``,
+  ``torch.func.grad``; also ``torch.export.export``.
+* jax: ``jax.jit``, ``jax.vmap``, ``jax.grad``, ``jax.export`` with a symbolic axis size.
+
+"Eager first" runs eager calls of other shapes and every index form before the transform
+(they fill the plan cache and the backend cache, where compilers used to break) and again
+after it, which must not recompile a torch.compile'd function. "Not eager first" starts
+from empty caches. Expected values come from the loop oracle and grad_oracle, never from a
+backend. Skips the parts of a library that is not among ONNX_GATHER_BACKENDS.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from typing import Any
+
+import numpy as np
+import oracle
+import pytest
+from conftest import LIBS
+from grad_oracle import ELEMENTS, GATHER, GradCase
+
+import onnx_gather as og
+from onnx_gather import _api, _dispatch
+
+NAMES = {lib.name for lib in LIBS}
+needs_torch = pytest.mark.skipif(
+    "torch" not in NAMES, reason="torch is not among this run's backends"
+)
+needs_jax = pytest.mark.skipif("jax" not in NAMES, reason="jax is not among this run's backends")
+
+X = np.arange(15, dtype=np.float32).reshape(3, 5) / 8  # exact in float32
+AXIS = 1
+INDICES = {
+    GATHER: np.array([[0, -1], [4, 0], [-5, 2]], np.int64),
+    ELEMENTS: np.array([[0, -1], [4, 4], [-5, 2]], np.int64),
+}
+FORMS = ["int", "list", "numpy", "own"]
+ROWS = [
+    (op, form) for op in (GATHER, ELEMENTS) for form in FORMS if (op, form) != (ELEMENTS, "int")
+]
+ROW_IDS = [f"{op}-{form}" for op, form in ROWS]
+VALID = re.escape("valid indices are [-5, 4]")
+
+
+def host_indices(op: str, form: str, bad: bool = False) -> Any:
+    """The indices in ``form`` (not "own"); ``bad`` puts 5 (one past the end) at (1, 1)."""
+    if form == "int":
+        return 5 if bad else -1
+    values = INDICES[op].copy()
+    if bad:
+        values[1, 1] = 5
+    return values.tolist() if form == "list" else values
+
+
+def indices_array(op: str, form: str) -> np.ndarray:
+    return np.asarray(host_indices(op, form))
+
+
+def apply(op: str, x: Any, idx: Any, axis: int = AXIS) -> Any:
+    return (og.gather if op == GATHER else og.gather_elements)(x, idx, axis)
+
+
+def want(op: str, form: str, x: np.ndarray = X) -> np.ndarray:
+    fn = oracle.gather if op == GATHER else oracle.gather_elements
+    return np.asarray(fn(x, indices_array(op, form), AXIS))
+
+
+def want_grad(op: str, form: str, g: np.ndarray) -> np.ndarray:
+    return GradCase("", op, X.shape, indices_array(op, form), AXIS).grad(g)
+
+
+def upstream(op: str, form: str) -> np.ndarray:
+    shape = want(op, form).shape
+    return np.random.default_rng(0).integers(-4, 5, shape).astype(np.float32)
+
+
+@pytest.fixture
+def empty_caches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The backend and plan caches as in a fresh process."""
+    monkeypatch.setattr(_dispatch, "_BY_TYPE", {})
+    monkeypatch.setattr(_api, "_PLANS", {})
+
+
+def eager_calls(make: Any, to_index: Any) -> None:
+    """Eager calls of both operators, every form, two data shapes: what a program does."""
+    for shape in ((3, 5), (2, 7)):
+        x = make(np.ones(shape, np.float32))
+        for op, form in ROWS:
+            idx = indices_array(op, form)
+            idx = idx[: shape[0]] if idx.ndim == 2 else idx
+            given = to_index(idx) if form == "own" else (idx.tolist() if form != "numpy" else idx)
+            apply(op, x, given)
+
+
+# --------------------------------------------------------------------------- torch
+
+TORCH_TRANSFORMS = ["compile", "compile-dynamic", "vmap", "grad"]
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+def torch_indices(op: str, form: str, bad: bool = False) -> Any:
+    torch = _torch()
+    if form == "own":
+        return torch.from_numpy(np.asarray(host_indices(op, "numpy", bad)))
+    return host_indices(op, form, bad)
+
+
+def _compile(fn: Any, dynamic: bool) -> Any:
+    torch = _torch()
+    with warnings.catch_warnings():
+        # Importing inductor imports torch.utils.mkldnn, which warns about TorchScript.
+        warnings.filterwarnings("ignore", "`torch.jit.script_method` is deprecated")
+        import torch._inductor.compile_fx
+    return torch.compile(fn, fullgraph=True, dynamic=dynamic)
+
+
+def _torch_eager_calls() -> None:
+    torch = _torch()
+    eager_calls(torch.from_numpy, torch.from_numpy)
+
+
+@needs_torch
+@pytest.mark.parametrize("eager_first", [False, True], ids=["fresh", "eager-first"])
+@pytest.mark.parametrize("transform", TORCH_TRANSFORMS)
+@pytest.mark.parametrize(("op", "form"), ROWS, ids=ROW_IDS)
+def test_torch_table(
+    empty_caches: None, op: str, form: str, transform: str, eager_first: bool
+) -> None:
+    torch = _torch()
+    torch._dynamo.reset()
+    if eager_first:
+        _torch_eager_calls()
+    idx = torch_indices(op, form)
+    x = torch.from_numpy(X.copy())
+    if transform.startswith("compile"):
+        dynamic = transform == "compile-dynamic"
+        fn = _compile(lambda t: apply(op, t, idx), dynamic)
+        np.testing.assert_array_equal(fn(x).numpy(), want(op, form))
+        # Another axis size (and, for Gather, batch size): a new graph when static, the
+        # same one when dynamic. Rows beyond the indices' are trimmed by GatherElements.
+        x2 = (np.arange(4 * 7, dtype=np.float32).reshape(4, 7) / 8)[: 3 if op == ELEMENTS else 4]
+        got2 = fn(torch.from_numpy(x2.copy()))
+        np.testing.assert_array_equal(got2.numpy(), want(op, form, x2))
+        # Eager calls afterwards must not invalidate the compiled code (no guard on a
+        # cache of this package); a dynamic graph serves both shapes without recompiling.
+        _torch_eager_calls()
+        stance = "fail_on_recompile" if dynamic else "default"
+        with torch.compiler.set_stance(stance):
+            np.testing.assert_array_equal(fn(x).numpy(), want(op, form))
+            np.testing.assert_array_equal(
+                fn(torch.from_numpy(x2.copy())).numpy(), want(op, form, x2)
+            )
+    elif transform == "vmap":
+        xs = np.stack([X, X[::-1].copy() * 2])
+        out = torch.func.vmap(lambda t: apply(op, t, idx))(torch.from_numpy(xs))
+        for b in range(2):
+            np.testing.assert_array_equal(out[b].numpy(), want(op, form, xs[b]))
+    else:
+        g = upstream(op, form)
+        grad = torch.func.grad(lambda t: (apply(op, t, idx) * torch.from_numpy(g)).sum())(x)
+        np.testing.assert_array_equal(grad.numpy(), want_grad(op, form, g))
+    if eager_first:
+        _torch_eager_calls()
+
+
+@needs_torch
+@pytest.mark.parametrize("transform", TORCH_TRANSFORMS)
+@pytest.mark.parametrize(("op", "form"), ROWS, ids=ROW_IDS)
+def test_torch_table_out_of_range(op: str, form: str, transform: str) -> None:
+    """Every form, every transform: the eager IndexError (in the graph, when it runs)."""
+    torch = _torch()
+    torch._dynamo.reset()
+    idx = torch_indices(op, form, bad=True)
+    x = torch.from_numpy(X.copy())
+    with pytest.raises(IndexError) as eager:
+        apply(op, x, idx)
+    assert re.search(r"index 5 at position .*" + VALID, str(eager.value))
+    if transform.startswith("compile"):
+        run = _compile(lambda t: apply(op, t, idx), transform == "compile-dynamic")
+    elif transform == "vmap":
+        run = torch.func.vmap(lambda t: apply(op, t, idx))
+        x = torch.stack([x, x])
+    else:
+        run = torch.func.grad(lambda t: apply(op, t, idx).sum())
+    with pytest.raises(IndexError) as info:
+        run(x)
+    # Host indices are constants of a compiled graph, which may run the check while it
+    # compiles: Dynamo then appends the user code's location to the same message.
+    assert str(info.value).startswith(str(eager.value))
+    if not transform.startswith("compile"):
+        assert str(info.value) == str(eager.value)
+
+
+@needs_torch
+@pytest.mark.parametrize(("op", "form"), ROWS, ids=ROW_IDS)
+def test_torch_export(op: str, form: str) -> None:
+    torch = _torch()
+    idx = torch_indices(op, form)
+
+    class Module(torch.nn.Module):
+        def forward(self, x: Any, i: Any) -> Any:
+            return apply(op, x, i if form == "own" else idx) * 2
+
+    args = (torch.from_numpy(X.copy()), torch_indices(op, "own"))
+    exported = torch.export.export(Module(), args)
+    got = exported.module()(*args)
+    np.testing.assert_array_equal(got.numpy(), want(op, form) * 2)
+    if form == "own":
+        bad = torch_indices(op, "own", bad=True)
+        with pytest.raises(IndexError, match=VALID):
+            exported.module()(args[0], bad)
+
+
+@needs_torch
+def test_torch_compile_list_indices_issue_example() -> None:
+    """The report: a list inside a compiled function failed with "Unsupported ndarray ..."."""
+    torch = _torch()
+    torch._dynamo.reset()
+    t = torch.arange(5.0)
+    fn = _compile(lambda a: og.gather(a, [0, -1], 0), dynamic=False)
+    assert fn(t).tolist() == [0.0, 4.0]
+    empty = _compile(lambda a: og.gather(a, [], 0), dynamic=False)(t)
+    assert empty.shape == (0,)
+    # Under fullgraph=True Dynamo reports any exception the traced code raises as its own
+    # "Observed exception" (torch 2.13.0); without it the frame runs eagerly and raises ours.
+    floats = torch.compile(lambda a: og.gather(a, [0.5], 0))
+    with pytest.raises(TypeError, match="indices must be int32 or int64, got float64"):
+        floats(t)
+
+
+# --------------------------------------------------------------------------- jax
+
+JAX_TRANSFORMS = ["jit", "vmap", "grad", "export"]
+
+
+def _jax() -> Any:
+    import jax
+
+    return jax
+
+
+def jax_indices(op: str, form: str, bad: bool = False) -> Any:
+    import jax.numpy as jnp
+
+    if form == "own":
+        return jnp.asarray(np.asarray(host_indices(op, "numpy", bad)).astype(np.int32))
+    return host_indices(op, form, bad)
+
+
+def _jax_eager_calls() -> None:
+    import jax.numpy as jnp
+
+    eager_calls(jnp.asarray, lambda a: jnp.asarray(a.astype(np.int32)))
+
+
+def _symbolic_axis() -> Any:
+    """Data of shape (3, n), n >= 5: the plan's axis size is symbolic."""
+    jax = _jax()
+    from jax import export
+
+    shape = export.symbolic_shape("3, n", constraints=("n >= 5",))
+    return jax.ShapeDtypeStruct(shape, np.float32)
+
+
+@needs_jax
+@pytest.mark.parametrize("eager_first", [False, True], ids=["fresh", "eager-first"])
+@pytest.mark.parametrize("transform", JAX_TRANSFORMS)
+@pytest.mark.parametrize(("op", "form"), ROWS, ids=ROW_IDS)
+def test_jax_table(
+    empty_caches: None, op: str, form: str, transform: str, eager_first: bool
+) -> None:
+    jax = _jax()
+    import jax.numpy as jnp
+    from jax import export
+
+    if eager_first:
+        _jax_eager_calls()
+    idx = jax_indices(op, form)
+    x = jnp.asarray(X)
+    if transform == "jit":
+        got = jax.jit(lambda t: apply(op, t, idx))(x)
+        np.testing.assert_array_equal(np.asarray(got), want(op, form))
+    elif transform == "vmap":
+        xs = np.stack([X, X[::-1] * 2])
+        out = jax.vmap(lambda t: apply(op, t, idx))(jnp.asarray(xs))
+        for b in range(2):
+            np.testing.assert_array_equal(np.asarray(out[b]), want(op, form, xs[b]))
+    elif transform == "grad":
+        g = upstream(op, form)
+        grad = jax.grad(lambda t: (apply(op, t, idx) * g).sum())(x)
+        np.testing.assert_array_equal(np.asarray(grad), want_grad(op, form, g))
+    else:
+        exported = export.export(jax.jit(lambda t: apply(op, t, idx)))(_symbolic_axis())
+        np.testing.assert_array_equal(np.asarray(exported.call(x)), want(op, form))
+        x7 = np.arange(21, dtype=np.float32).reshape(3, 7) / 8
+        got7 = exported.call(jnp.asarray(x7))
+        # The size is symbolic: -1 counts from the end of this call's axis.
+        np.testing.assert_array_equal(np.asarray(got7), want(op, form, x7))
+    if eager_first:
+        _jax_eager_calls()
+
+
+@needs_jax
+@pytest.mark.parametrize("transform", JAX_TRANSFORMS)
+@pytest.mark.parametrize(("op", "form"), ROWS, ids=ROW_IDS)
+def test_jax_table_out_of_range(op: str, form: str, transform: str) -> None:
+    """Host indices are constants: checked at trace time, the eager IndexError.
+
+    Traced own indices under jit cannot raise: each bad position holds the fill value
+    (test_jax_transforms covers checkify). Against a symbolic size (export) no host index
+    can be checked at trace time either: fill value too.
+    """
+    jax = _jax()
+    import jax.numpy as jnp
+    from jax import export
+
+    idx = jax_indices(op, form, bad=True)
+    x = jnp.asarray(X)
+    with pytest.raises(IndexError) as eager:
+        apply(op, x, idx)
+    assert re.search(r"index 5 at position .*" + VALID, str(eager.value))
+    if transform == "export":
+        exported = export.export(jax.jit(lambda t: apply(op, t, idx)))(_symbolic_axis())
+        got = np.asarray(exported.call(x))
+        assert np.isnan(got).any()
+        assert form == "int" or not np.isnan(got).all()  # an int index is every position
+        return
+    if transform == "jit" and form == "own":
+        got = np.asarray(jax.jit(lambda t, i: apply(op, t, i))(x, idx))
+        assert np.isnan(got).any()
+        return
+    if transform == "jit":
+        run = jax.jit(lambda t: apply(op, t, idx))
+    elif transform == "vmap":
+        run = jax.vmap(lambda t: apply(op, t, idx))
+        x = jnp.stack([x, x])
+    else:
+        run = jax.grad(lambda t: apply(op, t, idx).sum())
+    with pytest.raises(IndexError) as info:
+        run(x)
+    assert str(info.value) == str(eager.value)
+
+
+# --------------------------------------------------------------------------- bit-exactness
+
+# NaN payloads that gathers have been seen to rewrite (issue 15, item 16), per dtype, as
+# the unsigned bits: a signalling NaN, a quiet NaN with payload, a negative one.
+PAYLOADS = {
+    "float16": [0x7C01, 0x7E01, 0xFC01, 0x7D00, 0x3C00],
+    "bfloat16": [0x7FC1, 0x7F81, 0xFFC1, 0x7FA0, 0x3F80],
+    "float32": [0x7F800001, 0x7FC00001, 0xFF800001, 0x7FA00000, 0x3F800000],
+}
+PERMUTATION = [[4, 0, 3, 1, 2, 2]]
+
+
+def _torch_payload_data(dtype: str) -> Any:
+    torch = _torch()
+    bits = np.array([PAYLOADS[dtype]], np.uint16 if dtype != "float32" else np.uint32)
+    signed = bits.view(np.int16 if dtype != "float32" else np.int32)
+    return torch.from_numpy(signed).view(getattr(torch, dtype))
+
+
+def _expected_bits(dtype: str) -> list[list[int]]:
+    return [[PAYLOADS[dtype][j] for j in PERMUTATION[0]]]
+
+
+def _torch_bits(t: Any) -> list[list[int]]:
+    torch = _torch()
+    raw = t.detach().view(torch.int16 if t.element_size() == 2 else torch.int32)
+    mask = 0xFFFF if t.element_size() == 2 else 0xFFFFFFFF
+    return [[v & mask for v in row] for row in raw.tolist()]
+
+
+@needs_torch
+# Dynamo instantiates the bits gather's autograd.Function itself, and torch warns about it
+# (torch 2.13.0): not our call.
+@pytest.mark.filterwarnings("ignore:.*should not be instantiated:DeprecationWarning")
+@pytest.mark.parametrize("dtype", list(PAYLOADS))
+@pytest.mark.parametrize("op", [GATHER, ELEMENTS])
+@pytest.mark.parametrize("path", ["requires_grad", "func.grad", "compile", "vmap"])
+def test_torch_nan_payloads_are_kept(op: str, dtype: str, path: str) -> None:
+    torch = _torch()
+    x = _torch_payload_data(dtype)
+    perm = torch.tensor(PERMUTATION)
+    if op == GATHER:
+
+        def fn(t: Any) -> Any:
+            return og.gather(t, perm[0], 1)
+
+    else:
+
+        def fn(t: Any) -> Any:
+            return og.gather_elements(t, perm, 1)
+
+    if path == "requires_grad":
+        out = fn(x.clone().requires_grad_())
+        assert out.requires_grad
+    elif path == "func.grad":
+        seen: list[Any] = []
+
+        def loss(t: Any) -> Any:
+            out = fn(t)
+            seen.append(out)
+            return out.sum()  # NaN, but its gradient is 1 everywhere
+
+        grad = torch.func.grad(loss)(x.clone())
+        assert grad.tolist() == [[1.0, 1.0, 2.0, 1.0, 1.0]]
+        out = torch._C._functorch.get_unwrapped(seen[0])
+    elif path == "compile":
+        torch._dynamo.reset()
+        out = _compile(fn, dynamic=False)(x.clone().requires_grad_())
+    else:
+        out = torch.func.vmap(fn)(torch.stack([x, x]))[1]
+    assert _torch_bits(out) == _expected_bits(dtype)
+
+
+@needs_torch
+def test_torch_double_backward_of_bits_gather() -> None:
+    """bfloat16 GatherElements with a gradient goes through the bits Function: d2 works."""
+    torch = _torch()
+    x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=torch.bfloat16).requires_grad_()
+    idx = torch.tensor([[2, 2, 0], [1, 0, 1]])
+    y = og.gather_elements(x, idx, 1)
+    (g,) = torch.autograd.grad((y**2).sum(), x, create_graph=True)
+    # g = scatter_add(2 y): 2 x times how often each element is read.
+    assert g.tolist() == [[2.0, 0.0, 12.0], [8.0, 20.0, 0.0]]
+    (gg,) = torch.autograd.grad(g.sum(), x)
+    assert gg.tolist() == [[2.0, 0.0, 4.0], [2.0, 4.0, 0.0]]
+
+
+def _jax_bits(a: Any) -> list[list[int]]:
+    arr = np.asarray(a)
+    return arr.view(np.uint16 if arr.itemsize == 2 else np.uint32).tolist()
+
+
+@needs_jax
+@pytest.mark.parametrize("dtype", list(PAYLOADS))
+@pytest.mark.parametrize("op", [GATHER, ELEMENTS])
+@pytest.mark.parametrize("path", ["eager", "jit", "vmap", "vjp"])
+def test_jax_nan_payloads_are_kept(op: str, dtype: str, path: str) -> None:
+    jax = _jax()
+    import jax.numpy as jnp
+
+    bits = np.array([PAYLOADS[dtype]], np.uint16 if dtype != "float32" else np.uint32)
+    x = jax.lax.bitcast_convert_type(jnp.asarray(bits), jnp.dtype(dtype))
+    perm = jnp.asarray(np.array(PERMUTATION, np.int32))
+
+    def fn(t: Any) -> Any:
+        return og.gather(t, perm[0], 1) if op == GATHER else og.gather_elements(t, perm, 1)
+
+    if path == "eager":
+        out = fn(x)
+    elif path == "jit":
+        out = jax.jit(fn)(x)
+    elif path == "vmap":
+        # Batched and read on the host: jnp.stack and indexing quiet bfloat16 NaNs too.
+        batch = jax.lax.bitcast_convert_type(jnp.asarray(np.stack([bits, bits])), x.dtype)
+        out = np.asarray(jax.jit(jax.vmap(fn))(batch))[1]
+    else:
+        out, pullback = jax.vjp(jax.jit(fn), x)
+        (grad,) = pullback(jnp.ones_like(out))
+        assert np.asarray(grad.astype(jnp.float32)).tolist() == [[1.0, 1.0, 2.0, 1.0, 1.0]]
+    assert _jax_bits(out) == _expected_bits(dtype)
+
+
+# --------------------------------------------------------------------------- jax: x64, empty axis
+
+HUGE = [2**62, 2**63 - 1, -(2**63), -(2**62)]
+INT32_EDGES = [2**31 - 1, -(2**31), 5, -6]
+
+
+@needs_jax
+@pytest.mark.parametrize("op", [GATHER, ELEMENTS])
+@pytest.mark.parametrize("values", ["int64-extremes", "int32-extremes"])
+def test_jax_jit_far_out_of_range_gives_the_fill_value(op: str, values: str) -> None:
+    jax = _jax()
+    import jax.numpy as jnp
+
+    if values == "int64-extremes":
+        if not jax.config.read("jax_enable_x64"):
+            pytest.skip("int64 indices need jax_enable_x64")
+        idx = jnp.array(HUGE, jnp.int64)
+    else:
+        idx = jnp.array(INT32_EDGES, jnp.int32)
+    x = jnp.arange(5.0) + 10
+    got = np.asarray(jax.jit(lambda a, i: apply(op, a, i, 0))(x, idx))
+    assert got.shape == (4,)
+    assert np.isnan(got).all(), got
+
+
+@needs_jax
+@pytest.mark.parametrize("op", [GATHER, ELEMENTS])
+def test_jax_jit_empty_axis(op: str) -> None:
+    """An empty data axis: every index is out of range; the fill value, no raw JAX error."""
+    jax = _jax()
+    import jax.numpy as jnp
+
+    x = jnp.zeros((2, 0), jnp.float32)
+    idx = jnp.zeros((2, 3), jnp.int32)
+    got = np.asarray(jax.jit(lambda a, i: apply(op, a, i, 1))(x, idx))
+    assert got.shape == ((2, 2, 3) if op == GATHER else (2, 3))
+    assert np.isnan(got).all(), got
+    ints = np.asarray(jax.jit(lambda a, i: apply(op, a, i, 1))(x.astype(jnp.int32), idx))
+    assert (ints == np.iinfo(np.int32).min).all(), ints
+    # Nothing to read: empty indices on an empty axis give an empty result.
+    empty = jax.jit(lambda a, i: apply(op, a, i, 1))(x, jnp.zeros((2, 0), jnp.int32))
+    assert empty.shape == ((2, 2, 0) if op == GATHER else (2, 0))
