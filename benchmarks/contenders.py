@@ -18,6 +18,12 @@ The yardsticks, exactly:
     axis=axis)`` with JAX's default mode (which fills out-of-range reads instead of
     raising: no check at all).
 
+* ``careful``: on CUDA only, what a careful user writes for a checked call: the index
+  range in one pass (torch: ``torch.aminmax``; jax: ``jnp.min`` and ``jnp.max``), one read
+  back of both ends (torch: ``torch.stack((lo, hi)).tolist()``; jax: ``jax.device_get``),
+  an ``IndexError`` if one is out of range, then the ``native`` call above (torch: with
+  negative indices counted from the end when the workload has them). Our checked call
+  should not be slower (see :func:`careful`).
 * ``ort``: an ONNX Runtime ``InferenceSession`` (CPU execution provider, default thread
   settings) holding one Gather-13 / GatherElements-13 node, created once outside the
   timing; each call is ``session.run(None, {"data": d, "indices": i})`` on NumPy arrays
@@ -175,6 +181,45 @@ def variants(w: Workload, backend: str, device: str, ours: Call) -> dict[str, Ca
     if not w.tiny:
         out["one thread"] = _with_module({"THREADS": 1}, ours)
     return out
+
+
+def careful(
+    w: Workload, backend: str, data: np.ndarray, indices: np.ndarray, device: str
+) -> Call | None:
+    """The careful user's checked call on ``device`` (None off CUDA or for numpy)."""
+    if device == "cpu" or backend not in ("torch", "jax"):
+        return None
+    axis, size = w.axis, data.shape[w.axis]
+    if backend == "torch":
+        torch = importlib.import_module("torch")
+        t_data = torch.from_numpy(data.copy()).to(device)
+        t_idx = torch.from_numpy(indices.copy()).to(device)
+        native = torch.gather if w.op == ELEMENTS else torch.index_select
+
+        def checked_torch() -> Any:
+            lo, hi = torch.stack(torch.aminmax(t_idx)).tolist()
+            if lo < -size or hi >= size:
+                raise IndexError(f"index out of range [{-size}, {size - 1}]")
+            i = torch.where(t_idx < 0, t_idx + size, t_idx) if lo < 0 else t_idx
+            out = native(t_data, axis, i)
+            torch.cuda.synchronize()
+            return out
+
+        return checked_torch
+    jax = importlib.import_module("jax")
+    jnp = importlib.import_module("jax.numpy")
+    target = jax.devices("gpu")[0]
+    j_data = jax.device_put(data, target)
+    j_idx = jax.device_put(indices, target)
+    take = jnp.take_along_axis if w.op == ELEMENTS else jnp.take
+
+    def checked_jax() -> Any:
+        lo, hi = jax.device_get((jnp.min(j_idx), jnp.max(j_idx)))
+        if lo < -size or hi >= size:
+            raise IndexError(f"index out of range [{-size}, {size - 1}]")
+        return take(j_data, j_idx, axis=axis).block_until_ready()
+
+    return checked_jax
 
 
 def backend_versions(names: list[str]) -> dict[str, str]:

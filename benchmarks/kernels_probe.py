@@ -58,7 +58,9 @@ def case_fns(op, data, indices, axis, prealloc=False):
 
         def numpy_fn():
             # What a NumPy implementation has to do: normalise, then take_along_axis.
-            return np.take_along_axis(data, np.where(indices < 0, indices + data.shape[axis], indices), axis)
+            return np.take_along_axis(
+                data, np.where(indices < 0, indices + data.shape[axis], indices), axis
+            )
 
     else:
         kern = _kernels.gather
@@ -75,7 +77,9 @@ def case_fns(op, data, indices, axis, prealloc=False):
             out = np.empty(shape, data.dtype)
             fns[f"ours t{t}"] = lambda t=t, out=out: kern(data, indices, axis, out, True, t)
         else:
-            fns[f"ours t{t}"] = lambda t=t: kern(data, indices, axis, np.empty(shape, data.dtype), True, t)
+            fns[f"ours t{t}"] = lambda t=t: kern(
+                data, indices, axis, np.empty(shape, data.dtype), True, t
+            )
     fns["ort t1"] = ort_session(op, data, indices, axis, 1)
     fns["ort t2"] = ort_session(op, data, indices, axis, 2)
     fns["numpy"] = numpy_fn
@@ -101,7 +105,9 @@ def main():
     ap.add_argument("--block", type=int, default=-1, help="column-block bytes (tuning)")
     ap.add_argument("--min-per-thread", type=int, default=-1, help="elements (tuning)")
     ap.add_argument("--only", default="ABCDE")
-    ap.add_argument("--prealloc", action="store_true", help="ours writes into one preallocated out on A-D too")
+    ap.add_argument(
+        "--prealloc", action="store_true", help="ours writes into one preallocated out on A-D too"
+    )
     ap.add_argument("--ort-spin", action="store_true", help="leave ORT's thread spinning on")
     args = ap.parse_args()
     global SPIN_OFF
@@ -115,7 +121,13 @@ def main():
     cases = {
         "A GE 2000x2000 axis1": ("GatherElements", d2k, rng.integers(0, 2000, (2000, 2000)), 1, 1),
         "B GE 2000x2000 axis0": ("GatherElements", d2k, rng.integers(0, 2000, (2000, 2000)), 0, 1),
-        "C GE axis0 mixed-sign": ("GatherElements", d2k, rng.integers(-2000, 2000, (2000, 2000)), 0, 1),
+        "C GE axis0 mixed-sign": (
+            "GatherElements",
+            d2k,
+            rng.integers(-2000, 2000, (2000, 2000)),
+            0,
+            1,
+        ),
         "D Gather 4096 rows of 50000x256": ("Gather", table, rng.integers(0, 50000, 4096), 0, 1),
         "E GE 8x4 axis0": ("GatherElements", small, rng.integers(0, 8, (8, 4)), 0, 1000),
         "E Gather 2 rows of 8x4": ("Gather", small, np.array([5, 1]), 0, 1000),

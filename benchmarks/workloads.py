@@ -21,7 +21,8 @@ class Workload:
 
     ``mixed`` indices are drawn from ``[-s, s-1]`` (about half negative), otherwise from
     ``[0, s-1]``, where ``s = data_shape[axis]``. ``tiny`` workloads measure per-call
-    overhead; the others measure the kernels.
+    overhead; the others measure the kernels. ``gpu`` workloads are too large for the CPU
+    runs and run only with ``--device cuda``.
     """
 
     name: str
@@ -33,6 +34,7 @@ class Workload:
     index_dtype: str = "int64"
     mixed: bool = False
     tiny: bool = False
+    gpu: bool = False
 
     def inputs(self) -> tuple[np.ndarray, np.ndarray]:
         """The data and indices, the same on every call (seeded by the name)."""
@@ -93,11 +95,21 @@ WORKLOADS: tuple[Workload, ...] = (
         0,
         index_dtype="int32",
     ),
+    # GPU only (issue 12): large enough that a CUDA kernel's launch cost is noise.
+    Workload("GatherElements 8192x8192 axis 1", ELEMENTS, (8192, 8192), (8192, 8192), 1, gpu=True),
+    Workload("GatherElements 8192x8192 axis 0", ELEMENTS, (8192, 8192), (8192, 8192), 0, gpu=True),
+    Workload("Gather 65536 rows of 100000x256", GATHER, (100000, 256), (65536,), 0, gpu=True),
+    Workload("GatherElements 64x32768 top-64 axis 1", ELEMENTS, (64, 32768), (64, 64), 1, gpu=True),
 )
 
 
 def _shrink(n: int) -> int:
     return max(2, n // 64) if n > 64 else n
+
+
+def for_device(workloads: tuple[Workload, ...], device: str) -> tuple[Workload, ...]:
+    """The workloads a device runs: the GPU-only ones only on ``cuda``."""
+    return tuple(w for w in workloads if device == "cuda" or not w.gpu)
 
 
 def smoke(workloads: tuple[Workload, ...] = WORKLOADS) -> tuple[Workload, ...]:

@@ -1,0 +1,257 @@
+"""Triton kernels for torch tensors on CUDA: one pass per call, checked or not.
+
+Each operator is one kernel. A program handles ``BLOCK`` output elements: it loads their
+indices, counts negative ones from the end, checks the range (when ``CHECK``), replaces a
+bad index by 0 and reads nothing where the axis is empty (so no address outside ``data``
+is ever formed into a load), gathers and stores. A program that met a bad index records
+the smallest flat position of one in ``indices`` with ``tl.atomic_min`` into a one-element
+int64 tensor that starts at ``INT64_MAX``. A checked call reads those 8 bytes back (its
+one host synchronisation) and, only if some index was bad, that index's value, to raise
+``_spec``'s IndexError; an unchecked call reads nothing back.
+
+Data is read through its own strides (a view is never copied): the dims off the axis are
+collapsed where their strides allow, and up to four of them are served (so data of rank 5
+or less always is). Indices are made contiguous (memory in proportion to the output).
+Elements move as bits: every type is read and written as the signed integer of its width
+(bool as uint8), so NaN payloads and signalling NaNs arrive unchanged. complex128 (16-byte
+elements) is left to the torch path.
+
+This module imports torch and triton; ``_torch`` imports it lazily, for CUDA tensors only.
+Under ``TRITON_INTERPRET=1`` the same kernels run on CPU tensors (tests/test_triton.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+
+from onnx_gather import _spec
+
+if TYPE_CHECKING:
+    from onnx_gather._spec import Plan
+
+#: Below this many output elements torch's own kernels (index_select, gather, plus the
+#: aminmax check) win over Triton's launch cost of roughly 25-40 us. Taken from the H100
+#: numbers in issue 12 (plain torch ops win below about 2**16 outputs); NOT measured here.
+MIN_OUTPUTS = 1 << 16
+
+#: The most dims off the axis (after collapsing) the kernels take.
+MAX_REST_DIMS = 4
+
+BLOCK = 1024
+INT64_MAX = (1 << 63) - 1
+
+#: The type each element type moves as: same width, so the bits move unchanged.
+BITS: dict[torch.dtype, torch.dtype] = {
+    torch.bool: torch.uint8,
+    torch.uint8: torch.uint8,
+    torch.int8: torch.int8,
+    torch.int16: torch.int16,
+    torch.uint16: torch.int16,
+    torch.float16: torch.int16,
+    torch.bfloat16: torch.int16,
+    torch.int32: torch.int32,
+    torch.uint32: torch.int32,
+    torch.float32: torch.int32,
+    torch.int64: torch.int64,
+    torch.uint64: torch.int64,
+    torch.float64: torch.int64,
+    torch.complex64: torch.int64,
+}
+INDEX_TYPES = (torch.int32, torch.int64)
+
+
+@triton.jit
+def _rest_offset(r, D1, D2, D3, S0, S1, S2, S3, RANK: tl.constexpr):  # type: ignore[no-untyped-def]
+    """The data offset of flat C-order position ``r`` over the dims off the axis.
+
+    Those dims are the last RANK of (D0, D1, D2, D3) with strides (S0, S1, S2, S3).
+    """
+    off = r * 0
+    if RANK == 1:
+        off = r * S3
+    if RANK == 2:
+        off = (r % D3) * S3 + (r // D3) * S2
+    if RANK == 3:
+        off = (r % D3) * S3 + ((r // D3) % D2) * S2 + (r // D3 // D2) * S1
+    if RANK == 4:
+        q = r // D3 // D2
+        off = (r % D3) * S3 + ((r // D3) % D2) * S2 + (q % D1) * S1 + (q // D1) * S0
+    return off
+
+
+@triton.jit
+def _record_first_bad(bad_ptr, position, bad):  # type: ignore[no-untyped-def]
+    """``atomic_min`` of the smallest ``position`` where ``bad``, in programs that have one."""
+    first = tl.min(tl.where(bad, position, 9223372036854775807), axis=0)
+    if first < 9223372036854775807:
+        tl.atomic_min(bad_ptr, first)
+
+
+@triton.jit
+def _gather_kernel(  # type: ignore[no-untyped-def]
+    data_ptr, idx_ptr, out_ptr, bad_ptr,
+    n_out, n_idx, post, size, axis_stride,
+    D1, D2, D3, S0, S1, S2, S3,
+    RANK: tl.constexpr, CHECK: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """Gather: output (pre, n_idx, post) in C order; index j = flat position in indices."""
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+    live = o < n_out
+    c = o % post
+    t = o // post
+    j = t % n_idx
+    p = t // n_idx
+    idx = tl.load(idx_ptr + j, mask=live, other=0).to(tl.int64)
+    idx = tl.where(idx < 0, idx + size, idx)
+    ok = (idx >= 0) & (idx < size)
+    if CHECK:
+        _record_first_bad(bad_ptr, j, live & ~ok)
+    idx = tl.where(ok, idx, 0)
+    offset = _rest_offset(p * post + c, D1, D2, D3, S0, S1, S2, S3, RANK) + idx * axis_stride
+    value = tl.load(data_ptr + offset, mask=live & (idx < size), other=0)
+    tl.store(out_ptr + o, value, mask=live)
+
+
+@triton.jit
+def _gather_elements_kernel(  # type: ignore[no-untyped-def]
+    data_ptr, idx_ptr, out_ptr, bad_ptr,
+    n_out, length, post, size, axis_stride,
+    D1, D2, D3, S0, S1, S2, S3,
+    RANK: tl.constexpr, CHECK: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """GatherElements: output = indices' shape, (pre, length, post) in C order."""
+    o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+    live = o < n_out
+    c = o % post
+    p = o // post // length
+    idx = tl.load(idx_ptr + o, mask=live, other=0).to(tl.int64)
+    idx = tl.where(idx < 0, idx + size, idx)
+    ok = (idx >= 0) & (idx < size)
+    if CHECK:
+        _record_first_bad(bad_ptr, o, live & ~ok)
+    idx = tl.where(ok, idx, 0)
+    offset = _rest_offset(p * post + c, D1, D2, D3, S0, S1, S2, S3, RANK) + idx * axis_stride
+    value = tl.load(data_ptr + offset, mask=live & (idx < size), other=0)
+    tl.store(out_ptr + o, value, mask=live)
+
+
+def _collapsed(sizes: list[int], strides: list[int]) -> list[tuple[int, int]] | None:
+    """The dims off the axis as few (size, stride) pairs as C-order traversal allows.
+
+    Size-1 dims go; neighbours merge where the outer stride is the inner extent. None if
+    more than :data:`MAX_REST_DIMS` remain.
+    """
+    dims: list[tuple[int, int]] = []
+    for n, s in zip(sizes, strides, strict=True):
+        if n == 1:
+            continue
+        if dims and dims[-1][1] == n * s:
+            dims[-1] = (dims[-1][0] * n, s)
+        else:
+            dims.append((n, s))
+    return dims if len(dims) <= MAX_REST_DIMS else None
+
+
+def _rest(data: torch.Tensor, indices: torch.Tensor, plan: Plan) -> list[tuple[int, int]] | None:
+    """The output's dims off the axis (sizes) with the data's strides, collapsed."""
+    ax = plan.axis
+    shape = indices.shape if plan.elements else data.shape
+    sizes = [n for d, n in enumerate(shape) if d != ax]
+    strides = [s for d, s in enumerate(data.stride()) if d != ax]
+    return _collapsed(sizes, strides)
+
+
+def supports(data: Any, indices: Any, plan: Plan) -> bool:
+    """Whether the kernels can take these tensors, wherever they are (no device test)."""
+    return (
+        type(data) is torch.Tensor
+        and type(indices) is torch.Tensor
+        and data.layout == torch.strided
+        and indices.layout == torch.strided
+        and data.dtype in BITS
+        and indices.dtype in INDEX_TYPES
+        and data.device == indices.device
+        and not data.is_conj()
+        and not data.is_neg()
+        and _rest(data, indices, plan) is not None
+    )
+
+
+def serves(data: Any, indices: Any, plan: Plan) -> bool:
+    """Whether a torch call runs here: CUDA tensors outside autograd and tracing, large enough.
+
+    The size test (:data:`MIN_OUTPUTS`) comes first: small calls stay on torch's kernels.
+    """
+    if int(np.prod(plan.out_shape, dtype=np.int64)) < MIN_OUTPUTS:
+        return False
+    return (
+        isinstance(data, torch.Tensor)
+        and data.is_cuda
+        and not torch.compiler.is_compiling()
+        and not torch.jit.is_tracing()
+        and not torch._C._functorch.is_functorch_wrapped_tensor(data)
+        and not (
+            isinstance(indices, torch.Tensor)
+            and torch._C._functorch.is_functorch_wrapped_tensor(indices)
+        )
+        and not (data.requires_grad and torch.is_grad_enabled())
+        and supports(data, indices, plan)
+    )
+
+
+def _launch(
+    kernel: Any, data: torch.Tensor, indices: torch.Tensor, plan: Plan, middle: int
+) -> torch.Tensor:
+    """Run ``kernel``; raise ``_spec``'s IndexError for the first bad index when checked."""
+    bits = BITS[data.dtype]
+    out = torch.empty(plan.out_shape, dtype=bits, device=data.device)
+    n_out = out.numel()
+    flat = indices.contiguous().reshape(-1)
+    if n_out == 0:
+        if plan.check_bounds and not plan.elements and flat.numel():
+            # Gather with an empty dim off the axis: nothing to gather, every index to check.
+            lo, hi = torch.aminmax(flat)
+            both: list[int] = torch.stack((lo, hi)).tolist()
+            _spec.check_range(plan, both[0], both[1], lambda: indices.cpu().numpy())
+        return out.view(data.dtype)
+    rest = _rest(data, indices, plan)
+    assert rest is not None  # supports() said so
+    pad = [(1, 0)] * (MAX_REST_DIMS - len(rest)) + rest
+    (_, s0), (d1, s1), (d2, s2), (d3, s3) = pad
+    ax = plan.axis
+    post_dims = indices.shape[ax + 1 :] if plan.elements else data.shape[ax + 1 :]
+    post = int(np.prod(post_dims, dtype=np.int64))
+    bad = torch.full((1,), INT64_MAX, dtype=torch.int64, device=data.device)
+    grid = (triton.cdiv(n_out, BLOCK),)
+    kernel[grid](
+        data.view(bits), flat, out, bad,
+        n_out, middle, post, plan.size, data.stride(ax),
+        d1, d2, d3, s0, s1, s2, s3,
+        RANK=len(rest), CHECK=plan.check_bounds, BLOCK=BLOCK,
+    )  # fmt: skip
+    if plan.check_bounds:
+        first = int(bad.item())  # one 8-byte read back: the call's one synchronisation
+        if first != INT64_MAX:
+            value = int(flat[first].item())
+            position = tuple(int(i) for i in np.unravel_index(first, tuple(indices.shape)))
+            raise _spec.out_of_range(plan, value, position)
+    return out.view(data.dtype)
+
+
+def gather(data: torch.Tensor, indices: torch.Tensor, plan: Plan) -> torch.Tensor:
+    """ONNX Gather of a plan :func:`supports`, in one kernel."""
+    return _launch(_gather_kernel, data, indices, plan, max(indices.numel(), 1))
+
+
+def gather_elements(data: torch.Tensor, indices: torch.Tensor, plan: Plan) -> torch.Tensor:
+    """GatherElements (ONNX or OpenVINO) of a plan :func:`supports`, in one kernel.
+
+    The indices may be smaller than data off the axis (``plan.trim``): the kernel walks
+    the indices' shape with the data's strides, so no trimmed view is needed.
+    """
+    return _launch(_gather_elements_kernel, data, indices, plan, max(indices.shape[plan.axis], 1))
