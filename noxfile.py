@@ -1,6 +1,7 @@
-"""The test matrix: one ``tests`` and one ``conformance`` session per file in backends/, plus
-lint, typecheck, a NumPy-only session and a benchmark smoke run. ``nox`` with no arguments
-runs them all.
+"""The test matrix: one ``tests``, one ``oldest`` (the same tests on the declared floors of
+constraints/floors.txt) and one ``conformance`` session per file in backends/, plus lint,
+typecheck, a NumPy-only session and a benchmark smoke run. ``nox`` with no arguments runs
+them all.
 
 Uses nox's default virtualenv backend with pip: the CPU build of torch this project pins
 is found by pip, not by uv.
@@ -41,11 +42,36 @@ def tests(session: nox.Session, backend: str) -> None:
     install_backend(session, backend)
     for env in VARIANTS.get(backend, [{}]):
         # The fixture fails the run if this backend cannot be imported: never a green skip.
+        # The compiled kernel is optional at build time: here its absence is a failure.
         session.run(
             "pytest",
             "--ignore=tests/test_properties.py",
             *session.posargs,
-            env={"ONNX_GATHER_BACKENDS": backend, **env},
+            env={"ONNX_GATHER_BACKENDS": backend, "ONNX_GATHER_EXPECT_KERNEL": "built", **env},
+        )
+
+
+@nox.session
+@nox.parametrize("backend", BACKENDS)
+def oldest(session: nox.Session, backend: str) -> None:
+    """``tests`` on the oldest releases the package declares (constraints/floors.txt).
+
+    Every runtime dependency is held at its declared floor, and so is onnx (see the
+    file); the other test tools take their newest releases that fit those pins. The
+    compiled kernel, built against NumPy 2's headers, must load on the oldest NumPy.
+    """
+    floors = ("--constraint", "constraints/floors.txt")
+    session.install(*floors, "-r", f"backends/{backend}.txt")
+    session.install(*floors, "-e", ".[test]")
+    if backend == "jax":
+        # jax 0.4.30's jax.export imports absl without declaring it (the tests export).
+        session.install(*floors, "absl-py")
+    for env in VARIANTS.get(backend, [{}]):
+        session.run(
+            "pytest",
+            "--ignore=tests/test_properties.py",
+            *session.posargs,
+            env={"ONNX_GATHER_BACKENDS": backend, "ONNX_GATHER_EXPECT_KERNEL": "built", **env},
         )
 
 
@@ -107,3 +133,75 @@ def typecheck(session: nox.Session) -> None:
     # The test extra brings hypothesis, whose types the _conformance package uses.
     session.install("mypy", "-e", ".[test]")
     session.run("mypy")
+
+
+@nox.session
+def replay(session: nox.Session) -> None:
+    """Real models replayed on every library, and OpenVINO's runtime on its cases.
+
+    tests/test_replay.py exports small torch models (embedding, shape arithmetic, gathers
+    with negative indices, top-k, index_select) at opsets 9-17, captures every Gather and
+    GatherElements node in ONNX Runtime and replays it on each library;
+    tests/test_openvino_runtime.py runs the OpenVINO cases on OpenVINO's CPU plugin. Needs
+    torch, so it installs every backend in one environment.
+    """
+    libraries = ["numpy", "torch", "jax", "dask", "array-api-strict"]
+    # The backends' own pins first, in one resolve, as install_backend does for one.
+    session.install(*(arg for library in libraries for arg in ("-r", f"backends/{library}.txt")))
+    session.install("-e", ".[test]")
+    for env in VARIANTS["jax"]:  # JAX with and without x64 (int64 shape tensors need it)
+        session.run(
+            "pytest",
+            "tests/test_replay.py",
+            "tests/test_openvino_runtime.py",
+            *session.posargs,
+            env={"ONNX_GATHER_BACKENDS": ",".join(libraries), **env},
+        )
+
+
+@nox.session
+def no_compiler(session: nox.Session) -> None:
+    """A machine without a C compiler: the install goes on without the compiled kernel.
+
+    The package is built from source with CC and CXX pointing at /bin/false, so the
+    optional extension fails to build; the case table, the API tests and the fallback's
+    forced fast paths then run on NumPy and on torch CPU tensors (torch's own kernels).
+    """
+    session.install("-r", "backends/numpy.txt", "-r", "backends/torch.txt", "build")
+    # From an sdist, as such a machine gets it: no build/ leftovers of this tree inside.
+    outdir = session.create_tmp()
+    session.run("python", "-m", "build", "--sdist", "--outdir", outdir, silent=True)
+    (sdist,) = Path(outdir).glob("onnx_gather-*.tar.gz")
+    no_cc = {"CC": "/bin/false", "CXX": "/bin/false", "PIP_NO_CACHE_DIR": "1"}
+    package = f"onnx-gather[test] @ {sdist.resolve().as_uri()}"
+    session.install("--force-reinstall", "--no-deps", package, env=no_cc)
+    session.install(package, env=no_cc)  # the test extra's dependencies
+    session.run(
+        "pytest",
+        "tests/test_compiled_kernel.py",
+        "tests/test_cases.py",
+        "tests/test_api.py",
+        "tests/test_fast_paths.py",
+        *session.posargs,
+        env={"ONNX_GATHER_BACKENDS": "numpy,torch", "ONNX_GATHER_EXPECT_KERNEL": "absent"},
+    )
+
+
+@nox.session
+def triton_interpreter(session: nox.Session) -> None:
+    """The Triton kernels of torch on CUDA, run by Triton's interpreter on the CPU.
+
+    ``TRITON_INTERPRET=1`` makes ``@triton.jit`` kernels run in NumPy on CPU tensors, so
+    tests/test_triton.py runs the whole case table and the property tests through them
+    without a GPU (about 20 s here). triton is installed without dependencies: its wheel
+    must not bring another torch.
+    """
+    session.install("-r", "backends/torch.txt")
+    session.install("--no-deps", "triton==3.9.0")
+    session.install("-e", ".[test]")
+    session.run(
+        "pytest",
+        "tests/test_triton.py",
+        *session.posargs,
+        env={"TRITON_INTERPRET": "1", "ONNX_GATHER_BACKENDS": "torch"},
+    )

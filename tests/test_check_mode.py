@@ -45,7 +45,7 @@ def test_check_explains_a_missing_dependency(tmp_path: Path, module: str) -> Non
     done = _run("check", path=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"needs {module}" in done.stderr
-    assert 'pip install "onnx-gather[check]"' in done.stderr
+    assert 'pip install -e ".[check]"' in done.stderr
     assert "Traceback" not in done.stderr
 
 

@@ -20,6 +20,7 @@ if os.environ.get("ONNX_GATHER_NO_EXTENSION", "").strip() not in ("", "0"):
 else:
     from onnx_gather import _kernels
 
+
 @pytest.fixture(autouse=True)
 def split_small_work():
     """Split work over threads from 256 elements a thread on, so threads=4 calls on
@@ -153,7 +154,9 @@ def views(base):
     yield "negstride_mid", base[:, ::-2, :]
 
 
-@pytest.mark.parametrize("dtype", [np.uint8, np.float32, np.float64, np.complex128, "U3", "V3"], ids=str)
+@pytest.mark.parametrize(
+    "dtype", [np.uint8, np.float32, np.float64, np.complex128, "U3", "V3"], ids=str
+)
 @pytest.mark.parametrize("idt", INDEX_DTYPES, ids=["i32", "i64"])
 def test_gather_views(dtype, idt):
     rng = np.random.default_rng(1)
@@ -190,13 +193,16 @@ def test_gather_out_dtype_may_differ_with_same_itemsize():
 def test_gather_empty_outputs():
     data = np.arange(12, dtype=np.float32).reshape(3, 4)
     ok, out = call_gather(data, np.zeros((0,), np.int64), 0)
-    assert ok and out.shape == (0, 4)
+    assert ok
+    assert out.shape == (0, 4)
     ok, out = call_gather(data, np.zeros((2, 0), np.int32), 1)
-    assert ok and out.shape == (3, 2, 0)
+    assert ok
+    assert out.shape == (3, 2, 0)
     # Empty off the axis: indices are still checked.
     empty = np.zeros((0, 4), np.float32)
     ok, out = call_gather(empty, np.array([1, 3], np.int64), 1)
-    assert ok and out.shape == (0, 2)
+    assert ok
+    assert out.shape == (0, 2)
     ok, out = call_gather(empty, np.array([1, 4], np.int64), 1)
     assert ok is False
     ok, out = call_gather(empty, np.array([1, 4], np.int64), 1, check=False)
@@ -214,7 +220,8 @@ def test_gather_axis_of_length_zero(idt):
     np.testing.assert_array_equal(out.view(np.uint64), 0)
     # No indices: nothing is out of range.
     ok, out = call_gather(data, np.zeros((0,), idt), 1)
-    assert ok and out.shape == (3, 0, 2)
+    assert ok
+    assert out.shape == (3, 0, 2)
 
 
 @pytest.mark.parametrize("idt", INDEX_DTYPES, ids=["i32", "i64"])
@@ -264,7 +271,9 @@ def test_gather_threads_match_single_thread(idt, axis):
     ok1, out1 = call_gather(data, ind, axis, threads=1)
     ok4, out4 = call_gather(data, ind, axis, threads=4)
     ok3, out3 = call_gather(data, ind, axis, threads=3)
-    assert ok1 and ok4 and ok3
+    assert ok1
+    assert ok4
+    assert ok3
     assert_bits_equal(out3, out1)
     assert_bits_equal(out4, out1)
     assert_bits_equal(out4, ref_gather(data, ind, axis))
@@ -315,7 +324,9 @@ def test_gather_elements_ranks_axes(rank, idt, smaller):
             assert_bits_equal(out, ref_gather_elements(data, ind, axis))
 
 
-@pytest.mark.parametrize("dtype", [np.uint8, np.float32, np.float64, np.complex128, "U3", "V3"], ids=str)
+@pytest.mark.parametrize(
+    "dtype", [np.uint8, np.float32, np.float64, np.complex128, "U3", "V3"], ids=str
+)
 @pytest.mark.parametrize("idt", INDEX_DTYPES, ids=["i32", "i64"])
 def test_gather_elements_views(dtype, idt):
     rng = np.random.default_rng(7)
@@ -346,9 +357,11 @@ def test_gather_elements_size_one_dims_and_collapse():
 def test_gather_elements_empty_and_zero_axis():
     data = np.arange(12, dtype=np.float32).reshape(3, 4)
     ok, out = call_ge(data, np.zeros((0, 4), np.int64), 0)
-    assert ok and out.shape == (0, 4)
+    assert ok
+    assert out.shape == (0, 4)
     ok, out = call_ge(data, np.zeros((3, 0), np.int32), 0)
-    assert ok and out.shape == (3, 0)
+    assert ok
+    assert out.shape == (3, 0)
     z = np.zeros((0, 4), np.float32)
     ind = np.zeros((2, 3), np.int64)
     assert call_ge(z, ind, 0)[0] is False
@@ -397,14 +410,18 @@ def test_gather_elements_unchecked_wild_indices_stay_inside(axis, threads):
 def test_gather_elements_threads_match(idt, axis, view):
     rng = np.random.default_rng(11)
     base = random_bits((60, 70, 80), np.float32, rng)
-    data = {"plain": base, "reversed": base[::-1, :, ::-1], "transposed": base.transpose(1, 2, 0)}[view]
+    data = {"plain": base, "reversed": base[::-1, :, ::-1], "transposed": base.transpose(1, 2, 0)}[
+        view
+    ]
     ishape = [n - 3 for n in data.shape]
     ishape[axis] = 90
     ind = rand_indices(tuple(ishape), data.shape[axis], idt, rng)
     ok1, out1 = call_ge(data, ind, axis, threads=1)
     ok4, out4 = call_ge(data, ind, axis, threads=4)
     ok3, out3 = call_ge(data, ind, axis, threads=3)
-    assert ok1 and ok4 and ok3
+    assert ok1
+    assert ok4
+    assert ok3
     assert_bits_equal(out3, out1)
     assert_bits_equal(out4, out1)
     assert_bits_equal(out4, ref_gather_elements(data, ind, axis))
@@ -423,7 +440,9 @@ def test_gather_elements_tall_thin_splits_rows():
 def test_gather_elements_large_int32_axis_arithmetic():
     # A zero-stride axis longer than 2**31: offsets and norm(-1) = s - 1 must not wrap.
     s = 2**31 + 5
-    data = np.lib.stride_tricks.as_strided(np.arange(3, dtype=np.float32), shape=(s, 3), strides=(0, 4))
+    data = np.lib.stride_tricks.as_strided(
+        np.arange(3, dtype=np.float32), shape=(s, 3), strides=(0, 4)
+    )
     ind = np.array([[-1, -(2**31), 2**31 - 1]], dtype=np.int32)
     ok, out = call_ge(data, ind, 0)
     assert ok
@@ -448,9 +467,13 @@ def test_validation_errors():
         _kernels.gather(data, ind, 0, np.zeros((8,), np.float32), True, 1)
     # Strided or big-endian indices are copied C-ordered and native (output-sized).
     strided = np.array([2, 9, -1, 9], np.int64)[::2]
-    assert_bits_equal(_kernels.gather(data, strided, 0, None, True, 1), ref_gather(data, strided, 0))
+    assert_bits_equal(
+        _kernels.gather(data, strided, 0, None, True, 1), ref_gather(data, strided, 0)
+    )
     swapped = np.array([1, -1], ">i8")
-    assert_bits_equal(_kernels.gather(data, swapped, 0, None, True, 1), ref_gather(data, swapped, 0))
+    assert_bits_equal(
+        _kernels.gather(data, swapped, 0, None, True, 1), ref_gather(data, swapped, 0)
+    )
     with pytest.raises(ValueError, match="contiguous"):
         _kernels.gather(data, ind, 0, np.zeros((4, 2), np.float32).T, True, 1)
     ro = np.zeros((2, 4), np.float32)
@@ -471,14 +494,15 @@ def test_validation_errors():
     objects = np.zeros((3, 4), object)
     assert _kernels.gather(objects, ind, 0, None, True, 1) is NotImplemented
     assert _kernels.gather([1, 2, 3], ind, 0, good, True, 1) is NotImplemented
+
     class Sub(np.ndarray):
         pass
 
     assert _kernels.gather(data.view(Sub), ind, 0, None, True, 1) is NotImplemented
     with pytest.raises(ValueError):
         _kernels.gather(np.array(1.0, np.float32), ind, 0, good, True, 1)
+    big = np.zeros((3, 4), np.float32)
     with pytest.raises(ValueError, match="overlap"):
-        big = np.zeros((3, 4), np.float32)
         _kernels.gather(big, np.zeros((1,), np.int64), 0, big[1:2], True, 1)
 
 
@@ -490,8 +514,8 @@ def test_validation_errors_gather_elements():
         _kernels.gather_elements(data, ind, 0, np.zeros((2, 3), np.float32), True, 1)
     with pytest.raises(ValueError, match="rank"):
         _kernels.gather_elements(data, ind[0], 0, np.zeros((4,), np.float32), True, 1)
+    big = np.zeros((2, 5), np.int64)
     with pytest.raises(ValueError, match="exceeds"):
-        big = np.zeros((2, 5), np.int64)
         _kernels.gather_elements(data, big, 0, np.zeros((2, 5), np.float32), True, 1)
     nc = np.array([[0, 9, 1, 9, 2, 9, -1, 9]] * 2, np.int64)[:, ::2]
     got = _kernels.gather_elements(data, nc, 0, None, True, 1)
@@ -552,7 +576,9 @@ def test_out_none_allocates_a_new_array_of_datas_dtype(dtype):
     data = np.arange(12).astype(dtype).reshape(3, 4)
     ind = np.array([[2, -1]], np.int64)
     got = _kernels.gather(data, ind, 1, None, True, 1)
-    assert got.dtype == data.dtype and got.flags.c_contiguous and got.flags.owndata
+    assert got.dtype == data.dtype
+    assert got.flags.c_contiguous
+    assert got.flags.owndata
     assert_bits_equal(got, np.take(data, ind, axis=1))
     got = _kernels.gather_elements(data, np.array([[0, -1]], np.int64), 0, None, True, 1)
     assert got.shape == (1, 2)

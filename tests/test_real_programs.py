@@ -227,7 +227,11 @@ def _high_rank(rank: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return data, indices, np.array([2.0, 0.0, 2.0, 1.0]).reshape((4, *ones))
 
 
-@pytest.mark.parametrize("rank", [33, 63, 64])
+# NumPy 1.x arrays have at most 32 dimensions (NPY_MAXDIMS), NumPy 2 at most 64.
+HIGH_RANKS = [33, 63, 64] if int(np.__version__.split(".")[0]) >= 2 else [32]
+
+
+@pytest.mark.parametrize("rank", HIGH_RANKS)
 def test_gather_elements_rank_64_numpy(rank: int, kernel: str) -> None:
     data, indices, want = _high_rank(rank)
     for check_bounds in (True, False):
@@ -243,10 +247,8 @@ def test_gather_elements_rank_64_numpy(rank: int, kernel: str) -> None:
         og.gather_elements(data, bad, 0)
 
 
-@pytest.mark.parametrize("rank", [33, 64])
+@pytest.mark.parametrize("rank", [HIGH_RANKS[0], HIGH_RANKS[-1]])
 def test_gather_elements_rank_64(lib: Lib, rank: int) -> None:
-    if lib.name in ("torch", "jax"):
-        pytest.skip(f"{lib.name}: another engineer's backend; its own tests cover it")
     data, indices, want = _high_rank(rank)
     forms: list[tuple[Any, Any]] = [(lib.asarray(data), indices)]
     forms.append((lib.asarray(data), lib.indices(indices)))

@@ -1,3 +1,3 @@
-"""The package version, read by hatchling at build time."""
+"""The package version, read by setuptools at build time (see CHANGELOG.md)."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
