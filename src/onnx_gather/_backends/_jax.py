@@ -2,8 +2,9 @@
 
 Eagerly, a call runs one jitted function per plan, cached, which gathers and also returns
 the indices' smallest and largest value; a checked call reads those two back (one
-transfer) and raises the IndexError. Unchecked calls read nothing back. Host indices are
-checked on the host before they travel.
+transfer) and raises the IndexError. Unchecked calls read nothing back. Large CPU indices
+are host memory: NumPy checks them in place before the call instead (much faster than
+XLA's min/max on the CPU). Host indices are checked on the host before they travel.
 
 Under tracing (``jax.jit``, ``jax.vmap``, ``jax.grad``) the values are unknown, so nothing
 can raise; instead:
@@ -86,11 +87,14 @@ def _take(
     elements: bool,
     out_shape: Any,
     fill: Any = None,
+    guard: bool = True,
 ) -> jax.Array:
     """The gather in fill mode, any index beyond ``[-size, size-1]`` read as ``fill``.
 
     ``fill`` defaults to :func:`_fill_value` of ``data``'s dtype. ``size`` may be symbolic
-    (``jax.export``).
+    (``jax.export``). ``guard=False`` leaves out the pass that sends far-out indices to the
+    fill, for calls whose indices are known to be in range or whose result is discarded
+    if one is not (a checked eager call).
     """
     if 0 in out_shape:
         # Nothing to read. jnp.take returns `data` itself when its axis and the indices
@@ -100,7 +104,7 @@ def _take(
         fill = _fill_value(data.dtype)
     if size == 0:  # jnp.take raises on an empty axis; take_along_axis gives 0
         return jnp.full(out_shape, fill, data.dtype)
-    if not isinstance(size, int) or size <= jnp.iinfo(indices.dtype).max:
+    if guard and (not isinstance(size, int) or size <= jnp.iinfo(indices.dtype).max):
         # fill mode adds size to a negative index: near -2**63 that wraps into range.
         # (A symbolic size beyond an int32 index type's range wraps here, but then every
         # index is in range and the replacement is never taken.)
@@ -115,7 +119,13 @@ _BITS: dict[Any, Any] = {jnp.dtype(jnp.bfloat16): jnp.int16}
 
 
 def _exact_take(
-    data: jax.Array, indices: jax.Array, axis: int, size: Any, elements: bool, out_shape: Any
+    data: jax.Array,
+    indices: jax.Array,
+    axis: int,
+    size: Any,
+    elements: bool,
+    out_shape: Any,
+    guard: bool = True,
 ) -> jax.Array:
     """:func:`_take`, bit for bit: bfloat16 goes as its int16 bits (module docstring).
 
@@ -124,7 +134,7 @@ def _exact_take(
     """
     bits = _BITS.get(data.dtype)
     if bits is None:
-        return _take(data, indices, axis, size, elements, out_shape)
+        return _take(data, indices, axis, size, elements, out_shape, guard=guard)
     nan_bits = int(np.asarray(np.nan, data.dtype).view(bits))
 
     @jax.custom_jvp
@@ -132,7 +142,9 @@ def _exact_take(
         # The barriers keep XLA from folding the bitcasts into a bfloat16 gather, which
         # it otherwise does in some fusions (quieting NaNs, flushing subnormals to 0).
         raw = jax.lax.optimization_barrier(jax.lax.bitcast_convert_type(x, bits))
-        out = jax.lax.optimization_barrier(_take(raw, i, axis, size, elements, out_shape, nan_bits))
+        out = jax.lax.optimization_barrier(
+            _take(raw, i, axis, size, elements, out_shape, nan_bits, guard)
+        )
         return jax.lax.bitcast_convert_type(out, x.dtype)
 
     @take.defjvp
@@ -152,18 +164,23 @@ def _eager_fn(plan: Plan, bounds: bool) -> Callable[[jax.Array, jax.Array], Any]
     """
     # The plan's fields (its trim, slices, is unhashable before Python 3.12): out_shape
     # tells the trim.
-    key = (plan.elements, plan.axis, plan.size, plan.out_shape, plan.trim is not None, bounds)
+    key = (
+        plan.elements, plan.axis, plan.size, plan.out_shape, plan.trim is not None,
+        plan.check_bounds, bounds,
+    )  # fmt: skip
     fn = _EAGER.get(key)
     if fn is not None:
         return fn
     axis, size, elements, out_shape, trim = (
         plan.axis, plan.size, plan.elements, plan.out_shape, plan.trim,
     )  # fmt: skip
+    # Checked: the indices are in range, or the result is discarded for the IndexError.
+    guard = not plan.check_bounds
 
     def call(data: jax.Array, indices: jax.Array) -> Any:
         if trim is not None:
             data = data[trim]
-        out = _exact_take(data, indices, axis, size, elements, out_shape)
+        out = _exact_take(data, indices, axis, size, elements, out_shape, guard)
         if not bounds or indices.size == 0:
             return out, None
         return out, jnp.stack([jnp.min(indices), jnp.max(indices)])
@@ -202,6 +219,24 @@ def _from_host(indices: np.ndarray, data: jax.Array, plan: Plan) -> tuple[jax.Ar
 def _static(plan: Plan) -> bool:
     """Whether the axis size is a number (not a symbolic dimension of ``jax.export``)."""
     return type(plan.size) is int
+
+
+#: Indices from which an eager CPU call checks them with NumPy in place rather than inside
+#: the jitted call (below, the jitted min/max costs less than a NumPy reduction's overhead
+#: and the array conversion: 8.1 against 9.3 us a call at 8x4, measured on 2 cores).
+_HOST_CHECK_FROM = 1 << 12
+
+_CPU_SHARDINGS: dict[Any, bool] = {}
+
+
+def _on_cpu(sharding: Any) -> bool:
+    """Whether every device of ``sharding`` is a CPU (answered once per sharding)."""
+    known = _CPU_SHARDINGS.get(sharding)
+    if known is None:
+        known = all(device.platform == "cpu" for device in sharding.device_set)
+        if len(_CPU_SHARDINGS) < 256:
+            _CPU_SHARDINGS[sharding] = known
+    return known
 
 
 class JaxBackend:
@@ -248,6 +283,17 @@ class JaxBackend:
             return _exact_take(data, indices, plan.axis, plan.size, plan.elements, plan.out_shape)
         if indices.sharding != data.sharding and len(data.devices()) == 1:
             indices = jax.device_put(indices, data.sharding)
+        if (
+            plan.check_bounds
+            and not checked
+            and indices.size >= _HOST_CHECK_FROM
+            and _on_cpu(indices.sharding)
+        ):
+            # Host memory: NumPy reads it in place, in one reduction when no index is
+            # negative (0.2 ms for 4M int64 indices against 1-5 ms for XLA's min/max).
+            values = np.asarray(indices)
+            _spec.check_range(plan, *value_range(values), lambda: values)
+            checked = True
         fn = _eager_fn(plan, plan.check_bounds and not checked)
         out, bounds = fn(data, indices)
         if bounds is not None:
