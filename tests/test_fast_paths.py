@@ -6,7 +6,8 @@ built: its large-call kernels (blocked linear-index GatherElements, row-wise tak
 threaded take) only switch on above size thresholds the table's small cases never reach,
 so the thresholds are lowered to zero and the blocks made a few elements long: many
 blocks, several threads, the range check of each block, errors raised in a worker thread.
-Without the compiled kernel torch CPU tensors run torch's own kernels: that too.
+Without the compiled kernel torch CPU tensors run torch's own kernels, and large
+GatherElements off the last axis the fallback's blocked kernel on views: those too.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import onnx_gather as og
 # or its small-call kernels.
 NUMPY = "onnx_gather._backends._numpy"
 FALLBACK = "onnx_gather._backends._numpy_fallback"
+TORCH = "onnx_gather._backends._torch"
 NOT_BUILT = {"_kernels": None}
 BLOCKED = {"_SMALL": 0, "_BLOCK": 3, "_THREADED_BYTES": 0, "_LONG_ROWS": 2**62, "THREADS": 3}
 ROWS = {**BLOCKED, "_LONG_ROWS": 0}
@@ -39,7 +41,10 @@ FORCED: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
         "fallback-blocked": {NUMPY: NOT_BUILT, FALLBACK: BLOCKED},
         "fallback-rows": {NUMPY: NOT_BUILT, FALLBACK: ROWS},
     },
-    "torch": {"torch-kernels": {NUMPY: NOT_BUILT}},
+    "torch": {
+        "torch-kernels": {NUMPY: NOT_BUILT, TORCH: {"_FALLBACK_FROM": 2**62}},
+        "fallback-blocked": {NUMPY: NOT_BUILT, TORCH: {"_FALLBACK_FROM": 0}, FALLBACK: BLOCKED},
+    },
 }
 
 PARAMS = [

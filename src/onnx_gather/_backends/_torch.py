@@ -24,13 +24,16 @@ On the CPU, plain tensors outside autograd and tracing run the NumPy backend's c
 one-pass kernel on zero-copy views of the tensors, into a tensor torch allocates: it
 checks, counts negatives from the end and copies in one pass, on any strides (a view is
 never copied), and was faster than ``torch.gather``/``index_select`` plus the separate
-range pass they need (docs/benchmarks.md). Elsewhere (CUDA, autograd, tracing, or no
-compiled kernel) the indices are checked with one ``aminmax`` (one host synchronisation),
-normalised, and given to torch's kernels.
+range pass they need (docs/benchmarks.md). Without the compiled kernel, large
+GatherElements off the last axis runs the pure-NumPy blocked kernel the same way. Large
+CUDA calls run one fused Triton kernel where triton is installed (``_triton``).
+Elsewhere (CUDA, autograd, tracing) the indices are checked with one ``aminmax`` (one
+host synchronisation), normalised, and given to torch's kernels.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -150,11 +153,26 @@ def _checked_indices_vmap(
     return _checked_indices(indices, *args), 0 if bdim is not None else None
 
 
-def _compiled_route(data: torch.Tensor, indices: Any) -> bool:
-    """Whether a call runs the compiled NumPy kernel on zero-copy views of the tensors."""
+#: Without the compiled kernel, the outputs from which GatherElements off the last axis
+#: runs NumPy's blocked kernel on views of the tensors: torch.gather along a leading axis
+#: took 1.5-3x its time (2 cores); elsewhere torch's kernels are as fast.
+_FALLBACK_FROM = 1 << 13
+
+
+def _numpy_route(data: torch.Tensor, indices: Any, plan: Plan) -> bool:
+    """Whether a call runs the NumPy backend's kernels on zero-copy views of the tensors.
+
+    Always where the compiled kernel was built (one pass, faster than torch's kernels and
+    their separate range pass); without it only where NumPy's pure kernels beat torch's.
+    """
+    if not numpy_kernels.compiled_available() and not (
+        plan.elements
+        and plan.axis != len(plan.out_shape) - 1
+        and math.prod(plan.out_shape) >= _FALLBACK_FROM
+    ):
+        return False
     return (
-        numpy_kernels.compiled_available()
-        and type(data) is torch.Tensor
+        type(data) is torch.Tensor
         and not _values_unknown(data)  # first: what follows must not be traced
         and data.is_cpu
         and data.layout == torch.strided
@@ -334,7 +352,7 @@ class TorchBackend:
         return _NAMES.get(x.dtype, str(x.dtype).removeprefix("torch."))
 
     def gather(self, data: torch.Tensor, indices: Any, plan: Plan, /) -> torch.Tensor:
-        if _compiled_route(data, indices):
+        if _numpy_route(data, indices, plan):
             return self._compiled(numpy_kernels.gather, data, indices, plan)
         if data.is_cuda and (fused := _triton()) and fused.serves(data, indices, plan):
             return fused.gather(data, indices, plan)
@@ -344,7 +362,7 @@ class TorchBackend:
         return out.reshape(plan.out_shape) if indices.dim() != 1 else out
 
     def gather_elements(self, data: torch.Tensor, indices: Any, plan: Plan, /) -> torch.Tensor:
-        if _compiled_route(data, indices):
+        if _numpy_route(data, indices, plan):
             return self._compiled(numpy_kernels.gather_elements, data, indices, plan)
         if data.is_cuda and (fused := _triton()) and fused.serves(data, indices, plan):
             return fused.gather_elements(data, indices, plan)
