@@ -585,3 +585,28 @@ def test_out_none_allocates_a_new_array_of_datas_dtype(dtype):
     assert_bits_equal(got, np.take_along_axis(data[:, :2], np.array([[0, 2]]), 0))
     assert _kernels.gather(data, np.array([4]), 1, None, True, 1) is None
     assert _kernels.gather_elements(data, np.array([[3]]), 0, None, True, 1) is None
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_short_rows_along_the_last_axis(threads, index_dtype):
+    """Top-k shaped GatherElements (rows of 8 from rows of 64): the one-loop row path."""
+    rng = np.random.default_rng(8)
+    data = rng.standard_normal((32, 100, 64)).astype(np.float32)
+    ind = rng.integers(-64, 64, (32, 100, 8)).astype(index_dtype)
+    old = _kernels._tune(1)  # split over threads at any size
+    try:
+        for view in (data, data[:, ::-1], data.transpose(1, 0, 2)):
+            got = _kernels.gather_elements(
+                view, ind[: view.shape[0], : view.shape[1]], 2, None, True, threads
+            )
+            assert_bits_equal(
+                got, ref_gather_elements(view, ind[: view.shape[0], : view.shape[1]], 2)
+            )
+        for where in (0, ind.size // 2, ind.size - 1):
+            bad = ind.copy()
+            bad.reshape(-1)[where] = 64
+            assert _kernels.gather_elements(data, bad, 2, None, True, threads) is None
+            assert _kernels.gather_elements(data, bad, 2, None, False, threads) is not None
+    finally:
+        _kernels._tune(*old)

@@ -181,6 +181,9 @@ og_part(npy_intp n, int t, int nt, npy_intp *lo, npy_intp *hi)
 typedef int (*og_elem_fn)(const char *base, npy_intp sa, npy_int64 s, const void *idx,
                           npy_intp n, char *out, npy_intp isz, int check,
                           const char *pf, npy_intp pfn);
+typedef int (*og_rows_fn)(const char *base, npy_intp rs, npy_intp sa, npy_int64 s,
+                          const void *idx, char *out, npy_intp nrows, npy_intp K,
+                          npy_intp isz, int check);
 typedef int (*og_block_fn)(const char *base, npy_intp sa, npy_intp sl, npy_int64 s,
                            const void *idx, char *out, npy_intp rows, npy_intp rstride,
                            npy_intp bw, npy_intp isz, int check);
@@ -209,6 +212,25 @@ typedef int (*og_block_fn)(const char *base, npy_intp sa, npy_intp sl, npy_int64
             npy_int64 i = (npy_int64)idx[k];                                           \
             OG_NORM(i, s, check)                                                       \
             memcpy(out + k * sz, base + (npy_intp)i * sa, sz);                         \
+        }                                                                              \
+        return 1;                                                                      \
+    }                                                                                  \
+    /* nrows short rows of K: out[r][k] = base[r * rs + norm(idx[r][k]) * sa]; idx and \
+       out C-ordered. One tight loop: per-row overhead decides short rows (top-k). */  \
+    static int rows_##NAME(const char *base, npy_intp rs, npy_intp sa, npy_int64 s,    \
+                           const void *idxv, char *out, npy_intp nrows, npy_intp K,    \
+                           npy_intp isz, int check)                                    \
+    {                                                                                  \
+        const IDX *idx = (const IDX *)idxv;                                            \
+        const npy_intp sz = (SZEXPR);                                                  \
+        npy_intp r, k;                                                                 \
+        (void)isz;                                                                     \
+        for (r = 0; r < nrows; r++, base += rs, idx += K, out += K * sz) {             \
+            for (k = 0; k < K; k++) {                                                  \
+                npy_int64 i = (npy_int64)idx[k];                                       \
+                OG_NORM(i, s, check)                                                   \
+                memcpy(out + k * sz, base + (npy_intp)i * sa, sz);                     \
+            }                                                                          \
         }                                                                              \
         return 1;                                                                      \
     }                                                                                  \
@@ -256,6 +278,14 @@ static const og_block_fn og_block_table[2][6] = {
     {block_i32_1, block_i32_2, block_i32_4, block_i32_8, block_i32_16, block_i32_g},
     {block_i64_1, block_i64_2, block_i64_4, block_i64_8, block_i64_16, block_i64_g},
 };
+static const og_rows_fn og_rows_table[2][6] = {
+    {rows_i32_1, rows_i32_2, rows_i32_4, rows_i32_8, rows_i32_16, rows_i32_g},
+    {rows_i64_1, rows_i64_2, rows_i64_4, rows_i64_8, rows_i64_16, rows_i64_g},
+};
+
+/* Rows shorter than this (GatherElements along the last axis) go through rows_* in one
+ * loop: a top-8 of 32x1024x64 float32 took 403 us row by row, torch.gather 173 us. */
+#define OG_SHORT_ROW 64
 
 static int
 size_class(npy_intp isz)
@@ -769,6 +799,7 @@ typedef struct {
     npy_intp total;      /* row mode: output size */
     npy_intp Q, M, A, B, nb, nA, units;
     og_elem_fn ekern;
+    og_rows_fn rkern;
     og_block_fn bkern;
     volatile int bad;
 } og_ge_job;
@@ -780,6 +811,18 @@ ge_rows_work(void *jv, int t, int nt)
     npy_intp e0, e1, e, k;
     og_odo rows;
     const npy_intp idsz = J->ind64 ? 8 : 4;
+    if (J->q_nd == 1 && J->K < OG_SHORT_ROW) {
+        /* Short rows a constant stride apart: whole rows per thread, one loop. */
+        npy_intp r0, r1;
+        og_part(J->q_shape[0], t, nt, &r0, &r1);
+        if (r0 < r1 &&
+            !J->rkern(J->data + r0 * J->q_stride[0], J->q_stride[0], J->sa, J->s,
+                      (const char *)J->ind + r0 * J->K * idsz, J->out + r0 * J->K * J->isz,
+                      r1 - r0, J->K, J->isz, J->check)) {
+            J->bad = 1;
+        }
+        return;
+    }
     og_part(J->total, t, nt, &e0, &e1);
     if (e0 >= e1) return;
     og_odo ahead;
@@ -948,6 +991,7 @@ gather_elements_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
             J->K = shape[n - 1];
             J->total = total;
             J->ekern = og_elem_table[ind64][size_class(J->isz)];
+            J->rkern = og_rows_table[ind64][size_class(J->isz)];
             nt = og_nthreads(threads, total, (total + 1023) / 1024);
             og_run(ge_rows_work, J, nt);
         }
