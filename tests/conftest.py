@@ -1,17 +1,13 @@
-"""Parametrises tests over the libraries of this run (see libs.py)."""
+"""Parametrises tests over the libraries of this run (see libs.py).
+
+The helper modules beside this file (cases, helpers, libs, oracle, ...) are importable by
+name through pytest's ``pythonpath`` setting in pyproject.toml.
+"""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-from libs import Lib, selected
-
-LIBS: list[Lib] = selected()
+from libs import LIBS
 
 
 def pytest_report_header() -> str:

@@ -33,3 +33,7 @@ def selected() -> list[Lib]:
         return installed(names)
     except ValueError as exc:
         raise RuntimeError(f"{ENV}: {exc}") from exc
+
+
+#: This run's libraries, chosen once: a named library that cannot be imported fails here.
+LIBS: list[Lib] = selected()

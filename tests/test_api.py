@@ -8,9 +8,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import LIBS
 from helpers import assert_identical
-from libs import Lib
+from libs import LIBS, Lib
 
 import onnx_gather as og
 from onnx_gather import openvino

@@ -8,9 +8,8 @@ import numpy as np
 import oracle
 import pytest
 from cases import CASES, Case
-from conftest import LIBS
 from helpers import applies, assert_identical, expected, run_case
-from libs import Lib
+from libs import LIBS, Lib
 
 PARAMS = [
     pytest.param(lib, case, id=f"{lib.name}-{case.id}")

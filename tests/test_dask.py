@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 from cases import CASES, Case
-from conftest import LIBS
 from helpers import applies, assert_identical, call, expected, run_case
+from libs import LIBS
 
 if "dask" not in {lib.name for lib in LIBS}:
     pytest.skip("dask is not a backend of this run", allow_module_level=True)

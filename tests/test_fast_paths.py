@@ -20,9 +20,8 @@ import numpy as np
 import oracle
 import pytest
 from cases import CASES, ELEMENTS, GATHER, Case
-from conftest import LIBS
 from helpers import applies, assert_identical, call, expected, run_case
-from libs import Lib
+from libs import LIBS, Lib
 
 import onnx_gather as og
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import LIBS
 from grad_oracle import ELEMENTS, GATHER, GRAD_CASES, GradCase, data, upstream
 from helpers import assert_identical
+from libs import LIBS
 
 if "jax" not in {lib.name for lib in LIBS}:
     pytest.skip("jax is not among this run's backends", allow_module_level=True)

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import LIBS
 from hypothesis import HealthCheck, Phase, given, settings
+from libs import LIBS
 
 from onnx_gather._conformance import onnx_peers, openvino_peer
 from onnx_gather._conformance.runner import (

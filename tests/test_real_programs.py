@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import LIBS
-from libs import Lib
+from libs import LIBS, Lib
 
 import onnx_gather as og
 from onnx_gather import openvino

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import oracle
 import pytest
-from conftest import LIBS
 from grad_oracle import ELEMENTS, GATHER, GradCase
+from libs import LIBS
 
 import onnx_gather as og
 from onnx_gather import _api, _dispatch
