@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from libs import BFLOAT16, dtype_name
+from libs import BFLOAT16
 
 from onnx_gather._examples import EXAMPLES
 
@@ -39,17 +39,9 @@ class Case:
     # int64 array holds; ``indices`` then holds the same values as Python objects.
     written: Any = None
 
-    @property
-    def dtypes(self) -> set[str]:
-        return {dtype_name(self.data.dtype), dtype_name(self.indices.dtype)}
-
 
 def a(values: Any, dtype: Any = None) -> np.ndarray:
     return np.array(values, dtype=dtype)
-
-
-def f32(values: Any) -> np.ndarray:
-    return np.array(values, dtype=np.float32)
 
 
 def i64(values: Any) -> np.ndarray:

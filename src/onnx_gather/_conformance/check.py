@@ -20,7 +20,6 @@ from onnx_gather._conformance.runner import Tally, call, check, difference
 from onnx_gather._conformance.strategies import OPS, Example, examples
 
 #: What ``check`` needs beyond the package's own dependencies.
-NEEDS = {"hypothesis": "hypothesis", "onnx": "onnx"}
 
 
 def run_official(lib: Adaptor, cases: Sequence[Any]) -> tuple[int, int, list[str]]:
