@@ -689,6 +689,20 @@ resolve_out(PyObject *given, PyArrayObject *data, int nd, const npy_intp *shape)
                                                  NULL, NULL, 0, NULL);
 }
 
+/* resolve_out, then check_out: a new reference to an `out` the kernel may fill, or NULL
+ * with an exception set. */
+static PyArrayObject *
+prepared_out(PyObject *given, PyArrayObject *data, PyArrayObject *ind, int nd,
+             const npy_intp *shape)
+{
+    PyArrayObject *out = resolve_out(given, data, nd, shape);
+    if (out != NULL && check_out(out, data, ind, nd, shape) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* The result of a call: `out` when every index was valid, else None. Steals `out`. */
 static PyObject *
 finish(PyArrayObject *out, int ok)
@@ -718,12 +732,8 @@ gather_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis, PyObject *
     for (d = 0; d < axis; d++) oshape[d] = PyArray_DIM(data, d);
     for (d = 0; d < PyArray_NDIM(ind); d++) oshape[axis + d] = PyArray_DIM(ind, d);
     for (d = (int)axis + 1; d < ndim; d++) oshape[PyArray_NDIM(ind) + d - 1] = PyArray_DIM(data, d);
-    out = resolve_out(given, data, ond, oshape);
+    out = prepared_out(given, data, ind, ond, oshape);
     if (out == NULL) return NULL;
-    if (check_out(out, data, ind, ond, oshape) < 0) {
-        Py_DECREF(out);
-        return NULL;
-    }
 
     J = (og_gather_job *)PyMem_RawMalloc(sizeof(og_gather_job));
     if (J == NULL) {
@@ -926,12 +936,8 @@ gather_elements_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
             return NULL;
         }
     }
-    out = resolve_out(given, data, ndim, PyArray_DIMS(ind));
+    out = prepared_out(given, data, ind, ndim, PyArray_DIMS(ind));
     if (out == NULL) return NULL;
-    if (check_out(out, data, ind, ndim, PyArray_DIMS(ind)) < 0) {
-        Py_DECREF(out);
-        return NULL;
-    }
 
     J = (og_ge_job *)PyMem_RawMalloc(sizeof(og_ge_job));
     if (J == NULL) {
