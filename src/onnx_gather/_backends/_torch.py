@@ -353,7 +353,7 @@ class TorchBackend:
 
     def gather(self, data: torch.Tensor, indices: Any, plan: Plan, /) -> torch.Tensor:
         if _numpy_route(data, indices, plan):
-            return self._compiled(numpy_kernels.gather, data, indices, plan)
+            return self._on_numpy(numpy_kernels.gather, data, indices, plan)
         if data.is_cuda and (fused := _triton()) and fused.serves(data, indices, plan):
             return fused.gather(data, indices, plan)
         _check_servable(data, indices)
@@ -363,7 +363,7 @@ class TorchBackend:
 
     def gather_elements(self, data: torch.Tensor, indices: Any, plan: Plan, /) -> torch.Tensor:
         if _numpy_route(data, indices, plan):
-            return self._compiled(numpy_kernels.gather_elements, data, indices, plan)
+            return self._on_numpy(numpy_kernels.gather_elements, data, indices, plan)
         if data.is_cuda and (fused := _triton()) and fused.serves(data, indices, plan):
             return fused.gather_elements(data, indices, plan)
         _check_servable(data, indices)
@@ -371,7 +371,7 @@ class TorchBackend:
         return _exact(data if plan.trim is None else data[plan.trim], plan.axis, indices, True)
 
     @staticmethod
-    def _compiled(
+    def _on_numpy(
         kernel: Callable[[Any, np.ndarray, Plan, np.ndarray], Any],
         data: torch.Tensor,
         indices: Any,
