@@ -119,6 +119,8 @@ def _sequence(indices: int | list[Any] | tuple[Any, ...]) -> np.ndarray | Unrepr
     if not all(issubclass(t, int | np.integer) and not issubclass(t, bool) for t in types):
         for position, v in enumerate(flat):
             kind = "string" if isinstance(v, str) else type(v).__name__
+            if isinstance(v, bool | np.bool_):
+                kind = "bool"  # (NumPy 1.x names its scalar type bool_)
             if isinstance(v, bool | np.bool_) or (
                 not isinstance(v, int | np.integer | float | np.floating | complex)
             ):

@@ -46,8 +46,8 @@ _SMALL = 1 << 13
 #: Outputs per row from which GatherElements along the last axis runs row by row.
 _LONG_ROWS = 256
 #: The most index arrays NumPy's advanced indexing takes (np.take_along_axis uses one per
-#: dimension).
-_FANCY_RANK = 63
+#: dimension): NPY_MAXDIMS - 1, 63 from NumPy 2 on, 31 before.
+_FANCY_RANK = 63 if int(np.__version__.split(".")[0]) >= 2 else 31
 #: Output bytes from which a call is split over threads.
 _THREADED_BYTES = 1 << 20
 
