@@ -64,7 +64,7 @@ def oldest(session: nox.Session, backend: str) -> None:
     session.install(*floors, "-r", f"backends/{backend}.txt")
     session.install(*floors, "-e", ".[test]")
     if backend == "jax":
-        # jax 0.4.30's jax.export imports absl without declaring it (the tests export).
+        # jax 0.4.38's jax.export imports absl without declaring it (the tests export).
         session.install(*floors, "absl-py")
     for env in VARIANTS.get(backend, [{}]):
         session.run(
