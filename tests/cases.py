@@ -386,6 +386,13 @@ def _campaign_cases() -> list[Case]:
              np.zeros((0, 0), np.int64), opset=1),
         # torch: torch.gather quiets float16 signalling NaNs (0x7C01 -> 0x7E01).
         Case("campaign-elements-float16-signalling-nan", ELEMENTS, snan, i64([[1, 0], [0, 1]])),
+        # jax: inside one jitted call XLA's CPU code quieted a bfloat16 signalling NaN
+        # (0x7F81 -> 0x7FC1) where the bits gather fused with its fill (jax 0.10.2).
+        *(
+            Case("campaign-gather-bfloat16-signalling-nan-0d-index", GATHER,
+                 np.array([[0x7F7F, 0x7F81]], np.uint16).view(BFLOAT16), i64(-1))
+            for _ in [0] if BFLOAT16 is not None
+        ),
         # torch: NumPy indices with negative strides (a reversed view) were rejected.
         Case("campaign-elements-host-indices-negative-stride", ELEMENTS,
              np.arange(64, dtype=np.int32), i64([1, -4])[::-1], opset=11),
