@@ -62,6 +62,7 @@ from dask.array.utils import meta_from_array
 from dask.utils import parse_bytes
 
 from onnx_gather import _spec
+from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._dtypes import numpy_dtype_name
 from onnx_gather._host import checked
 
@@ -142,8 +143,17 @@ def _join_parts(
 
 
 def _take_along_block(block: np.ndarray, indices: np.ndarray, axis: int) -> np.ndarray:
-    """GatherElements within one data block that spans the whole axis."""
-    return np.take_along_axis(block, indices, axis=axis)
+    """GatherElements within one data block that spans the whole axis.
+
+    The NumPy backend's kernel (compiled, or pure NumPy), on indices already counted and
+    checked: it reads any strides and any rank (np.take_along_axis stops at 31 index
+    arrays on NumPy 1.x, 63 on NumPy 2).
+    """
+    plan = _spec.Plan(
+        op="GatherElements", elements=True, axis=axis, size=block.shape[axis],
+        out_shape=indices.shape, check_bounds=False,
+    )  # fmt: skip
+    return numpy_kernels.gather_elements(block, indices, plan)
 
 
 def _merge_along_axis(data: da.Array, axis: int) -> da.Array:
