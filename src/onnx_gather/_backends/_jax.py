@@ -118,6 +118,11 @@ def _take(
 _BITS: dict[Any, Any] = {jnp.dtype(jnp.bfloat16): jnp.int16}
 
 
+def _nan_bits(dtype: Any) -> int:
+    """The fill of a bits gather: the bits of ``dtype``'s NaN, as its ``_BITS`` integer."""
+    return int(np.asarray(np.nan, dtype).view(_BITS[dtype]))
+
+
 def _exact_take(
     data: jax.Array,
     indices: jax.Array,
@@ -135,7 +140,7 @@ def _exact_take(
     bits = _BITS.get(data.dtype)
     if bits is None:
         return _take(data, indices, axis, size, elements, out_shape, guard=guard)
-    nan_bits = int(np.asarray(np.nan, data.dtype).view(bits))
+    nan_bits = _nan_bits(data.dtype)
 
     @jax.custom_jvp
     def take(x: jax.Array, i: jax.Array) -> jax.Array:
@@ -302,7 +307,7 @@ class JaxBackend:
         bits = _BITS.get(data.dtype)
         fill = None
         if bits is not None:
-            fill = int(np.asarray(np.nan, data.dtype).view(bits))
+            fill = _nan_bits(data.dtype)
             data_dtype, data = data.dtype, jax.lax.bitcast_convert_type(data, bits)
         fn = _eager_fn(plan, plan.check_bounds and not checked, fill)
         out, bounds = fn(data, indices)
