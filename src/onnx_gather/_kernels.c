@@ -284,7 +284,8 @@ static const og_rows_fn og_rows_table[2][6] = {
 };
 
 /* Rows shorter than this (GatherElements along the last axis) go through rows_* in one
- * loop: a top-8 of 32x1024x64 float32 took 403 us row by row, torch.gather 173 us. */
+ * loop: per-row overhead decided a top-8 of 32x1024x64 float32 (python -m benchmarks,
+ * 2-core EPYC: 1.23x ONNX Runtime row by row, 0.68x in one loop). */
 #define OG_SHORT_ROW 64
 
 static int

@@ -297,7 +297,8 @@ class JaxBackend:
             and _on_cpu(indices.sharding)
         ):
             # Host memory: NumPy reads it in place, in one reduction when no index is
-            # negative (0.2 ms for 4M int64 indices against 1-5 ms for XLA's min/max).
+            # negative (timeit, 2-core EPYC: 0.2 ms for 4M int64 indices against 1-5 ms
+            # for XLA's min/max in the jitted call).
             values = np.asarray(indices)
             _spec.check_range(plan, *value_range(values), lambda: values)
             checked = True
