@@ -28,6 +28,7 @@ from libs import LIBS
 
 import onnx_gather as og
 from onnx_gather import _api, _dispatch
+from onnx_gather._memo import Memo
 
 NAMES = {lib.name for lib in LIBS}
 needs_torch = pytest.mark.skipif(
@@ -84,8 +85,8 @@ def upstream(op: str, form: str) -> np.ndarray:
 @pytest.fixture
 def empty_caches(monkeypatch: pytest.MonkeyPatch) -> None:
     """The backend and plan caches as in a fresh process."""
-    monkeypatch.setattr(_dispatch, "_BY_TYPE", {})
-    monkeypatch.setattr(_api, "_PLANS", {})
+    monkeypatch.setattr(_dispatch, "_BY_TYPE", Memo(256))
+    monkeypatch.setattr(_api, "_PLANS", Memo(4096))
 
 
 def eager_calls(make: Any, to_index: Any) -> None:

@@ -41,6 +41,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import example as explicit  # noqa: E402
 
 from onnx_gather import _api, _spec  # noqa: E402
+from onnx_gather._memo import Memo  # noqa: E402
 from onnx_gather._backends import _torch  # noqa: E402
 from onnx_gather._backends import _triton as tt  # noqa: E402
 from onnx_gather._conformance import oracle  # noqa: E402
@@ -118,7 +119,7 @@ def routed(monkeypatch: pytest.MonkeyPatch) -> Routed:
         router.wrap(type(backend).gather_elements.__get__(backend), tt.gather_elements),
     )
     # Cached plans hold the unpatched kernels: a fresh cache, dropped afterwards.
-    monkeypatch.setattr(_api, "_PLANS", {})
+    monkeypatch.setattr(_api, "_PLANS", Memo(4096))
     return router
 
 

@@ -18,33 +18,25 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from onnx_gather import _spec
 from onnx_gather._dispatch import backend_for, library_of
 from onnx_gather._dtypes import numpy_dtype_name
 from onnx_gather._host import Unrepresentable, index_array
+from onnx_gather._memo import Memo
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from onnx_gather._backends._base import Backend, Kernel
+    from onnx_gather._backends._base import Backend
     from onnx_gather._spec import Plan
 
     Planner = Callable[[Any, tuple[int, ...], str, tuple[int, ...], str, Any, bool], Plan]
 
 
-class _Entry(NamedTuple):
-    """What a call's key determines: its plan and its kernel."""
-
-    plan: Plan
-    kernel: Kernel
-
-
-# Entries by everything a planner reads. Bounded: a program sees few distinct shapes, and a
-# stream of new ones (e.g. variable batch sizes) must not grow it without end.
-_PLANS: dict[tuple[Any, ...], _Entry] = {}
-_MAX_PLANS = 4096
+#: Plans by everything a planner reads.
+_PLANS: Memo[tuple[Any, ...], Plan] = Memo(4096)
 
 
 def run(
@@ -59,11 +51,10 @@ def run(
     backend = backend_for(data)
     traced = _python_traced(backend)
     indices = _own_or_host(backend, indices, traced)
-    plan, kernel = _planned(
-        planner, version, backend, data, indices, axis, check_bounds, cached=not traced
-    )
+    plan = _planned(planner, version, backend, data, indices, axis, check_bounds, not traced)
     if isinstance(indices, Unrepresentable):
         _spec.raise_out_of_range(plan, indices.values)
+    kernel = backend.gather_elements if plan.elements else backend.gather
     return kernel(data, indices, plan)
 
 
@@ -106,9 +97,9 @@ def _planned(
     indices: Any,
     axis: Any,
     check_bounds: bool,
-    cached: bool = True,
-) -> _Entry:
-    """The call's plan and kernel, from the cache or made by ``planner`` (which checks all)."""
+    cached: bool,
+) -> Plan:
+    """The call's plan, from the cache or made by ``planner`` (which checks everything)."""
     key: tuple[Any, ...] | None = None
     if cached and type(axis) is int:  # anything else (an __index__ object) may change: never a key
         # The arrays' own shape objects: a key is stored only after the planner accepted
@@ -118,13 +109,13 @@ def _planned(
                 planner, version, backend, data.shape, data.dtype, indices.shape,
                 indices.dtype, type(indices), axis, check_bounds,
             )  # fmt: skip
-            entry = _PLANS.get(key)
+            plan = _PLANS.get(key)
         except Exception:
             # A shape or dtype that cannot be read (a nested tensor's) or hashed: let the
             # planner, through backend.shape and backend.dtype_name, say what is wrong.
-            entry = key = None
-        if entry is not None:
-            return entry
+            plan = key = None
+        if plan is not None:
+            return plan
     own = backend.owns(indices)
     plan = planner(
         version,
@@ -135,9 +126,6 @@ def _planned(
         axis,
         check_bounds,
     )
-    entry = _Entry(plan, backend.gather_elements if plan.elements else backend.gather)
     if key is not None:
-        if len(_PLANS) >= _MAX_PLANS:
-            _PLANS.clear()
-        _PLANS[key] = entry
-    return entry
+        _PLANS.put(key, plan)
+    return plan

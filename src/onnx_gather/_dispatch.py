@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING, Any
 import array_api_compat as compat
 import numpy as np
 
+from onnx_gather._memo import Memo
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from onnx_gather._backends._base import Backend
 
-_BY_TYPE: dict[type, Backend] = {}
+_BY_TYPE: Memo[type, Backend] = Memo(256)
 #: A tuple, not ``np.ndarray | np.generic``: torch.compile traces :func:`_select` and
 #: Dynamo cannot build a union of types (torch 2.13).
 _NUMPY_TYPES = (np.ndarray, np.generic)
@@ -35,7 +37,7 @@ def backend_for(data: Any) -> Backend:
     kind = type(data)
     backend = _BY_TYPE.get(kind)
     if backend is None:
-        backend = _BY_TYPE[kind] = _select(data)
+        backend = _BY_TYPE.put(kind, _select(data))
     return backend
 
 

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from onnx_gather._memo import Memo
+
+#: Names by dtype: ``dtype.name`` is computed in Python by NumPy, several us a call.
+_NAMES: Memo[Any, str] = Memo(256)
+
 
 def numpy_dtype_name(dtype: Any) -> str:
     """Return the ONNX-style name of a NumPy dtype.
@@ -12,6 +17,7 @@ def numpy_dtype_name(dtype: Any) -> str:
     ONNX ``string``; ml_dtypes' bfloat16 is ``"bfloat16"``; other dtypes keep NumPy's name,
     so a type ONNX does not list (``float8_e4m3fn``, ``datetime64``) is rejected by name.
     """
-    if dtype.kind in "OUST":
-        return "string"
-    return str(dtype.name)
+    name = _NAMES.get(dtype)
+    if name is None:
+        name = _NAMES.put(dtype, "string" if dtype.kind in "OUST" else str(dtype.name))
+    return name
