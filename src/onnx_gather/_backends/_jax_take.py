@@ -1,0 +1,143 @@
+"""JAX's gathers in fill mode, bit for bit: ``jnp.take`` and ``jnp.take_along_axis``.
+
+* Both run in ``mode="fill"``, so an out-of-range index yields the fill value (NaN for
+  inexact types, the most negative value for signed integers, the largest for unsigned
+  ones, True for bool) and never another element's value. ``fill`` is also the only mode in
+  which both count negative indices from the end (``clip`` and ``promise_in_bounds`` do
+  not). An index beyond ``[-s, s-1]`` is first replaced by ``s``: with x64, ``fill`` read
+  real elements for indices near +-2**63.
+* In ``fill`` mode XLA's CPU gather rewrites bfloat16 NaN payloads (0x7FC1 and 0x7F81 come
+  back as 0x7FC0; seen with jax 0.10.2; float16 and float32 keep theirs), so bfloat16 data
+  is gathered as its int16 bits, with the NaN's bits as the fill. A
+  :func:`jax.custom_jvp` gives that bits gather the float gather's derivative, so gradients
+  flow as before (``jax.grad``, ``jax.vjp``, ``jax.jvp``, higher orders).
+* Under tracing, :func:`record_out_of_range` registers the IndexError's text with checkify.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import checkify
+
+from onnx_gather import _spec
+
+if TYPE_CHECKING:
+    from onnx_gather._spec import Plan
+
+
+def traced(x: Any) -> bool:
+    return isinstance(x, jax.core.Tracer)
+
+
+def record_out_of_range(plan: Plan, indices: jax.Array) -> None:
+    """Under tracing: register the plan's IndexError text with checkify."""
+    if indices.size == 0:
+        return
+    bad = ((indices < -plan.size) | (indices >= plan.size)).reshape(-1)
+    first = jnp.argmax(bad)
+    position = jnp.unravel_index(first, indices.shape)
+    names = [f"p{d}" for d in range(indices.ndim)]
+    # The text comes from _spec, with format fields where the traced values go.
+    template = str(_spec.out_of_range(plan, "{value}", ["{" + n + "}" for n in names]))
+    checkify.debug_check(
+        ~jnp.any(bad),
+        template,
+        value=indices.reshape(-1)[first],
+        **dict(zip(names, position, strict=True)),
+    )
+
+
+def fill_value(dtype: Any) -> Any:
+    """What ``fill`` mode writes for an out-of-range index."""
+    if jnp.issubdtype(dtype, jnp.inexact):
+        return jnp.nan
+    if dtype == jnp.bool_:
+        return True
+    info = jnp.iinfo(dtype)
+    return info.min if jnp.issubdtype(dtype, jnp.signedinteger) else info.max
+
+
+def fill_take(
+    data: jax.Array,
+    indices: jax.Array,
+    axis: int,
+    size: Any,
+    elements: bool,
+    out_shape: Any,
+    fill: Any = None,
+    guard: bool = True,
+) -> jax.Array:
+    """The gather in fill mode, any index beyond ``[-size, size-1]`` read as ``fill``.
+
+    ``fill`` defaults to :func:`fill_value` of ``data``'s dtype. ``size`` may be symbolic
+    (``jax.export``). ``guard=False`` leaves out the pass that sends far-out indices to the
+    fill, for calls whose indices are known to be in range or whose result is discarded
+    if one is not (a checked eager call).
+    """
+    if 0 in out_shape:
+        # Nothing to read. jnp.take returns `data` itself when its axis and the indices
+        # are both empty: the wrong shape (jax 0.10.2; no upstream report found).
+        return jnp.zeros_like(data, shape=out_shape)
+    if fill is None:
+        fill = fill_value(data.dtype)
+    if size == 0:  # jnp.take raises on an empty axis; take_along_axis gives 0
+        return jnp.full(out_shape, fill, data.dtype)
+    if guard and (not isinstance(size, int) or size <= jnp.iinfo(indices.dtype).max):
+        # fill mode adds size to a negative index: near -2**63 that wraps into range.
+        # (A symbolic size beyond an int32 index type's range wraps here, but then every
+        # index is in range and the replacement is never taken.)
+        indices = jnp.where((indices >= -size) & (indices < size), indices, size)
+    if elements:
+        return jnp.take_along_axis(data, indices, axis=axis, mode="fill", fill_value=fill)
+    return jnp.take(data, indices, axis=axis, mode="fill", fill_value=fill)
+
+
+# Float types whose NaN payloads XLA's gather rewrites, with the same-width integer type.
+BITS: dict[Any, Any] = {jnp.dtype(jnp.bfloat16): jnp.int16}
+
+
+def nan_bits(dtype: Any) -> int:
+    """The fill of a bits gather: the bits of ``dtype``'s NaN, as its ``BITS`` integer."""
+    return int(np.asarray(np.nan, dtype).view(BITS[dtype]))
+
+
+def exact_take(
+    data: jax.Array,
+    indices: jax.Array,
+    axis: int,
+    size: Any,
+    elements: bool,
+    out_shape: Any,
+    guard: bool = True,
+) -> jax.Array:
+    """:func:`fill_take`, bit for bit: bfloat16 goes as its int16 bits (module docstring).
+
+    The bits gather has the float gather's derivative (a :func:`jax.custom_jvp`, linear in
+    the tangent, so reverse mode transposes it into the scatter-add).
+    """
+    bits = BITS.get(data.dtype)
+    if bits is None:
+        return fill_take(data, indices, axis, size, elements, out_shape, guard=guard)
+    nan = nan_bits(data.dtype)
+
+    @jax.custom_jvp
+    def bits_take(x: jax.Array, i: jax.Array) -> jax.Array:
+        # The barriers keep XLA from folding the bitcasts into a bfloat16 gather, which
+        # it otherwise does in some fusions (quieting NaNs, flushing subnormals to 0).
+        raw = jax.lax.optimization_barrier(jax.lax.bitcast_convert_type(x, bits))
+        out = jax.lax.optimization_barrier(
+            fill_take(raw, i, axis, size, elements, out_shape, nan, guard)
+        )
+        return jax.lax.bitcast_convert_type(out, x.dtype)
+
+    @bits_take.defjvp
+    def _take_jvp(primals: Any, tangents: Any) -> Any:
+        x, i = primals
+        # A fill position's tangent is 0, as in jax's own gather rule.
+        return bits_take(x, i), fill_take(tangents[0], i, axis, size, elements, out_shape, 0)
+
+    return bits_take(data, indices)
