@@ -1,0 +1,74 @@
+"""Torch's gathers, bit for bit: ``torch.gather`` and ``torch.index_select`` made exact.
+
+Some types go as the bits of a same-width integer:
+
+* unsigned types: ``torch.gather`` has no kernels for uint16/32/64
+  (pytorch/pytorch#58734), so they go through their signed view;
+* float16 and bfloat16: on CPU ``torch.gather`` rewrites bfloat16 NaN payloads to 0xFFFF
+  (with a 2-D gather along either axis, while ``index_select`` and float32 keep the bits)
+  and quiets float16 signalling NaNs (0x7C01 comes back as 0x7E01, with 2-D and strided
+  1-D data), and under ``torch.func.vmap`` ``index_select`` quiets float16 NaNs too
+  (torch 2.13.0, found by the conformance campaign; no upstream report found). They go as
+  int16 bits in both operators; where autograd needs a gradient, through an
+  ``autograd.Function`` whose backward is the scatter-add (double backward included).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+SIGNED_VIEW = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
+# What torch's kernels gather bits of.
+_GATHER_VIEW = {**SIGNED_VIEW, torch.bfloat16: torch.int16, torch.float16: torch.int16}
+
+
+def exact(data: torch.Tensor, axis: int, indices: torch.Tensor, elements: bool) -> torch.Tensor:
+    """``torch.gather`` (``elements``) or ``torch.index_select``, bit for bit.
+
+    Unsigned types go through their signed view (no kernels), float16 and bfloat16 through
+    int16: ``torch.gather`` rewrites their NaN payloads, and so does ``index_select`` under
+    ``torch.func.vmap`` (float16 0x7C01 comes back as 0x7E01; torch 2.13.0). A float view
+    of another type has no gradient, so data that needs one goes through :class:`_BitsGather`.
+    """
+    view = _GATHER_VIEW.get(data.dtype)
+    if view is not None and data.requires_grad and data.dtype.is_floating_point:
+        out: torch.Tensor = _BitsGather.apply(data, axis, indices, elements)
+        return out
+    source = data.view(view) if view is not None else data
+    if elements:
+        out = torch.gather(source, axis, indices)
+    else:
+        out = torch.index_select(source, axis, indices)
+    return out.view(data.dtype) if view is not None else out
+
+
+class _BitsGather(torch.autograd.Function):  # type: ignore[misc]
+    """A float16 or bfloat16 gather that needs a gradient, bit for bit (see :func:`exact`).
+
+    The forward gathers the int16 bits; the backward is the scatter-add of the gradient,
+    made of differentiable operators, so double backward works too.
+    """
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(
+        data: torch.Tensor, axis: int, indices: torch.Tensor, elements: bool
+    ) -> torch.Tensor:
+        return exact(data.detach(), axis, indices, elements)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+        data, axis, indices, elements = inputs
+        ctx.save_for_backward(indices)
+        ctx.axis, ctx.elements, ctx.data_shape = axis, elements, data.shape
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        (indices,) = ctx.saved_tensors
+        zeros = grad.new_zeros(ctx.data_shape)
+        if ctx.elements:
+            return zeros.scatter_add(ctx.axis, indices, grad), None, None, None
+        return zeros.index_add(ctx.axis, indices, grad), None, None, None
