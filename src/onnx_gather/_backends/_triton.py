@@ -47,20 +47,11 @@ INT64_MAX = (1 << 63) - 1
 
 #: The type each element type moves as: same width, so the bits move unchanged.
 BITS: dict[torch.dtype, torch.dtype] = {
-    torch.bool: torch.uint8,
-    torch.uint8: torch.uint8,
+    **dict.fromkeys((torch.bool, torch.uint8), torch.uint8),
     torch.int8: torch.int8,
-    torch.int16: torch.int16,
-    torch.uint16: torch.int16,
-    torch.float16: torch.int16,
-    torch.bfloat16: torch.int16,
-    torch.int32: torch.int32,
-    torch.uint32: torch.int32,
-    torch.float32: torch.int32,
-    torch.int64: torch.int64,
-    torch.uint64: torch.int64,
-    torch.float64: torch.int64,
-    torch.complex64: torch.int64,
+    **dict.fromkeys((torch.int16, torch.uint16, torch.float16, torch.bfloat16), torch.int16),
+    **dict.fromkeys((torch.int32, torch.uint32, torch.float32), torch.int32),
+    **dict.fromkeys((torch.int64, torch.uint64, torch.float64, torch.complex64), torch.int64),
 }
 INDEX_TYPES = (torch.int32, torch.int64)
 
@@ -93,6 +84,27 @@ def _record_first_bad(bad_ptr, position, bad):  # type: ignore[no-untyped-def]
 
 
 @triton.jit
+def _take(  # type: ignore[no-untyped-def]
+    data_ptr, idx_ptr, out_ptr, bad_ptr, o, live, j, rest, size, axis_stride,
+    CHECK: tl.constexpr,
+):  # fmt: skip
+    """Store at output ``o`` the data at offset ``rest`` plus index ``j`` along the axis.
+
+    The part both kernels share once they know, per output element, which index it takes
+    (``j``, its flat position in ``indices``) and where its row of data starts (``rest``).
+    """
+    idx = tl.load(idx_ptr + j, mask=live, other=0).to(tl.int64)
+    idx = tl.where(idx < 0, idx + size, idx)
+    ok = (idx >= 0) & (idx < size)
+    if CHECK:
+        _record_first_bad(bad_ptr, j, live & ~ok)
+    idx = tl.where(ok, idx, 0)
+    # Still out of range only on an empty axis: then not even element 0 may be read.
+    value = tl.load(data_ptr + (rest + idx * axis_stride), mask=live & (idx < size), other=0)
+    tl.store(out_ptr + o, value, mask=live)
+
+
+@triton.jit
 def _gather_kernel(  # type: ignore[no-untyped-def]
     data_ptr, idx_ptr, out_ptr, bad_ptr,
     n_out, n_idx, post, size, axis_stride,
@@ -101,20 +113,10 @@ def _gather_kernel(  # type: ignore[no-untyped-def]
 ):  # fmt: skip
     """Gather: output (pre, n_idx, post) in C order; index j = flat position in indices."""
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
-    live = o < n_out
-    c = o % post
     t = o // post
     j = t % n_idx
-    p = t // n_idx
-    idx = tl.load(idx_ptr + j, mask=live, other=0).to(tl.int64)
-    idx = tl.where(idx < 0, idx + size, idx)
-    ok = (idx >= 0) & (idx < size)
-    if CHECK:
-        _record_first_bad(bad_ptr, j, live & ~ok)
-    idx = tl.where(ok, idx, 0)
-    offset = _rest_offset(p * post + c, D1, D2, D3, S0, S1, S2, S3, RANK) + idx * axis_stride
-    value = tl.load(data_ptr + offset, mask=live & (idx < size), other=0)
-    tl.store(out_ptr + o, value, mask=live)
+    rest = _rest_offset((t // n_idx) * post + o % post, D1, D2, D3, S0, S1, S2, S3, RANK)
+    _take(data_ptr, idx_ptr, out_ptr, bad_ptr, o, o < n_out, j, rest, size, axis_stride, CHECK)
 
 
 @triton.jit
@@ -126,18 +128,8 @@ def _gather_elements_kernel(  # type: ignore[no-untyped-def]
 ):  # fmt: skip
     """GatherElements: output = indices' shape, (pre, length, post) in C order."""
     o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
-    live = o < n_out
-    c = o % post
-    p = o // post // length
-    idx = tl.load(idx_ptr + o, mask=live, other=0).to(tl.int64)
-    idx = tl.where(idx < 0, idx + size, idx)
-    ok = (idx >= 0) & (idx < size)
-    if CHECK:
-        _record_first_bad(bad_ptr, o, live & ~ok)
-    idx = tl.where(ok, idx, 0)
-    offset = _rest_offset(p * post + c, D1, D2, D3, S0, S1, S2, S3, RANK) + idx * axis_stride
-    value = tl.load(data_ptr + offset, mask=live & (idx < size), other=0)
-    tl.store(out_ptr + o, value, mask=live)
+    rest = _rest_offset(o // post // length * post + o % post, D1, D2, D3, S0, S1, S2, S3, RANK)
+    _take(data_ptr, idx_ptr, out_ptr, bad_ptr, o, o < n_out, o, rest, size, axis_stride, CHECK)
 
 
 def _collapsed(sizes: list[int], strides: list[int]) -> list[tuple[int, int]] | None:
