@@ -42,6 +42,7 @@ import numpy as np
 
 import onnx_gather as og
 from benchmarks.workloads import ELEMENTS, Workload
+from onnx_gather._ops import ONNX_OP_TYPE
 
 Call = Callable[[], Any]
 
@@ -238,7 +239,7 @@ def _model(w: Workload) -> bytes:
 
     elem = helper.np_dtype_to_tensor_dtype(np.dtype(w.dtype))
     index = TensorProto.INT64 if w.index_dtype == "int64" else TensorProto.INT32
-    node = helper.make_node(w.op, ["data", "indices"], ["out"], axis=w.axis)
+    node = helper.make_node(ONNX_OP_TYPE[w.op], ["data", "indices"], ["out"], axis=w.axis)
     graph = helper.make_graph(
         [node],
         "bench",

@@ -11,8 +11,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-GATHER = "Gather"
-ELEMENTS = "GatherElements"
+from onnx_gather._ops import GATHER
+from onnx_gather._ops import GATHER_ELEMENTS as ELEMENTS
 
 
 @dataclass(frozen=True)

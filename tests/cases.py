@@ -17,10 +17,9 @@ import numpy as np
 from libs import BFLOAT16
 
 from onnx_gather._examples import EXAMPLES
-
-GATHER = "gather"
-ELEMENTS = "gather_elements"
-OPENVINO = "openvino.gather_elements"
+from onnx_gather._ops import GATHER
+from onnx_gather._ops import GATHER_ELEMENTS as ELEMENTS
+from onnx_gather._ops import OPENVINO_GATHER_ELEMENTS as OPENVINO
 
 
 @dataclass(frozen=True)

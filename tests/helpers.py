@@ -7,12 +7,14 @@ from typing import Any
 import numpy as np
 import oracle
 from cases import GATHER, OPENVINO, Case
-from libs import Lib, dtype_name
+from libs import Library
 
-from onnx_gather._conformance.runner import call, difference
+from onnx_gather._conformance.libraries import type_name
+from onnx_gather._conformance.runner import difference
+from onnx_gather._ops import call
 
 
-def run_case(lib: Lib, case: Case, indices: Any = None) -> Any:
+def run_case(lib: Library, case: Case, indices: Any = None) -> Any:
     data = lib.asarray(case.data)
     if indices is None:
         indices = case.written if case.written is not None else lib.indices(case.indices)
@@ -35,6 +37,6 @@ def assert_identical(actual: np.ndarray, want: np.ndarray) -> None:
     assert problem is None, f"{problem}\nactual:\n{actual!r}\nexpected:\n{want!r}"
 
 
-def applies(lib: Lib, case: Case) -> bool:
+def applies(lib: Library, case: Case) -> bool:
     """Whether the library can hold the case's data type at all."""
-    return dtype_name(case.data.dtype) in lib.holds
+    return type_name(case.data.dtype) in lib.holds

@@ -1,8 +1,8 @@
-"""The libraries this test run covers, as the package's adaptors.
+"""The libraries this test run covers.
 
-The adaptors themselves (NumPy -> library -> NumPy, which ONNX types each holds, and the
-check that a result is the library's own array, for Dask of the declared blocks) are
-``onnx_gather._conformance.libraries``, shared with ``python -m onnx_gather``.
+Each is a ``onnx_gather._conformance.libraries.Library`` (NumPy -> library -> NumPy, which
+ONNX types it holds, and the check that a result is the library's own array, for Dask of
+the declared blocks), shared with ``python -m onnx_gather``.
 
 The nox matrix sets ONNX_GATHER_BACKENDS to the libraries a session must test (comma
 separated). A named library that cannot be imported fails the run: a matrix cell can
@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import os
 
-from onnx_gather._conformance.libraries import HOST, Adaptor, bfloat16, installed, type_name
+from onnx_gather._conformance.libraries import HOST, Library, bfloat16, installed
 
 ENV = "ONNX_GATHER_BACKENDS"
-Lib = Adaptor
 BFLOAT16 = bfloat16()
-dtype_name = type_name
 
 
-def selected() -> list[Lib]:
+def selected() -> list[Library]:
     """The libraries this run tests: ONNX_GATHER_BACKENDS, or every importable host one."""
     wanted = os.environ.get(ENV, "").strip()
     if not wanted:
@@ -36,4 +34,4 @@ def selected() -> list[Lib]:
 
 
 #: This run's libraries, chosen once: a named library that cannot be imported fails here.
-LIBS: list[Lib] = selected()
+LIBS: list[Library] = selected()

@@ -9,20 +9,20 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers import assert_identical
-from libs import LIBS, Lib
+from libs import LIBS, Library
 
 import onnx_gather as og
 from onnx_gather import openvino
 from onnx_gather._conformance.libraries import NotOwnArray
 
 
-def _namespace(lib: Lib, x: Any) -> Any:
+def _namespace(lib: Library, x: Any) -> Any:
     import array_api_compat
 
     return array_api_compat.array_namespace(x)
 
 
-def _shares_memory(lib: Lib, a: Any, b: Any) -> bool:
+def _shares_memory(lib: Library, a: Any, b: Any) -> bool:
     if lib.name == "numpy":
         return bool(np.shares_memory(a, b))
     if lib.name.startswith("torch"):  # torch[cuda] too
@@ -57,7 +57,7 @@ def test_signatures() -> None:
         og.gather(data=np.arange(3), indices=[0])  # type: ignore[call-arg]
 
 
-def test_axis_by_keyword_and_position(lib: Lib) -> None:
+def test_axis_by_keyword_and_position(lib: Library) -> None:
     data = lib.asarray(np.arange(6, dtype=np.int32).reshape(2, 3))
     by_kw = lib.to_numpy(og.gather(data, [2, 0], axis=1))
     by_pos = lib.to_numpy(og.gather(data, [2, 0], 1))
@@ -70,20 +70,20 @@ def test_axis_by_keyword_and_position(lib: Lib) -> None:
     [1, -1, np.int64(1), np.int32(-2), [1, 0], (1, 0), [[1], [0]], np.array([1, 0], np.int32)],
     ids=repr,
 )
-def test_host_index_forms(lib: Lib, indices: Any) -> None:
+def test_host_index_forms(lib: Library, indices: Any) -> None:
     data_np = np.arange(6, dtype=np.float32).reshape(2, 3)
     got = lib.to_numpy(og.gather(lib.asarray(data_np), indices, axis=1))
     assert_identical(got, np.take(data_np, np.asarray(indices), axis=1))
 
 
-def test_empty_list_indices(lib: Lib) -> None:
+def test_empty_list_indices(lib: Library) -> None:
     data_np = np.arange(6, dtype=np.float32).reshape(2, 3)
     got = lib.to_numpy(og.gather(lib.asarray(data_np), [], axis=1))
     assert got.shape == (2, 0)
 
 
 @pytest.mark.parametrize("bad", [[0.5, 1.0], [True, False], True, ["a"]], ids=repr)
-def test_host_indices_of_wrong_type(lib: Lib, bad: Any) -> None:
+def test_host_indices_of_wrong_type(lib: Library, bad: Any) -> None:
     data = lib.asarray(np.arange(3, dtype=np.float32))
     with pytest.raises(
         TypeError, match=r"indices must be int32 or int64, got (float64|bool|string)"
@@ -91,7 +91,7 @@ def test_host_indices_of_wrong_type(lib: Lib, bad: Any) -> None:
         og.gather(data, bad)
 
 
-def test_indices_from_another_library_name_both(lib: Lib) -> None:
+def test_indices_from_another_library_name_both(lib: Library) -> None:
     data = lib.asarray(np.arange(3, dtype=np.float32))
     others = [o for o in LIBS if o.module is not lib.module and o.name != "numpy"]
     if not others:
@@ -131,7 +131,7 @@ def test_data_must_be_an_array(data: Any) -> None:
         ({"axis": None}, "axis must be an int, got None"),
     ],
 )
-def test_argument_types(lib: Lib, kw: dict[str, Any], match: str) -> None:
+def test_argument_types(lib: Library, kw: dict[str, Any], match: str) -> None:
     data = lib.asarray(np.arange(3, dtype=np.float32))
     with pytest.raises(TypeError, match=match):
         og.gather(data, [0], **kw)
@@ -139,14 +139,14 @@ def test_argument_types(lib: Lib, kw: dict[str, Any], match: str) -> None:
         og.gather_elements(data, [0], **kw)
 
 
-def test_axis_accepts_integer_likes(lib: Lib) -> None:
+def test_axis_accepts_integer_likes(lib: Library) -> None:
     data = lib.asarray(np.arange(6, dtype=np.float32).reshape(2, 3))
     got = lib.to_numpy(og.gather(data, [0], axis=np.int64(-1)))
     assert_identical(got, np.array([[0.0], [3.0]], np.float32))
 
 
 @pytest.mark.parametrize("op", ["gather", "gather_elements", "openvino"])
-def test_inputs_untouched_and_result_not_aliased(lib: Lib, op: str) -> None:
+def test_inputs_untouched_and_result_not_aliased(lib: Library, op: str) -> None:
     data_np = np.arange(12, dtype=np.float32).reshape(3, 4)
     idx_np = np.array([[0, 1, 2, 3], [3, 2, 1, 0], [1, 1, 1, 1]], np.int32)
     idx_np = idx_np - 2  # negative indices are normalised: not in the caller's array
@@ -163,14 +163,14 @@ def test_inputs_untouched_and_result_not_aliased(lib: Lib, op: str) -> None:
     assert not _shares_memory(lib, out, idx)
 
 
-def test_identity_gather_does_not_alias(lib: Lib) -> None:
+def test_identity_gather_does_not_alias(lib: Library) -> None:
     """Even a gather that reproduces data exactly returns new memory."""
     data = lib.asarray(np.arange(4, dtype=np.float32))
     out = og.gather(data, lib.asarray(np.arange(4, dtype=np.int32)))
     assert not _shares_memory(lib, out, data)
 
 
-def test_non_contiguous_inputs(lib: Lib) -> None:
+def test_non_contiguous_inputs(lib: Library) -> None:
     """Transposed and strided views of data and indices give the spec's result."""
     base = np.arange(60, dtype=np.float32).reshape(5, 12)
     data = lib.asarray(base)
@@ -195,7 +195,7 @@ def test_numpy_negative_strides() -> None:
     assert_identical(og.gather(data, idx, axis=0), np.take(data, idx, axis=0))
 
 
-def test_out_of_range_message_is_complete(lib: Lib) -> None:
+def test_out_of_range_message_is_complete(lib: Library) -> None:
     """Operator, value, position, axis and size, all in one message."""
     data = lib.asarray(np.zeros((2, 5, 3), np.float32))
     idx = lib.asarray(np.array([[[0], [4]], [[-6], [1]]], np.int32))
@@ -207,7 +207,7 @@ def test_out_of_range_message_is_complete(lib: Lib) -> None:
     )
 
 
-def test_reading_back_refuses_another_librarys_array(lib: Lib) -> None:
+def test_reading_back_refuses_another_librarys_array(lib: Library) -> None:
     # Every "the result is the caller's library" claim of the suite rests on this check.
     foreign: Any = np.zeros(2, np.float32) if lib.name != "numpy" else [0.0, 0.0]
     with pytest.raises(NotOwnArray, match=rf"{re.escape(lib.name)}: expected its own array"):

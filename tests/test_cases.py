@@ -9,7 +9,7 @@ import oracle
 import pytest
 from cases import CASES, Case
 from helpers import applies, assert_identical, expected, run_case
-from libs import LIBS, Lib
+from libs import LIBS, Library
 
 PARAMS = [
     pytest.param(lib, case, id=f"{lib.name}-{case.id}")
@@ -20,7 +20,7 @@ PARAMS = [
 
 
 @pytest.mark.parametrize(("backend", "case"), PARAMS)
-def test_case(backend: Lib, case: Case) -> None:
+def test_case(backend: Library, case: Case) -> None:
     if case.raises is not None:
         with pytest.raises(case.raises, match=case.match):
             # Read back too: a lazy library (Dask) raises index errors when it computes.
@@ -35,7 +35,7 @@ def test_case(backend: Lib, case: Case) -> None:
     [p for p in PARAMS if p.values[1].raises is None],
     ids=lambda x: getattr(x, "id", None),
 )
-def test_case_with_host_indices(backend: Lib, case: Case) -> None:
+def test_case_with_host_indices(backend: Library, case: Case) -> None:
     """The same case with indices given as a NumPy array and as a Python list."""
     for indices in (case.indices, case.indices.tolist()):
         if np.ndim(case.indices) == 0:

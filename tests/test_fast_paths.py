@@ -21,7 +21,7 @@ import oracle
 import pytest
 from cases import CASES, ELEMENTS, GATHER, Case
 from helpers import applies, assert_identical, call, expected, run_case
-from libs import LIBS, Lib
+from libs import LIBS, Library
 
 import onnx_gather as og
 
@@ -66,7 +66,7 @@ def forced(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> N
 if PARAMS:
 
     @pytest.mark.parametrize(("backend", "config", "case"), PARAMS)
-    def test_case_on_fast_paths(backend: Lib, config: str, case: Case, forced: None) -> None:
+    def test_case_on_fast_paths(backend: Library, config: str, case: Case, forced: None) -> None:
         if case.raises is not None:
             with pytest.raises(case.raises, match=case.match):
                 run_case(backend, case)
@@ -77,7 +77,7 @@ if PARAMS:
         ("backend", "config", "case"), [p for p in PARAMS if p.values[2].raises is None]
     )
     def test_case_on_fast_paths_host_indices(
-        backend: Lib, config: str, case: Case, forced: None
+        backend: Library, config: str, case: Case, forced: None
     ) -> None:
         result = backend.to_numpy(run_case(backend, case, indices=case.indices))
         assert_identical(result, expected(case))
@@ -104,7 +104,7 @@ def _large_cases() -> list[tuple[str, str, np.ndarray, np.ndarray, int, int]]:
 
 
 LARGE = _large_cases()
-# Dask's adaptor cuts arrays into blocks of 2: a large case would be some 10**4 tasks.
+# Dask's library cuts arrays into blocks of 2: a large case would be some 10**4 tasks.
 # Its own tests (test_dask.py) cover its chunked paths.
 EAGER = [lib for lib in LIBS if lib.name != "dask"]
 
@@ -119,7 +119,7 @@ def _lib_params() -> list[Any]:
 
 
 @pytest.mark.parametrize(("backend", "large"), _lib_params())
-def test_large(backend: Lib, large: tuple[str, str, np.ndarray, np.ndarray, int, int]) -> None:
+def test_large(backend: Library, large: tuple[str, str, np.ndarray, np.ndarray, int, int]) -> None:
     _, op, data, indices, axis, opset = large
     want = (
         oracle.gather(data, indices, axis, opset)
@@ -133,7 +133,7 @@ def test_large(backend: Lib, large: tuple[str, str, np.ndarray, np.ndarray, int,
 @pytest.mark.parametrize(("backend", "large"), _lib_params())
 @pytest.mark.parametrize("where", ["first", "middle", "last"])
 def test_large_out_of_range(
-    backend: Lib, large: tuple[str, str, np.ndarray, np.ndarray, int, int], where: str
+    backend: Library, large: tuple[str, str, np.ndarray, np.ndarray, int, int], where: str
 ) -> None:
     """One bad index anywhere in a large call: the same complete message as small calls."""
     _, op, data, indices, axis, opset = large
@@ -149,7 +149,7 @@ def test_large_out_of_range(
 
 
 @pytest.mark.parametrize("backend", EAGER, ids=lambda lib: lib.name)
-def test_unchecked_large_never_reads_outside(backend: Lib) -> None:
+def test_unchecked_large_never_reads_outside(backend: Library) -> None:
     """check_bounds=False with wild indices: some result or an error, never a crash."""
     data = backend.asarray(RNG.standard_normal((200, 100)).astype(np.float32))
     wild = RNG.integers(-(2**62), 2**62, (200, 100))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from helpers import assert_identical, call
-from libs import Lib
+from libs import Library
 
 pytest.importorskip("onnx.backend.test.case.node")
 
@@ -20,7 +20,7 @@ def test_the_suite_has_both_operators() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-def test_official_case(lib: Lib, case) -> None:
+def test_official_case(lib: Library, case) -> None:
     for run in official_runs(case, lib.holds):
         got = call(run.op, lib.asarray(run.data), lib.indices(run.indices), run.axis, run.opset)
         assert_identical(lib.to_numpy(got), run.expected)

@@ -39,14 +39,14 @@ from onnx_gather._conformance.runner import (
     inputs,
 )
 from onnx_gather._conformance.strategies import (
-    ELEMENTS,
-    GATHER,
-    OPENVINO,
     Example,
     Layout,
     examples,
     numpy_dtype,
 )
+from onnx_gather._ops import GATHER
+from onnx_gather._ops import GATHER_ELEMENTS as ELEMENTS
+from onnx_gather._ops import OPENVINO_GATHER_ELEMENTS as OPENVINO
 
 EXAMPLES = int(os.environ.get("ONNX_GATHER_EXAMPLES", "100"))
 REPORT = os.environ.get("ONNX_GATHER_CONFORMANCE_REPORT")

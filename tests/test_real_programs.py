@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from libs import LIBS, Lib
+from libs import LIBS, Library
 
 import onnx_gather as og
 from onnx_gather import openvino
@@ -186,7 +186,7 @@ def long_axis() -> np.ndarray:
 @pytest.mark.parametrize("check_bounds", [True, False])
 @pytest.mark.parametrize("op", [og.gather, og.gather_elements])
 def test_int32_indices_on_an_axis_beyond_int32(
-    lib: Lib, long_axis: np.ndarray, op: Any, check_bounds: bool
+    lib: Library, long_axis: np.ndarray, op: Any, check_bounds: bool
 ) -> None:
     if lib.name in ("torch", "jax"):
         pytest.skip(f"{lib.name}: another engineer's backend; its own tests cover it")
@@ -247,7 +247,7 @@ def test_gather_elements_rank_64_numpy(rank: int, kernel: str) -> None:
 
 
 @pytest.mark.parametrize("rank", [HIGH_RANKS[0], HIGH_RANKS[-1]])
-def test_gather_elements_rank_64(lib: Lib, rank: int) -> None:
+def test_gather_elements_rank_64(lib: Library, rank: int) -> None:
     data, indices, want = _high_rank(rank)
     forms: list[tuple[Any, Any]] = [(lib.asarray(data), indices)]
     forms.append((lib.asarray(data), lib.indices(indices)))
@@ -294,7 +294,7 @@ def test_array_api_strict_2023_12(strict_2023: Any) -> None:
 
 
 @pytest.mark.parametrize("order", [">i8", ">i4", "<i8", "<i4"])
-def test_big_endian_indices(lib: Lib, order: str) -> None:
+def test_big_endian_indices(lib: Library, order: str) -> None:
     data = lib.asarray(np.arange(6, dtype=np.int32).reshape(2, 3))
     flat = lib.asarray(np.arange(3, dtype=np.int32))
     assert lib.to_numpy(og.gather(flat, np.array([1, -1], dtype=order))).tolist() == [1, 2]
@@ -450,7 +450,7 @@ def test_numpy_subclasses_give_plain_arrays(kernel: str, size: str, tmp_path: An
 
 
 @pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
-def test_masked_arrays_are_a_type_error(lib: Lib) -> None:
+def test_masked_arrays_are_a_type_error(lib: Library) -> None:
     masked = np.ma.array([0, 1, 2], mask=[0, 1, 0])
     data = lib.asarray(np.arange(3))
     for op in (og.gather, og.gather_elements):
@@ -465,7 +465,7 @@ def test_masked_arrays_are_a_type_error(lib: Lib) -> None:
 # --- item 12: index forms --------------------------------------------------------------
 
 
-def test_index_forms(lib: Lib) -> None:
+def test_index_forms(lib: Library) -> None:
     data = lib.asarray(np.arange(5))
     for indices in (range(2), array.array("q", [0, 1]), array.array("i", [0, 1])):
         assert lib.to_numpy(og.gather(data, indices)).tolist() == [0, 1]
@@ -490,7 +490,7 @@ _FAR = [2**62, -(2**62)]
 
 
 @pytest.mark.parametrize("op", ["gather", "gather_elements"])
-def test_unchecked_out_of_range_reads_inside(lib: Lib, op: str) -> None:
+def test_unchecked_out_of_range_reads_inside(lib: Library, op: str) -> None:
     values = np.arange(10, 13, dtype=np.int32)
     data = lib.asarray(values)
     call = og.gather if op == "gather" else og.gather_elements
@@ -506,7 +506,7 @@ def test_unchecked_out_of_range_reads_inside(lib: Lib, op: str) -> None:
 
 
 @pytest.mark.parametrize("op", ["gather", "gather_elements"])
-def test_unchecked_on_an_empty_axis(lib: Lib, op: str) -> None:
+def test_unchecked_on_an_empty_axis(lib: Library, op: str) -> None:
     # The rule: with check_bounds=False, indices on an empty axis read nothing and the
     # result is zeros (JAX: its fill value); with the check, our IndexError.
     data = lib.asarray(np.zeros((0,), np.float32))

@@ -30,9 +30,10 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers import assert_identical
-from libs import Lib, dtype_name
+from libs import Library
 
-from onnx_gather._conformance.runner import call
+from onnx_gather._conformance.libraries import type_name
+from onnx_gather._ops import call
 
 torch = pytest.importorskip(
     "torch", reason="the replay test exports its models with torch (nox -s replay installs it)"
@@ -223,11 +224,11 @@ def captured(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], 
 @pytest.mark.parametrize("opset", OPSETS)
 @pytest.mark.parametrize("model", MODELS)
 def test_replay(
-    lib: Lib, model: str, opset: int, captured: dict[tuple[str, int], list[Node]]
+    lib: Library, model: str, opset: int, captured: dict[tuple[str, int], list[Node]]
 ) -> None:
     replayed = 0
     for node in captured[model, opset]:
-        if dtype_name(node.data.dtype) not in lib.holds:
+        if type_name(node.data.dtype) not in lib.holds:
             continue  # JAX without x64: no int64 shape tensors
         got = call(
             OPS[node.op_type], lib.asarray(node.data), lib.indices(node.indices), node.axis, opset
@@ -235,7 +236,7 @@ def test_replay(
         assert_identical(lib.to_numpy(got), node.output)
         replayed += 1
     if not replayed:
-        types = sorted({dtype_name(n.data.dtype) for n in captured[model, opset]})
+        types = sorted({type_name(n.data.dtype) for n in captured[model, opset]})
         pytest.skip(f"{lib.name} holds none of the nodes' data types {types}")
 
 

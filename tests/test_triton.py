@@ -41,18 +41,16 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import example as explicit  # noqa: E402
 
 from onnx_gather import _api, _spec  # noqa: E402
-from onnx_gather._memo import Memo  # noqa: E402
 from onnx_gather._backends import _torch  # noqa: E402
 from onnx_gather._backends import _triton as tt  # noqa: E402
 from onnx_gather._conformance import oracle  # noqa: E402
 from onnx_gather._conformance.libraries import installed  # noqa: E402
-from onnx_gather._conformance.runner import call, check, inputs  # noqa: E402
-from onnx_gather._conformance.strategies import (  # noqa: E402
-    ELEMENTS,
-    OPENVINO,
-    Example,
-    examples,
-)
+from onnx_gather._conformance.runner import check, inputs  # noqa: E402
+from onnx_gather._conformance.strategies import Example, examples  # noqa: E402
+from onnx_gather._memo import Memo  # noqa: E402
+from onnx_gather._ops import GATHER_ELEMENTS as ELEMENTS  # noqa: E402
+from onnx_gather._ops import OPENVINO_GATHER_ELEMENTS as OPENVINO  # noqa: E402
+from onnx_gather._ops import call  # noqa: E402
 
 DEVICE = "cpu" if INTERPRET else "cuda"
 LIB = installed(["torch" if DEVICE == "cpu" else "torch[cuda]"])[0]
@@ -128,9 +126,9 @@ def routed(monkeypatch: pytest.MonkeyPatch) -> Routed:
 
 
 def _held(case: Case) -> bool:
-    from libs import dtype_name
+    from onnx_gather._conformance.libraries import type_name
 
-    return dtype_name(case.data.dtype) in LIB.holds
+    return type_name(case.data.dtype) in LIB.holds
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if _held(c)], ids=lambda c: c.id)

@@ -16,10 +16,9 @@ from typing import Any
 
 import numpy as np
 
-import onnx_gather as og
-from onnx_gather import openvino
 from onnx_gather._conformance.libraries import installed, type_name
 from onnx_gather._examples import EXAMPLES, Example
+from onnx_gather._ops import call
 
 _DESCRIPTION = """\
 Run the specs' examples on every installed array library: prints a table of library x
@@ -32,11 +31,7 @@ and onnx: in a checkout of onnx-gather, pip install -e ".[check]".
 
 
 def _call(example: Example, data: Any, indices: Any) -> Any:
-    if example.op == "gather":
-        return og.gather(data, indices, example.axis, opset=example.opset or 13)
-    if example.op == "gather_elements":
-        return og.gather_elements(data, indices, example.axis, opset=example.opset or 13)
-    return openvino.gather_elements(data, indices, example.axis)
+    return call(example.op, data, indices, example.axis, example.opset)
 
 
 def run_examples(names: list[str] | None = None) -> int:

@@ -18,6 +18,7 @@ not :func:`functools.lru_cache`:
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
@@ -50,10 +51,9 @@ class Memo(Generic[K, V]):
         """Store ``value`` for ``key`` (dropping the oldest entry when full); return it."""
         entries = self._entries
         if len(entries) >= self.limit and key not in entries:
-            try:
+            # Another thread may change the dict meanwhile: then it made room, or will.
+            with contextlib.suppress(KeyError, RuntimeError, StopIteration):
                 del entries[next(iter(entries))]
-            except (KeyError, RuntimeError, StopIteration):
-                pass  # another thread changed the dict meanwhile: it made room, or will
         entries[key] = value
         return value
 

@@ -14,15 +14,16 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
 
-from onnx_gather._conformance.libraries import Adaptor
+from onnx_gather._conformance.libraries import Library
 from onnx_gather._conformance.official import official_cases, official_runs
-from onnx_gather._conformance.runner import Tally, call, check, difference
-from onnx_gather._conformance.strategies import OPS, Example, examples
+from onnx_gather._conformance.runner import Tally, check, difference
+from onnx_gather._conformance.strategies import Example, examples
+from onnx_gather._ops import OPS, call
 
 #: What ``check`` needs beyond the package's own dependencies.
 
 
-def run_official(lib: Adaptor, cases: Sequence[Any]) -> tuple[int, int, list[str]]:
+def run_official(lib: Library, cases: Sequence[Any]) -> tuple[int, int, list[str]]:
     """Run the official cases on ``lib``: (passed, total, failure descriptions)."""
     passed, total, failures = 0, 0, []
     for case in cases:
@@ -40,7 +41,7 @@ def run_official(lib: Adaptor, cases: Sequence[Any]) -> tuple[int, int, list[str
     return passed, total, failures
 
 
-def run_properties(lib: Adaptor, op: str, budget: int) -> tuple[int, str | None]:
+def run_properties(lib: Library, op: str, budget: int) -> tuple[int, str | None]:
     """``budget`` examples of ``op`` on ``lib``: (examples run, falsifying report or None)."""
     tally = Tally()
 
@@ -66,7 +67,7 @@ def run_properties(lib: Adaptor, op: str, budget: int) -> tuple[int, str | None]
     return sum(tally.runs.values()), None
 
 
-def main(budget: int, libs: Sequence[Adaptor]) -> int:
+def main(budget: int, libs: Sequence[Library]) -> int:
     """Run everything on ``libs`` (see :func:`onnx_gather._conformance.libraries.installed`).
 
     Prints the matrix and returns the number of failing (library, test) cells.

@@ -1,12 +1,12 @@
-"""The array libraries installed here, as adaptors: the one copy the project has.
+"""The array libraries installed here, each as a :class:`Library`: the one copy the project has.
 
 ``python -m onnx_gather`` (examples and ``check`` mode) and the test suite (``tests/libs.py``)
-use these. Each adaptor converts NumPy arrays to its library and back, says which ONNX
-types the library can hold, and refuses, when reading a result back, anything that is
-not the library's own array on the adaptor's device (for Dask: whose blocks are not the
+use these. A :class:`Library` converts NumPy arrays to its library's arrays and back, says
+which ONNX types the library can hold, and refuses, when reading a result back, anything
+that is not the library's own array on its device (for Dask: whose blocks are not the
 shapes and dtypes the graph declared). This module needs nothing beyond NumPy, so the
-plain install's ``python -m onnx_gather`` can use it; each library is imported only when
-its adaptor is built.
+plain install's ``python -m onnx_gather`` can use it; each framework is imported only when
+its :class:`Library` is built.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 from onnx_gather._dtypes import numpy_dtype_name as type_name
 from onnx_gather._spec import DATA_TYPES_13
 
-__all__ = ["HOST", "ONNX_TYPES", "Adaptor", "NotOwnArray", "bfloat16", "installed", "type_name"]
+__all__ = ["HOST", "ONNX_TYPES", "Library", "NotOwnArray", "bfloat16", "installed", "type_name"]
 
 #: Every ONNX data type of the two operators.
 ONNX_TYPES = frozenset(DATA_TYPES_13)
@@ -31,7 +31,7 @@ _WIDE = frozenset({"int64", "uint64", "float64", "complex128"})
 
 
 class NotOwnArray(AssertionError):
-    """A result that is not the library's own array on the adaptor's device.
+    """A result that is not the library's own array on the library's device.
 
     An AssertionError, so the conformance runner can never mistake it for an exception the
     spec asks for (those are IndexError, ValueError and TypeError).
@@ -49,7 +49,7 @@ def bfloat16() -> np.dtype[Any] | None:
 
 
 @dataclass(frozen=True)
-class Adaptor:
+class Library:
     """One installed array library (on one device).
 
     Attributes
@@ -61,7 +61,7 @@ class Adaptor:
     holds : frozenset of str
         The ONNX type names the library can hold.
     device : str
-        ``"cpu"``, or the accelerator the adaptor's arrays live on.
+        ``"cpu"``, or the accelerator the library's arrays live on.
     """
 
     name: str
@@ -82,7 +82,7 @@ class Adaptor:
         Raises
         ------
         NotOwnArray
-            If ``x`` is not this library's array on this adaptor's device.
+            If ``x`` is not this library's array on this library's device.
         """
         if not self.owns(x):
             kind = f"{type(x).__module__}.{type(x).__qualname__}"
@@ -101,8 +101,8 @@ def _host_types() -> frozenset[str]:
     return ONNX_TYPES - (set() if bfloat16() is not None else {"bfloat16"})
 
 
-def _numpy() -> Adaptor:
-    return Adaptor(
+def _numpy() -> Library:
+    return Library(
         "numpy",
         np,
         _host_types(),
@@ -112,7 +112,7 @@ def _numpy() -> Adaptor:
     )
 
 
-def _torch_on(device: str) -> Adaptor | None:
+def _torch_on(device: str) -> Library | None:
     torch = importlib.import_module("torch")
     if device == "cuda" and not torch.cuda.is_available():
         return None
@@ -137,17 +137,17 @@ def _torch_on(device: str) -> Adaptor | None:
 
     holds = _host_types() - {"string"}
     name = "torch" if device == "cpu" else f"torch[{device}]"
-    return Adaptor(name, torch, holds, convert, back, owns, device)
+    return Library(name, torch, holds, convert, back, owns, device)
 
 
-def _jax() -> Adaptor:
+def _jax() -> Library:
     jax = importlib.import_module("jax")
     holds = _host_types() - {"string"}
     if not jax.config.read("jax_enable_x64"):
         holds -= _WIDE
     # JAX places new arrays on its default device: a GPU where it has one.
     platform = jax.devices()[0].platform
-    return Adaptor(
+    return Library(
         "jax",
         jax,
         holds,
@@ -158,7 +158,7 @@ def _jax() -> Adaptor:
     )
 
 
-def _dask() -> Adaptor:
+def _dask() -> Library:
     dask = importlib.import_module("dask")
     da = importlib.import_module("dask.array")
 
@@ -170,7 +170,7 @@ def _dask() -> Adaptor:
         return out
 
     # Blocks of 2 along every axis: most examples span several blocks.
-    return Adaptor(
+    return Library(
         "dask",
         dask,
         _host_types(),
@@ -195,14 +195,14 @@ def _declared_block(block: Any, block_info: Any = None) -> Any:
     return block
 
 
-def _cupy() -> Adaptor | None:
+def _cupy() -> Library | None:
     cupy = importlib.import_module("cupy")
     try:
         if cupy.cuda.runtime.getDeviceCount() == 0:
             return None
     except cupy.cuda.runtime.CUDARuntimeError:  # no driver here: no device either
         return None
-    return Adaptor(
+    return Library(
         "cupy",
         cupy,
         ONNX_TYPES - {"string", "bfloat16"},
@@ -213,10 +213,10 @@ def _cupy() -> Adaptor | None:
     )
 
 
-def _array_api_strict() -> Adaptor:
+def _array_api_strict() -> Library:
     xp = importlib.import_module("array_api_strict")
     array = type(xp.asarray(0))
-    return Adaptor(
+    return Library(
         "array-api-strict",
         xp,
         frozenset(n for n in ONNX_TYPES if hasattr(xp, n)),
@@ -226,7 +226,7 @@ def _array_api_strict() -> Adaptor:
     )
 
 
-_FACTORIES: dict[str, Callable[[], Adaptor | None]] = {
+_FACTORIES: dict[str, Callable[[], Library | None]] = {
     "numpy": _numpy,
     "torch": partial(_torch_on, "cpu"),
     "torch[cuda]": partial(_torch_on, "cuda"),
@@ -239,8 +239,8 @@ _FACTORIES: dict[str, Callable[[], Adaptor | None]] = {
 HOST = ("numpy", "torch", "jax", "dask", "array-api-strict")
 
 
-def installed(names: Sequence[str] | None = None) -> list[Adaptor]:
-    """The adaptors of the installed libraries, or exactly those in ``names``.
+def installed(names: Sequence[str] | None = None) -> list[Library]:
+    """The libraries of the installed libraries, or exactly those in ``names``.
 
     Without ``names``, every library that is installed (and has a device, for the device
     ones) is returned and the rest are left out. A name in ``names`` is never left out:

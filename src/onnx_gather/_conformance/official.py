@@ -13,6 +13,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from onnx_gather import _spec
+from onnx_gather._ops import GATHER, GATHER_ELEMENTS
+
 # Types a library without 64-bit support (JAX without x64) cannot hold: narrowed as a user
 # of that library would.
 _NARROW = {"float64": np.float32, "int64": np.int32, "complex128": np.complex64}
@@ -21,7 +24,7 @@ _NARROW = {"float64": np.float32, "int64": np.int32, "complex128": np.complex64}
 class OfficialRun(NamedTuple):
     """One data set of one official case: the call to make and its expected output."""
 
-    op: str  # "gather" or "gather_elements"
+    op: str  # onnx_gather._ops.GATHER or GATHER_ELEMENTS
     data: np.ndarray
     indices: np.ndarray
     axis: int
@@ -40,7 +43,7 @@ def official_cases() -> list[Any]:
     cases = []
     for case in every:
         nodes = case.model.graph.node
-        single = len(nodes) == 1 and nodes[0].op_type in ("Gather", "GatherElements")
+        single = len(nodes) == 1 and nodes[0].op_type in (_spec.GATHER, _spec.GATHER_ELEMENTS)
         if single and case.name not in seen:
             seen.add(case.name)
             cases.append(case)
@@ -52,7 +55,7 @@ def official_runs(case: Any, holds: Collection[str]) -> Iterator[OfficialRun]:
     node = case.model.graph.node[0]
     axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
     opset = next(o.version for o in case.model.opset_import if o.domain in ("", "ai.onnx"))
-    op = "gather" if node.op_type == "Gather" else "gather_elements"
+    op = GATHER if node.op_type == _spec.GATHER else GATHER_ELEMENTS
     for inputs, outputs in case.data_sets:
         data, indices = (np.asarray(x) for x in inputs)
         want = np.asarray(outputs[0])

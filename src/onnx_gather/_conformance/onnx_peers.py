@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from onnx_gather._conformance.runner import Outcome, difference
-from onnx_gather._conformance.strategies import GATHER, OPENVINO, Example
+from onnx_gather._conformance.strategies import Example
+from onnx_gather._ops import GATHER, ONNX_OP_TYPE, OPENVINO_GATHER_ELEMENTS
 
 _ONNX_TYPES = {
     "bool": "BOOL", "int8": "INT8", "int16": "INT16", "int32": "INT32", "int64": "INT64",
@@ -35,7 +36,7 @@ class Gap(Exception):
 
 
 def _opset(example: Example) -> int:
-    return 13 if example.op == OPENVINO else int(example.opset or 0)
+    return 13 if example.op == OPENVINO_GATHER_ELEMENTS else int(example.opset or 0)
 
 
 def model(example: Example) -> Any:
@@ -48,7 +49,7 @@ def model(example: Example) -> Any:
     def symbolic(name: str, elem: int, rank: int, prefix: str) -> Any:
         return helper.make_tensor_value_info(name, elem, [f"{prefix}{i}" for i in range(rank)])
 
-    op_type = "Gather" if example.op == GATHER else "GatherElements"
+    op_type = ONNX_OP_TYPE[example.op]
     node = helper.make_node(op_type, ["data", "indices"], ["out"], axis=example.axis)
     graph = helper.make_graph(
         [node],
@@ -69,7 +70,7 @@ def model(example: Example) -> Any:
 
 def _key(example: Example) -> tuple[Any, ...]:
     return (
-        "Gather" if example.op == GATHER else "GatherElements",
+        ONNX_OP_TYPE[example.op],
         _opset(example),
         example.dtype_name,
         str(example.indices.dtype),
@@ -208,7 +209,7 @@ def invalid_reason(example: Example, want: Outcome) -> str:
     if text == "axis":
         return "axis out of range"
     if text.startswith("dim"):
-        if example.op == OPENVINO:
+        if example.op == OPENVINO_GATHER_ELEMENTS:
             return "indices dims differ from data off the axis (OpenVINO)"
         return "indices larger than data off the axis"
     return f"invalid ({text})"

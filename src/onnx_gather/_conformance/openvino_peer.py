@@ -32,7 +32,8 @@ import numpy as np
 
 from onnx_gather._conformance.onnx_peers import Gap
 from onnx_gather._conformance.runner import Outcome
-from onnx_gather._conformance.strategies import OPENVINO, Example
+from onnx_gather._conformance.strategies import Example
+from onnx_gather._ops import OPENVINO_GATHER_ELEMENTS
 
 #: ONNX type name -> OpenVINO element type name (``openvino.Type.<name>``).
 _OV_TYPES = {
@@ -154,8 +155,8 @@ class OpenVINO:
 
     def __call__(self, example: Example) -> Outcome:
         """Run an OpenVINO example; an exception the runtime raises is the outcome's error."""
-        if example.op != OPENVINO:
-            msg = f"OpenVINO runs only {OPENVINO} examples, not {example.op}"
+        if example.op != OPENVINO_GATHER_ELEMENTS:
+            msg = f"OpenVINO runs only {OPENVINO_GATHER_ELEMENTS} examples, not {example.op}"
             raise ValueError(msg)
         try:
             return Outcome(value=self.run(example.data, example.indices, example.axis))

@@ -1,6 +1,6 @@
 """Run one example on a library and on the oracle, and say how they differ.
 
-A library is an adaptor of ``onnx_gather._conformance.libraries`` (the tests use the
+A library is a :class:`~onnx_gather._conformance.libraries.Library` of ``onnx_gather._conformance.libraries`` (the tests use the
 same ones). Views are made from the library's array with the library's own slicing and
 ``permute_dims``.
 """
@@ -15,11 +15,10 @@ from typing import Any
 
 import numpy as np
 
-import onnx_gather as og
-from onnx_gather import openvino
 from onnx_gather._conformance import oracle
-from onnx_gather._conformance.libraries import Adaptor as Library
-from onnx_gather._conformance.strategies import ELEMENTS, GATHER, OPENVINO, Example, Layout
+from onnx_gather._conformance.libraries import Library
+from onnx_gather._conformance.strategies import Example, Layout
+from onnx_gather._ops import GATHER, call
 
 
 @dataclass(frozen=True)
@@ -33,20 +32,6 @@ class Outcome:
     def kind(self) -> str:
         """``"value"`` or the exception's type name."""
         return "value" if self.error is None else type(self.error).__name__
-
-
-def call(
-    op: str, data: Any, indices: Any, axis: int, opset: int | None, check_bounds: bool = True
-) -> Any:
-    """Call the public function for ``op``."""
-    if op == GATHER:
-        return og.gather(data, indices, axis, opset=opset, check_bounds=check_bounds)  # type: ignore[arg-type]
-    if op == ELEMENTS:
-        return og.gather_elements(data, indices, axis, opset=opset, check_bounds=check_bounds)  # type: ignore[arg-type]
-    if op == OPENVINO:
-        return openvino.gather_elements(data, indices, axis, check_bounds=check_bounds)
-    msg = f"unknown operator {op!r}"
-    raise ValueError(msg)
 
 
 def expected(example: Example) -> Outcome:

@@ -24,11 +24,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from onnx_gather._conformance.libraries import bfloat16
-
-GATHER = "gather"
-ELEMENTS = "gather_elements"
-OPENVINO = "openvino.gather_elements"
-OPS = (GATHER, ELEMENTS, OPENVINO)
+from onnx_gather._ops import GATHER, GATHER_ELEMENTS, OPENVINO_GATHER_ELEMENTS
 
 #: Every ONNX data type, in the order a failing example shrinks towards.
 DTYPES = (
@@ -306,7 +302,7 @@ def examples(
     kind = draw(st.sampled_from(string_kinds())) if dtype_name == "string" else "object"
     dtype = numpy_dtype(dtype_name, kind)
 
-    if op == OPENVINO:
+    if op == OPENVINO_GATHER_ELEMENTS:
         opset: int | None = None
     else:
         first = 1 if op == GATHER else 11
@@ -343,11 +339,11 @@ def examples(
                 shape.append(-1)
             elif d == broken:
                 # Larger is wrong for both; smaller is wrong only for OpenVINO.
-                if op == OPENVINO and n > 0 and draw(st.booleans()):
+                if op == OPENVINO_GATHER_ELEMENTS and n > 0 and draw(st.booleans()):
                     shape.append(draw(st.integers(0, n - 1)))
                 else:
                     shape.append(n + draw(st.integers(1, 2)))
-            elif op == ELEMENTS and n > 0 and draw(_weighted((False, 6), (True, 5))):
+            elif op == GATHER_ELEMENTS and n > 0 and draw(_weighted((False, 6), (True, 5))):
                 shape.append(draw(st.integers(0, n - 1)))  # smaller than data: allowed
             else:
                 shape.append(n)
