@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 
 from onnx_gather._conformance.runner import Outcome, difference
 from onnx_gather._conformance.strategies import Example
+from onnx_gather._memo import Memo
 from onnx_gather._ops import GATHER, ONNX_OP_TYPE, OPENVINO_GATHER_ELEMENTS
 
 _ONNX_TYPES = {
@@ -103,27 +103,21 @@ def comparable(want: np.ndarray) -> np.ndarray:
 class _Cached:
     """A bounded cache of per-model runners (sessions, evaluators)."""
 
-    size = 256
-
     def __init__(self) -> None:
-        self._cache: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._cache: Memo[tuple[Any, ...], Any] = Memo(256)
 
     def _get(self, example: Example) -> Any:
-        key = _key(example)
-        if key in self._cache:
-            self._cache.move_to_end(key)
-            runner = self._cache[key]
-        else:
-            try:
-                runner = self._build(model(example))
-            except Exception as exc:  # the peer's own rejection, recorded as such
-                runner = exc
-            self._cache[key] = runner
-            if len(self._cache) > self.size:
-                self._cache.popitem(last=False)
+        runner = self._cache.get_or_make(_key(example), lambda: self._built(example))
         if isinstance(runner, Exception):
             raise runner
         return runner
+
+    def _built(self, example: Example) -> Any:
+        """The runner for ``example``'s model, or the peer's own rejection of it."""
+        try:
+            return self._build(model(example))
+        except Exception as exc:  # recorded as the peer's answer
+            return exc
 
     def _build(self, onnx_model: Any) -> Any:
         raise NotImplementedError

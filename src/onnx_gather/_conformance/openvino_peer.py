@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -33,6 +32,7 @@ import numpy as np
 from onnx_gather._conformance.onnx_peers import Gap
 from onnx_gather._conformance.runner import Outcome
 from onnx_gather._conformance.strategies import Example
+from onnx_gather._memo import Memo
 from onnx_gather._ops import OPENVINO_GATHER_ELEMENTS
 
 #: ONNX type name -> OpenVINO element type name (``openvino.Type.<name>``).
@@ -71,7 +71,7 @@ class OpenVINO:
         # Not INFERENCE_NUM_THREADS=1: with one thread the plugin's range check is lost, and
         # an out-of-range index returns an empty (0, 0) tensor instead of raising (2026.4.1).
         self.config = {hint.execution_mode: hint.ExecutionMode.ACCURACY, "NUM_STREAMS": 1}
-        self._cache: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._cache: Memo[tuple[Any, ...], Any] = Memo(self.size)
 
     @property
     def version(self) -> str:
@@ -93,20 +93,17 @@ class OpenVINO:
     ) -> Any:
         """The compiled model for this signature (cached; a rejection is cached and raised)."""
         key = (data_type, index_type, rank, index_rank, axis)
-        if key in self._cache:
-            self._cache.move_to_end(key)
-            compiled = self._cache[key]
-        else:
-            try:
-                compiled = self._build(*key)
-            except Exception as exc:  # the runtime's own rejection, recorded as such
-                compiled = exc
-            self._cache[key] = compiled
-            if len(self._cache) > self.size:
-                self._cache.popitem(last=False)
+        compiled = self._cache.get_or_make(key, lambda: self._built(key))
         if isinstance(compiled, Exception):
             raise compiled
         return compiled
+
+    def _built(self, key: tuple[str, str, int, int, int]) -> Any:
+        """The compiled model for ``key``, or the runtime's own rejection of it."""
+        try:
+            return self._build(*key)
+        except Exception as exc:  # recorded as the runtime's answer
+            return exc
 
     def _build(self, data_type: str, index_type: str, rank: int, index_rank: int, axis: int) -> Any:
         ov, ops = self.ov, self.ops
@@ -134,7 +131,7 @@ class OpenVINO:
         try:
             return self._infer(compiled, data, indices)
         except Exception:
-            self._cache.pop(key, None)
+            self._cache.pop(key)
             raise
 
     def _infer(self, compiled: Any, data: np.ndarray, indices: np.ndarray) -> np.ndarray:

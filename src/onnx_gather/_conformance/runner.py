@@ -18,6 +18,7 @@ import numpy as np
 from onnx_gather._conformance import oracle
 from onnx_gather._conformance.libraries import Library
 from onnx_gather._conformance.strategies import Example, Layout
+from onnx_gather._memo import Memo
 from onnx_gather._ops import GATHER, call
 
 
@@ -49,19 +50,20 @@ def expected(example: Example) -> Outcome:
     return Outcome(value=value)
 
 
-_REVERSES: dict[str, bool] = {}
+_REVERSES: Memo[str, bool] = Memo(64)
 
 
 def reverses(lib: Library) -> bool:
-    """Whether ``lib`` can slice with a negative step (a reversed view)."""
-    if lib.name not in _REVERSES:
-        probe = np.arange(3, dtype=np.int32 if "int32" in lib.holds else np.float32)
-        try:
-            flipped = lib.to_numpy(lib.asarray(probe)[::-1])
-            _REVERSES[lib.name] = flipped.tolist() == [2, 1, 0]
-        except Exception:
-            _REVERSES[lib.name] = False
-    return _REVERSES[lib.name]
+    """Whether ``lib`` can slice with a negative step (a reversed view); asked once."""
+    return _REVERSES.get_or_make(lib.name, lambda: _probe_reversal(lib))
+
+
+def _probe_reversal(lib: Library) -> bool:
+    probe = np.arange(3, dtype=np.int32 if "int32" in lib.holds else np.float32)
+    try:
+        return bool(lib.to_numpy(lib.asarray(probe)[::-1]).tolist() == [2, 1, 0])
+    except Exception:
+        return False
 
 
 def _present(make: Any, logical: np.ndarray, layout: Layout, pad: Any, reverse_ok: bool) -> Any:
