@@ -135,14 +135,10 @@ class JaxBackend:
         return numpy_dtype_name(x.dtype)
 
     def gather(self, data: jax.Array, indices: Any, plan: Plan, /) -> jax.Array:
-        return self._run(data, indices, plan)
-
-    def gather_elements(self, data: jax.Array, indices: Any, plan: Plan, /) -> jax.Array:
-        return self._run(data, indices, plan)
-
-    @staticmethod
-    def _run(data: jax.Array, indices: Any, plan: Plan) -> jax.Array:
+        """Both operators: one path; ``plan.elements`` says which gather runs."""
         checked = False  # whether the values were read and found in range
+        if _static(plan) and plan.size > _INT32_MAX:
+            indices = _wide(indices, plan)
         if isinstance(indices, np.ndarray):
             indices, checked = _from_host(indices, data, plan)
         elif (
@@ -198,5 +194,27 @@ class JaxBackend:
             out = jax.lax.bitcast_convert_type(out, data_dtype)
         return out
 
+    gather_elements = gather
+
+
+def _wide(indices: Any, plan: Plan) -> Any:
+    """int64 indices for an axis longer than int32 reaches; ValueError without x64.
+
+    Fill mode counts a negative index from the end in the indices' own type, where int32
+    wraps: -1 became an out-of-range index (the fill) on an axis of 2**31 + 10 (jax
+    0.10.2). Without x64 JAX has no wider index type, so elements beyond 2**31 - 1 along
+    the axis cannot be addressed at all.
+    """
+    if not jax.config.read("jax_enable_x64"):
+        msg = (
+            f"{plan.op}: axis {plan.axis} has {plan.size} elements, more than int32 "
+            f"indices reach, and JAX without x64 has no int64; enable it with "
+            f"jax.config.update('jax_enable_x64', True)"
+        )
+        raise ValueError(msg)
+    return indices.astype(np.int64 if isinstance(indices, np.ndarray) else jnp.int64)
+
+
+_INT32_MAX = np.iinfo(np.int32).max
 
 backend = JaxBackend()
