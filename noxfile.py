@@ -192,7 +192,7 @@ def triton_interpreter(session: nox.Session) -> None:
     """The Triton kernels of torch on CUDA, run by Triton's interpreter on the CPU.
 
     ``TRITON_INTERPRET=1`` makes ``@triton.jit`` kernels run in NumPy on CPU tensors, so
-    tests/test_triton.py runs the whole case table and the property tests through them
+    tests/test_torch_triton.py runs the whole case table and the property tests through them
     without a GPU (about 20 s here). triton is installed without dependencies: its wheel
     must not bring another torch.
     """
@@ -201,7 +201,7 @@ def triton_interpreter(session: nox.Session) -> None:
     session.install("-e", ".[test]")
     session.run(
         "pytest",
-        "tests/test_triton.py",
+        "tests/test_torch_triton.py",
         *session.posargs,
         env={"TRITON_INTERPRET": "1", "ONNX_GATHER_BACKENDS": "torch"},
     )

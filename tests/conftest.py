@@ -1,4 +1,10 @@
-"""Parametrises tests over the libraries of this run (see libs.py).
+"""Chooses the tests of this run's libraries (see libs.py).
+
+* A test with a ``lib`` argument runs once per library of the run.
+* A module named ``test_<library>_*.py`` or ``test_<library>.py`` tests that library's own
+  features (its transforms, its layouts): it is collected only in runs of that library.
+* A test marked ``backend(name)`` runs only in runs of that library; in others it is
+  deselected, never skipped: a skip would read as a cell that passed.
 
 The helper modules beside this file (cases, helpers, libs, oracle, ...) are importable by
 name through pytest's ``pythonpath`` setting in pyproject.toml.
@@ -6,14 +12,37 @@ name through pytest's ``pythonpath`` setting in pyproject.toml.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from libs import LIBS
+
+from onnx_gather._conformance.libraries import KNOWN
+
+NAMES = {lib.name for lib in LIBS}
 
 
 def pytest_report_header() -> str:
     return "onnx-gather backends under test: " + ", ".join(lib.name for lib in LIBS)
 
 
+def pytest_ignore_collect(collection_path: Path) -> bool | None:
+    library = collection_path.stem.removeprefix("test_").split("_")[0]
+    if collection_path.suffix == ".py" and library in KNOWN and library not in NAMES:
+        return True
+    return None
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "lib" in metafunc.fixturenames:
         metafunc.parametrize("lib", LIBS, ids=[lib.name for lib in LIBS])
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    chosen, other = [], []
+    for item in items:
+        marker = item.get_closest_marker("backend")
+        (other if marker is not None and marker.args[0] not in NAMES else chosen).append(item)
+    if other:
+        config.hook.pytest_deselected(items=other)
+        items[:] = chosen

@@ -12,18 +12,14 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
+import dask
+import dask.array as da
 import numpy as np
 import pytest
 from cases import CASES, Case
+from dask.core import flatten, get_dependencies
 from helpers import applies, assert_identical, call, expected, run_case
 from libs import LIBS
-
-if "dask" not in {lib.name for lib in LIBS}:
-    pytest.skip("dask is not a backend of this run", allow_module_level=True)
-
-import dask
-import dask.array as da
-from dask.core import flatten, get_dependencies
 
 import onnx_gather as og
 from onnx_gather import openvino

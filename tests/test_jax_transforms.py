@@ -10,17 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from grad_oracle import ELEMENTS, GATHER, GRAD_CASES, GradCase, data, upstream
 from helpers import assert_identical
-from libs import LIBS
-
-if "jax" not in {lib.name for lib in LIBS}:
-    pytest.skip("jax is not among this run's backends", allow_module_level=True)
-
-import jax
-import jax.numpy as jnp
 from jax.experimental import checkify
 
 import onnx_gather as og

@@ -19,18 +19,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from libs import LIBS, Library
+from libs import Library
 
 import onnx_gather as og
 from onnx_gather import openvino
 from onnx_gather._backends import _numpy
 
-NAMES = {lib.name for lib in LIBS}
 
-
-def _needs(name: str) -> Any:
-    if name not in NAMES:
-        pytest.skip(f"{name} is not a backend of this run")
+def _module(name: str) -> Any:
+    """The library's module; its tests are marked ``backend(name)`` (conftest.py)."""
     return importlib.import_module(name.replace("-", "_"))
 
 
@@ -99,13 +96,11 @@ if __name__ == "__main__":
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this platform")
-@pytest.mark.parametrize("library", ["numpy", "torch"])
+@pytest.mark.parametrize(
+    "library", [pytest.param(n, marks=pytest.mark.backend(n)) for n in ("numpy", "torch")]
+)
 def test_large_call_in_forked_child(library: str, kernel: str, tmp_path: Any) -> None:
     # In a fresh interpreter: the suite's own process holds other libraries' pools.
-    if library == "torch":
-        _needs("torch")
-    elif "numpy" not in NAMES:
-        pytest.skip("numpy is not a backend of this run")
     script = tmp_path / "fork_child.py"
     script.write_text(_FORK_SCRIPT)
     done = subprocess.run(
@@ -145,8 +140,8 @@ def test_first_call_while_a_library_is_partly_imported() -> None:
     assert done.stdout.strip() == "ok"
 
 
+@pytest.mark.backend("torch")
 def test_first_call_while_torch_is_imported_by_a_thread() -> None:
-    _needs("torch")
     script = textwrap.dedent(
         """
         import threading
@@ -285,13 +280,14 @@ def test_gather_elements_rank_64(lib: Library, rank: int) -> None:
 
 @pytest.fixture
 def strict_2023() -> Any:
-    xp = _needs("array-api-strict")
+    xp = _module("array-api-strict")
     flags = xp.get_array_api_strict_flags()
     xp.set_array_api_strict_flags(api_version="2023.12")
     yield xp
     xp.set_array_api_strict_flags(**flags)
 
 
+@pytest.mark.backend("array-api-strict")
 def test_array_api_strict_2023_12(strict_2023: Any) -> None:
     xp = strict_2023
     assert xp.__array_api_version__ == "2023.12"
@@ -370,8 +366,9 @@ def test_gather_of_a_broadcast_view(kernel: str) -> None:
     assert peak < 1 << 20, f"peak {peak} bytes"
 
 
+@pytest.mark.backend("torch")
 def test_torch_views_gather_without_copying() -> None:
-    torch = _needs("torch")
+    torch = _module("torch")
     base = torch.ones(_VIEW_SHAPE, dtype=torch.float32)
     column = torch.arange(2**20, dtype=torch.int32)[:, None]
     for data in (base.t(), column.expand(2**20, 2**12)):
@@ -386,8 +383,8 @@ def test_torch_views_gather_without_copying() -> None:
         assert took < 0.02, f"{took * 1e3:.1f} ms for a 2-row gather of a view"
 
 
+@pytest.mark.backend("dask")
 def test_dask_tasks_do_not_copy_non_contiguous_blocks() -> None:
-    _needs("dask")
     from onnx_gather._backends import _dask
 
     # A block of a transposed or strided array (dask's from_array copies NumPy input, so
@@ -411,9 +408,10 @@ def _largest_block_bytes(x: Any) -> int:
     return int(np.prod([max(c) for c in x.chunks])) * x.dtype.itemsize
 
 
+@pytest.mark.backend("dask")
 @pytest.mark.parametrize("form", ["numpy", "list", "dask-one-chunk"])
 def test_dask_gather_output_blocks_fit_chunk_size(form: str) -> None:
-    dask = _needs("dask")
+    dask = _module("dask")
     da = dask.array
     from dask.utils import parse_bytes
 
@@ -575,7 +573,6 @@ def test_cli_backends_honoured_in_examples_mode(capsys: pytest.CaptureFixture[st
 def test_benchmarks_without_onnxruntime(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytest.importorskip("benchmarks.__main__")
     from benchmarks.__main__ import main
 
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import raises ImportError

@@ -10,11 +10,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from libs import LIBS
-
-if "torch" not in {lib.name for lib in LIBS}:
-    pytest.skip("torch is not among this run's backends", allow_module_level=True)
-
 import torch
 
 import onnx_gather as og

@@ -24,17 +24,13 @@ import numpy as np
 import oracle
 import pytest
 from grad_oracle import ELEMENTS, GATHER, GradCase
-from libs import LIBS
 
 import onnx_gather as og
 from onnx_gather import _api, _dispatch
 from onnx_gather._memo import Memo
 
-NAMES = {lib.name for lib in LIBS}
-needs_torch = pytest.mark.skipif(
-    "torch" not in NAMES, reason="torch is not among this run's backends"
-)
-needs_jax = pytest.mark.skipif("jax" not in NAMES, reason="jax is not among this run's backends")
+needs_torch = pytest.mark.backend("torch")
+needs_jax = pytest.mark.backend("jax")
 
 X = np.arange(15, dtype=np.float32).reshape(3, 5) / 8  # exact in float32
 AXIS = 1

@@ -17,7 +17,7 @@ Elements move as bits: every type is read and written as the signed integer of i
 elements) is left to the torch path.
 
 This module imports torch and triton; ``_torch`` imports it lazily, for CUDA tensors only.
-Under ``TRITON_INTERPRET=1`` the same kernels run on CPU tensors (tests/test_triton.py).
+Under ``TRITON_INTERPRET=1`` the same kernels run on CPU tensors (tests/test_torch_triton.py).
 """
 
 from __future__ import annotations

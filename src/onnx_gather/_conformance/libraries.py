@@ -235,12 +235,14 @@ _FACTORIES: dict[str, Callable[[], Library | None]] = {
     "cupy": _cupy,
     "array-api-strict": _array_api_strict,
 }
+#: Every library this module knows, by name.
+KNOWN = tuple(_FACTORIES)
 #: The libraries whose arrays live in host memory (the test matrix's default).
 HOST = ("numpy", "torch", "jax", "dask", "array-api-strict")
 
 
 def installed(names: Sequence[str] | None = None) -> list[Library]:
-    """The libraries of the installed libraries, or exactly those in ``names``.
+    """The installed libraries, or exactly those in ``names``.
 
     Without ``names``, every library that is installed (and has a device, for the device
     ones) is returned and the rest are left out. A name in ``names`` is never left out:
