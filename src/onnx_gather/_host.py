@@ -114,6 +114,8 @@ def _sequence(indices: int | list[Any] | tuple[Any, ...]) -> np.ndarray | Unrepr
         raise ValueError(msg) from None
     if host.size == 0:
         return host.astype(np.int64) if host.dtype == np.float64 else host
+    if host.dtype.kind == "i" and _plain_ints(indices):
+        return host  # the common forms, without the object array below
     flat = np.array(indices, dtype=object).reshape(-1)
     types = set(map(type, flat))
     if not all(issubclass(t, int | np.integer) and not issubclass(t, bool) for t in types):
@@ -137,6 +139,22 @@ def _sequence(indices: int | list[Any] | tuple[Any, ...]) -> np.ndarray | Unrepr
             wide.reshape(-1)[:] = ints
             return Unrepresentable(wide)
     return host
+
+
+def _plain_ints(indices: int | list[Any] | tuple[Any, ...]) -> bool:
+    """Whether ``indices`` is an int, or a list or tuple of ints or of lists or tuples of ints.
+
+    Exactly ``int``: a bool (an int to NumPy, which silently makes True a 1) or any other
+    type goes through the element-by-element check of :func:`_sequence`.
+    """
+    if type(indices) is int:
+        return True
+    if all(type(v) is int for v in indices):  # type: ignore[union-attr]
+        return True
+    return all(
+        type(row) in (list, tuple) and all(type(v) is int for v in row)
+        for row in indices  # type: ignore[union-attr]
+    )
 
 
 def _short(x: Any) -> str:
