@@ -77,10 +77,10 @@ def index_array(indices: Any) -> np.ndarray | Unrepresentable | None:
     elif isinstance(indices, np.generic | range | array.array):
         host = np.asarray(indices)
     elif isinstance(indices, int | list | tuple):
-        wide = _sequence(indices)
-        if isinstance(wide, Unrepresentable):
-            return wide
-        host = wide
+        parsed = _sequence(indices)
+        if isinstance(parsed, Unrepresentable):
+            return parsed
+        host = parsed
     else:
         return None
     if not host.dtype.isnative:
@@ -135,9 +135,9 @@ def _sequence(indices: int | list[Any] | tuple[Any, ...]) -> np.ndarray | Unrepr
     if host.dtype.kind in "uOf":  # ints that int64 does not hold
         ints = [int(v) for v in flat]
         if not all(_INT64.min <= v <= _INT64.max for v in ints):
-            wide: np.ndarray = np.empty(host.shape, dtype=object)
-            wide.reshape(-1)[:] = ints
-            return Unrepresentable(wide)
+            values: np.ndarray = np.empty(host.shape, dtype=object)
+            values.reshape(-1)[:] = ints
+            return Unrepresentable(values)
     return host
 
 
@@ -193,10 +193,10 @@ def checked(plan: Plan, indices: np.ndarray) -> np.ndarray:
     if plan.admits(lo, hi):
         if lo >= 0:
             return indices
-        wide = indices.astype(np.int64)  # int32 + a size beyond int32 must not wrap
-        return np.where(wide < 0, wide + size, wide)
+        as64 = indices.astype(np.int64)  # int32 + a size beyond int32 must not wrap
+        return np.where(as64 < 0, as64 + size, as64)
     if plan.check_bounds:
         _spec.raise_out_of_range(plan, indices)
-    wide = indices.astype(np.int64)
-    wide = np.where(wide < 0, wide + size, wide)
-    return np.clip(wide, 0, max(size - 1, 0))
+    as64 = indices.astype(np.int64)
+    counted = np.where(as64 < 0, as64 + size, as64)
+    return np.clip(counted, 0, max(size - 1, 0))
