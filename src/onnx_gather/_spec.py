@@ -152,6 +152,8 @@ _RESOLVED: Memo[tuple[str, int], int] = Memo(1024)
 
 
 def _normalise_axis(op: str, axis: Any, rank: int) -> int:
+    if type(axis) is int and -rank <= axis < rank:  # the common case, answered first
+        return axis % rank
     if isinstance(axis, bool):
         msg = f"{op}: axis must be an int, got {axis!r}"
         raise TypeError(msg)
@@ -218,14 +220,9 @@ def plan_gather(
     ax = _normalise_axis(op, axis, len(data_shape))
     size = data_shape[ax]
     out_shape = data_shape[:ax] + indices_shape + data_shape[ax + 1 :]
-    return Plan(
-        op=op,
-        elements=False,
-        axis=ax,
-        size=size,
-        out_shape=out_shape,
-        check_bounds=bool(check_bounds),
-    )
+    # Positional (op, elements, axis, size, out_shape, check_bounds): half the cost of
+    # keywords, on every uncached call.
+    return Plan(op, False, ax, size, out_shape, bool(check_bounds))
 
 
 def plan_gather_elements(
@@ -293,15 +290,7 @@ def plan_gather_elements(
                 raise ValueError(msg)
         trim = tuple(slice(None) if d == ax else slice(0, n) for d, n in enumerate(indices_shape))
     size = data_shape[ax]
-    return Plan(
-        op=op,
-        elements=True,
-        axis=ax,
-        size=size,
-        out_shape=tuple(indices_shape),
-        check_bounds=bool(check_bounds),
-        trim=trim,
-    )
+    return Plan(op, True, ax, size, tuple(indices_shape), bool(check_bounds), trim)
 
 
 def check_range(
