@@ -100,6 +100,13 @@ class Plan(NamedTuple):
         """
         return -self.size <= lo and hi < self.size
 
+    def outside(self, indices: Any) -> Any:
+        """The rule of :meth:`admits` per element: True where an index is out of range.
+
+        For any array with comparison operators (NumPy, or JAX under tracing).
+        """
+        return (indices < -self.size) | (indices >= self.size)
+
 
 def resolve_version(op: str, opset: Any) -> int:
     """Return the version of ``op`` that a model importing ``opset`` uses.
@@ -329,7 +336,7 @@ def raise_out_of_range(plan: Plan, indices: np.ndarray, offset: Sequence[int] = 
     """
     import numpy as np
 
-    bad = (indices < -plan.size) | (indices >= plan.size)
+    bad = plan.outside(indices)
     flat = int(np.argmax(bad.reshape(-1))) if bad.size else 0
     if not bad.size or not bad.reshape(-1)[flat]:
         return

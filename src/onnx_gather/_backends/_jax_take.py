@@ -37,7 +37,7 @@ def record_out_of_range(plan: Plan, indices: jax.Array) -> None:
     """Under tracing: register the plan's IndexError text with checkify."""
     if indices.size == 0:
         return
-    bad = ((indices < -plan.size) | (indices >= plan.size)).reshape(-1)
+    bad = plan.outside(indices).reshape(-1)
     first = jnp.argmax(bad)
     position = jnp.unravel_index(first, indices.shape)
     names = [f"p{d}" for d in range(indices.ndim)]
