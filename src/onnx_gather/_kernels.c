@@ -412,9 +412,11 @@ og_nthreads(npy_intp threads, npy_intp work, npy_intp units)
 /* ------------------------------------------------------------------------------ */
 /* Argument validation shared by both functions                                     */
 
+/* The arguments both operators take alike.  Returns 0, or -1 with an exception set. */
 static int
-check_data(PyArrayObject *data)
+check_args(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis, Py_ssize_t threads)
 {
+    npy_intp isz = PyArray_ITEMSIZE(ind);
     if (PyDataType_REFCHK(PyArray_DESCR(data))) {
         PyErr_SetString(PyExc_TypeError,
                         "data: dtypes holding object references are not supported");
@@ -424,14 +426,6 @@ check_data(PyArrayObject *data)
         PyErr_SetString(PyExc_ValueError, "data must have at least one dimension");
         return -1;
     }
-    return 0;
-}
-
-/* Returns 1 for int64, 0 for int32, -1 with an exception set. */
-static int
-check_indices(PyArrayObject *ind)
-{
-    npy_intp isz = PyArray_ITEMSIZE(ind);
     if (!PyArray_ISINTEGER(ind) || !PyArray_ISSIGNED(ind) || (isz != 4 && isz != 8)) {
         PyErr_SetString(PyExc_TypeError, "indices must be int32 or int64");
         return -1;
@@ -444,23 +438,11 @@ check_indices(PyArrayObject *ind)
         PyErr_SetString(PyExc_ValueError, "indices must be C-contiguous and aligned");
         return -1;
     }
-    return isz == 8;
-}
-
-static int
-check_axis(Py_ssize_t axis, int ndim)
-{
-    if (axis < 0 || axis >= ndim) {
+    if (axis < 0 || axis >= PyArray_NDIM(data)) {
         PyErr_Format(PyExc_ValueError, "axis %zd is out of range for data of rank %d",
-                     axis, ndim);
+                     axis, PyArray_NDIM(data));
         return -1;
     }
-    return 0;
-}
-
-static int
-check_threads(Py_ssize_t threads)
-{
     if (threads < 1) {
         PyErr_SetString(PyExc_ValueError, "threads must be >= 1");
         return -1;
@@ -533,143 +515,6 @@ check_out(PyArrayObject *out, PyArrayObject *data, PyArrayObject *ind, int nd,
     return 0;
 }
 
-/* Scan indices only (empty outputs with check on). */
-static int
-scan_indices(const void *ind, int ind64, npy_intp n, npy_int64 s)
-{
-    npy_intp k;
-    for (k = 0; k < n; k++) {
-        npy_int64 i = ind64 ? ((const npy_int64 *)ind)[k] : ((const npy_int32 *)ind)[k];
-        if (i < -s || i >= s) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-/* ------------------------------------------------------------------------------ */
-/* Gather                                                                           */
-
-typedef struct {
-    const char *data;
-    char *out;
-    const void *ind;
-    int ind64, check;
-    npy_intp isz, sa;
-    npy_int64 s;
-    int pre_nd, post_nd, post_contig;
-    npy_intp pre_shape[OG_MAXDIMS], pre_stride[OG_MAXDIMS];
-    npy_intp post_shape[OG_MAXDIMS], post_stride[OG_MAXDIMS];
-    npy_intp N, P, R; /* indices size, post size, rows = pre size * N */
-    og_elem_fn kern;
-    volatile int bad;
-} og_gather_job;
-
-/* Copy one post block (P elements) starting at src into contiguous dst. */
-static void
-gather_copy_post(const og_gather_job *J, char *dst, const char *src)
-{
-    if (J->post_contig) {
-        memcpy(dst, src, J->P * J->isz);
-    }
-    else if (J->post_nd == 1) {
-        strided_copy(dst, src, J->post_shape[0], J->post_stride[0], J->isz);
-    }
-    else {
-        /* Odometer over the outer post dims, strided copy along the last. */
-        int nd = J->post_nd - 1, d;
-        npy_intp coord[OG_MAXDIMS];
-        npy_intp inner = J->post_shape[nd], istride = J->post_stride[nd];
-        npy_intp rowbytes = inner * J->isz;
-        npy_intp outer = J->P / inner, r;
-        const char *p = src;
-        for (d = 0; d < nd; d++) coord[d] = 0;
-        for (r = 0; r < outer; r++) {
-            strided_copy(dst + r * rowbytes, p, inner, istride, J->isz);
-            for (d = nd - 1; d >= 0; d--) {
-                coord[d]++;
-                p += J->post_stride[d];
-                if (coord[d] < J->post_shape[d]) break;
-                p -= coord[d] * J->post_stride[d];
-                coord[d] = 0;
-            }
-        }
-    }
-}
-
-static void
-gather_work(void *jv, int t, int nt)
-{
-    og_gather_job *J = (og_gather_job *)jv;
-    npy_intp r0, r1, r, j;
-    og_odo pre;
-    og_part(J->R, t, nt, &r0, &r1);
-    if (r0 >= r1) return;
-    odo_init(&pre, J->pre_nd, J->pre_shape, J->pre_stride);
-    odo_seek(&pre, r0 / J->N);
-    j = r0 % J->N;
-    r = r0;
-    if (J->P == 1) {
-        /* One element per index: the typed kernel over runs of indices, prefetching
-         * the next pre row's data where it is short. */
-        og_odo ahead;
-        odo_init(&ahead, J->pre_nd, J->pre_shape, J->pre_stride);
-        odo_seek(&ahead, r0 / J->N);
-        odo_next(&ahead);
-        while (r < r1) {
-            npy_intp cnt = J->N - j, pfn = 0;
-            const char *pf = NULL;
-            if (cnt > r1 - r) cnt = r1 - r;
-            if (cnt > OG_CHUNK) cnt = OG_CHUNK;
-            if (J->bad) return;
-            if (j + cnt == J->N && r + cnt < r1) {
-                pf = row_prefetch(J->data + ahead.off, J->s, J->sa, J->isz, cnt, &pfn);
-            }
-            if (!J->kern(J->data + pre.off, J->sa, J->s,
-                         (const char *)J->ind + j * (J->ind64 ? 8 : 4), cnt,
-                         J->out + r * J->isz, J->isz, J->check, pf, pfn)) {
-                J->bad = 1;
-                return;
-            }
-            r += cnt;
-            j += cnt;
-            if (j == J->N) {
-                j = 0;
-                odo_next(&pre);
-                odo_next(&ahead);
-            }
-        }
-    }
-    else {
-        npy_intp blockbytes = J->P * J->isz;
-        npy_intp since = 0;
-        const npy_int64 s = J->s;
-        for (; r < r1; r++) {
-            npy_int64 i = J->ind64 ? ((const npy_int64 *)J->ind)[j]
-                                   : (npy_int64)((const npy_int32 *)J->ind)[j];
-            i += (i < 0) ? s : 0;
-            if (OG_UNLIKELY((npy_uint64)i >= (npy_uint64)s)) {
-                if (J->check) {
-                    J->bad = 1;
-                    return;
-                }
-                i = (i < 0) ? 0 : s - 1;
-            }
-            gather_copy_post(J, J->out + r * blockbytes,
-                             J->data + pre.off + (npy_intp)i * J->sa);
-            since += J->P;
-            if (since >= OG_CHUNK) {
-                since = 0;
-                if (J->bad) return;
-            }
-            if (++j == J->N) {
-                j = 0;
-                odo_next(&pre);
-            }
-        }
-    }
-}
-
 /* `out` as given, or a new C-ordered array of data's dtype and `shape` when it is None.
  * Returns a new reference, or NULL with an exception set. */
 static PyArrayObject *
@@ -690,191 +535,337 @@ resolve_out(PyObject *given, PyArrayObject *data, int nd, const npy_intp *shape)
                                                  NULL, NULL, 0, NULL);
 }
 
-/* resolve_out, then check_out: a new reference to an `out` the kernel may fill, or NULL
- * with an exception set. */
-static PyArrayObject *
-prepared_out(PyObject *given, PyArrayObject *data, PyArrayObject *ind, int nd,
-             const npy_intp *shape)
+/* Scan indices only (empty outputs with check on). */
+static int
+scan_indices(const void *ind, int ind64, npy_intp n, npy_int64 s)
 {
+    npy_intp k;
+    for (k = 0; k < n; k++) {
+        npy_int64 i = ind64 ? ((const npy_int64 *)ind)[k] : ((const npy_int32 *)ind)[k];
+        if (i < -s || i >= s) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Jobs: the part of a call both operators share.  Each operator's job struct starts */
+/* with an og_job, so workers and plans take either through one pointer.            */
+
+typedef struct {
+    PyArrayObject *result; /* `out`, owned: the call's result when every index is valid */
+    const char *data;
+    char *out;
+    const void *ind;
+    int ind64, check;
+    npy_intp threads, isz, sa;
+    npy_intp nind, total; /* indices size, output size */
+    npy_int64 s;          /* data.shape[axis] */
+    /* The kernels for this item size and index type. */
+    og_elem_fn elem_fn;
+    og_rows_fn rows_fn;
+    og_block_fn block_fn;
+    volatile int bad;
+} og_job;
+
+/* The operator-specific part of a call, run without the GIL on an output with at least one
+ * element and data with at least one row along the axis: split the work, run the threads. */
+typedef void (*og_plan_fn)(og_job *h);
+
+/* A job of `size` bytes, its og_job filled for an output of shape (nd, shape): the `given`
+ * out once checked, or a new array.  Jobs run without the GIL, so whatever they need of the
+ * arrays is copied into them here and in the impls.  Only the og_job is zeroed: clearing
+ * the operator's dims too costs ~25 ns a call, and its impl and plan set each field they
+ * read.  NULL with an exception set. */
+static og_job *
+job_new(size_t size, PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
+        PyObject *given, int check, Py_ssize_t threads, int nd, const npy_intp *shape)
+{
+    og_job *h;
+    int cls = size_class(PyArray_ITEMSIZE(data)), ind64 = PyArray_ITEMSIZE(ind) == 8;
     PyArrayObject *out = resolve_out(given, data, nd, shape);
-    if (out != NULL && check_out(out, data, ind, nd, shape) < 0) {
+    if (out == NULL) return NULL;
+    if (check_out(out, data, ind, nd, shape) < 0) {
         Py_DECREF(out);
         return NULL;
     }
-    return out;
+    h = (og_job *)PyMem_RawMalloc(size);
+    if (h == NULL) {
+        Py_DECREF(out);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    memset(h, 0, sizeof(*h));
+    h->result = out;
+    h->data = (const char *)PyArray_DATA(data);
+    h->out = (char *)PyArray_DATA(out);
+    h->ind = PyArray_DATA(ind);
+    h->ind64 = ind64;
+    h->check = check;
+    h->threads = threads;
+    h->isz = PyArray_ITEMSIZE(data);
+    h->sa = PyArray_STRIDE(data, (int)axis);
+    h->nind = PyArray_SIZE(ind);
+    h->total = PyArray_SIZE(out);
+    h->s = (npy_int64)PyArray_DIM(data, (int)axis);
+    h->elem_fn = og_elem_table[ind64][cls];
+    h->rows_fn = og_rows_table[ind64][cls];
+    h->block_fn = og_block_table[ind64][cls];
+    return h;
 }
 
-/* The result of a call: `out` when every index was valid, else None. Steals `out`. */
+/* Run a job without the GIL (plan only where there is something to copy) and free it.
+ * Returns `out`, or None when `check` found an index out of range. */
 static PyObject *
-finish(PyArrayObject *out, int ok)
+job_run(og_job *h, og_plan_fn plan)
 {
+    PyArrayObject *out = h->result;
+    int ok;
+    Py_BEGIN_ALLOW_THREADS
+    if (h->total == 0) {
+        /* Nothing to copy, but an index out of range still makes the result None. */
+        ok = !h->check || scan_indices(h->ind, h->ind64, h->nind, h->s);
+    }
+    else if (h->s == 0) {
+        /* Every index is out of range; without check, zero bytes. */
+        ok = !h->check;
+        if (ok) memset(h->out, 0, (size_t)(h->total * h->isz));
+    }
+    else {
+        plan(h);
+        ok = !h->bad;
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(h);
     if (ok) return (PyObject *)out;
     Py_DECREF(out);
     Py_RETURN_NONE;
+}
+
+/* Output elements [e0, e1) of rows of n, row r reading data at the offset of flat position
+ * r of the odometer over (nd, shape, stride): the element kernel over runs of a row,
+ * prefetching the next row's data where it is short.  The indices are n shared by every
+ * row (Gather), or n of its own for each row (ind_per_row: GatherElements). */
+static void
+elem_rows(og_job *h, int nd, const npy_intp *shape, const npy_intp *stride, npy_intp n,
+          int ind_per_row, npy_intp e0, npy_intp e1)
+{
+    const npy_intp idsz = h->ind64 ? 8 : 4;
+    npy_intp e = e0, k;
+    og_odo cur, ahead;
+    if (e0 >= e1) return;
+    odo_init(&cur, nd, shape, stride);
+    odo_seek(&cur, e0 / n);
+    odo_init(&ahead, nd, shape, stride);
+    odo_seek(&ahead, e0 / n);
+    odo_next(&ahead);
+    k = e0 % n;
+    while (e < e1) {
+        npy_intp cnt = n - k, pfn = 0;
+        const char *pf = NULL;
+        if (cnt > e1 - e) cnt = e1 - e;
+        if (cnt > OG_CHUNK) cnt = OG_CHUNK;
+        if (h->bad) return;
+        if (k + cnt == n && e + cnt < e1) {
+            pf = row_prefetch(h->data + ahead.off, h->s, h->sa, h->isz, cnt, &pfn);
+        }
+        if (!h->elem_fn(h->data + cur.off, h->sa, h->s,
+                        (const char *)h->ind + (ind_per_row ? e : k) * idsz, cnt,
+                        h->out + e * h->isz, h->isz, h->check, pf, pfn)) {
+            h->bad = 1;
+            return;
+        }
+        e += cnt;
+        k += cnt;
+        if (k == n) {
+            k = 0;
+            odo_next(&cur);
+            odo_next(&ahead);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Gather                                                                           */
+
+typedef struct {
+    og_job h;
+    int pre_nd, post_nd, post_contig;
+    npy_intp pre_shape[OG_MAXDIMS], pre_stride[OG_MAXDIMS];
+    npy_intp post_shape[OG_MAXDIMS], post_stride[OG_MAXDIMS];
+    npy_intp P, R; /* post size, rows = pre size * indices size */
+} og_gather_job;
+
+/* Copy one post block (P elements) starting at src into contiguous dst. */
+static void
+gather_copy_post(const og_gather_job *J, char *dst, const char *src)
+{
+    const npy_intp isz = J->h.isz;
+    if (J->post_contig) {
+        memcpy(dst, src, J->P * isz);
+    }
+    else if (J->post_nd == 1) {
+        strided_copy(dst, src, J->post_shape[0], J->post_stride[0], isz);
+    }
+    else {
+        /* Odometer over the outer post dims, strided copy along the last. */
+        int nd = J->post_nd - 1, d;
+        npy_intp coord[OG_MAXDIMS];
+        npy_intp inner = J->post_shape[nd], istride = J->post_stride[nd];
+        npy_intp rowbytes = inner * isz;
+        npy_intp outer = J->P / inner, r;
+        const char *p = src;
+        for (d = 0; d < nd; d++) coord[d] = 0;
+        for (r = 0; r < outer; r++) {
+            strided_copy(dst + r * rowbytes, p, inner, istride, isz);
+            for (d = nd - 1; d >= 0; d--) {
+                coord[d]++;
+                p += J->post_stride[d];
+                if (coord[d] < J->post_shape[d]) break;
+                p -= coord[d] * J->post_stride[d];
+                coord[d] = 0;
+            }
+        }
+    }
+}
+
+static void
+gather_work(void *jv, int t, int nt)
+{
+    og_gather_job *J = (og_gather_job *)jv;
+    og_job *h = &J->h;
+    const npy_intp N = h->nind, blockbytes = J->P * h->isz;
+    const npy_int64 s = h->s;
+    npy_intp r0, r1, r, j, since = 0;
+    og_odo pre;
+    og_part(J->R, t, nt, &r0, &r1);
+    if (J->P == 1) {
+        /* One element per index. */
+        elem_rows(h, J->pre_nd, J->pre_shape, J->pre_stride, N, 0, r0, r1);
+        return;
+    }
+    if (r0 >= r1) return;
+    odo_init(&pre, J->pre_nd, J->pre_shape, J->pre_stride);
+    odo_seek(&pre, r0 / N);
+    j = r0 % N;
+    for (r = r0; r < r1; r++) {
+        npy_int64 i = h->ind64 ? ((const npy_int64 *)h->ind)[j]
+                               : (npy_int64)((const npy_int32 *)h->ind)[j];
+        i += (i < 0) ? s : 0;
+        if (OG_UNLIKELY((npy_uint64)i >= (npy_uint64)s)) {
+            if (h->check) {
+                h->bad = 1;
+                return;
+            }
+            i = (i < 0) ? 0 : s - 1;
+        }
+        gather_copy_post(J, h->out + r * blockbytes, h->data + pre.off + (npy_intp)i * h->sa);
+        since += J->P;
+        if (since >= OG_CHUNK) {
+            since = 0;
+            if (h->bad) return;
+        }
+        if (++j == N) {
+            j = 0;
+            odo_next(&pre);
+        }
+    }
+}
+
+static void
+gather_plan(og_job *h)
+{
+    og_gather_job *J = (og_gather_job *)h;
+    J->pre_nd = collapse_dims(J->pre_nd, J->pre_shape, J->pre_stride);
+    J->post_nd = collapse_dims(J->post_nd, J->post_shape, J->post_stride);
+    J->post_contig = J->post_nd == 0 || (J->post_nd == 1 && J->post_stride[0] == h->isz);
+    /* Work: elements for element gathers; per-row cost plus bytes for row copies. */
+    og_run(gather_work, J,
+           og_nthreads(h->threads, J->P == 1 ? h->total : J->R * 8 + (h->total * h->isz) / 64,
+                       J->R));
 }
 
 static PyObject *
 gather_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis, PyObject *given,
             int check, Py_ssize_t threads)
 {
-    PyArrayObject *out;
-    int ind64, ndim, ond, d, nt;
+    const int ndim = PyArray_NDIM(data), ax = (int)axis;
+    int d;
     npy_intp oshape[2 * OG_MAXDIMS];
-    npy_intp pre_size = 1, total;
     og_gather_job *J;
-    int ok = 1;
 
-    if (check_data(data) < 0) return NULL;
-    if ((ind64 = check_indices(ind)) < 0) return NULL;
-    ndim = PyArray_NDIM(data);
-    if (check_axis(axis, ndim) < 0 || check_threads(threads) < 0) return NULL;
-
-    ond = ndim - 1 + PyArray_NDIM(ind);
-    for (d = 0; d < axis; d++) oshape[d] = PyArray_DIM(data, d);
-    for (d = 0; d < PyArray_NDIM(ind); d++) oshape[axis + d] = PyArray_DIM(ind, d);
-    for (d = (int)axis + 1; d < ndim; d++) oshape[PyArray_NDIM(ind) + d - 1] = PyArray_DIM(data, d);
-    out = prepared_out(given, data, ind, ond, oshape);
-    if (out == NULL) return NULL;
-
-    J = (og_gather_job *)PyMem_RawMalloc(sizeof(og_gather_job));
-    if (J == NULL) {
-        Py_DECREF(out);
-        return PyErr_NoMemory();
-    }
-    memset(J, 0, sizeof(*J));
-    J->data = (const char *)PyArray_DATA(data);
-    J->out = (char *)PyArray_DATA(out);
-    J->ind = PyArray_DATA(ind);
-    J->ind64 = ind64;
-    J->check = check;
-    J->isz = PyArray_ITEMSIZE(data);
-    J->s = (npy_int64)PyArray_DIM(data, (int)axis);
-    J->sa = PyArray_STRIDE(data, (int)axis);
-    J->N = PyArray_SIZE(ind);
+    for (d = 0; d < ax; d++) oshape[d] = PyArray_DIM(data, d);
+    for (d = 0; d < PyArray_NDIM(ind); d++) oshape[ax + d] = PyArray_DIM(ind, d);
+    for (d = ax + 1; d < ndim; d++) oshape[PyArray_NDIM(ind) + d - 1] = PyArray_DIM(data, d);
+    J = (og_gather_job *)job_new(sizeof(*J), data, ind, axis, given, check, threads,
+                                 ndim - 1 + PyArray_NDIM(ind), oshape);
+    if (J == NULL) return NULL;
+    J->pre_nd = ax;
+    J->post_nd = ndim - 1 - ax;
+    J->R = J->h.nind;
     J->P = 1;
-    for (d = 0; d < axis; d++) {
+    for (d = 0; d < ax; d++) {
         J->pre_shape[d] = PyArray_DIM(data, d);
         J->pre_stride[d] = PyArray_STRIDE(data, d);
-        pre_size *= J->pre_shape[d];
+        J->R *= J->pre_shape[d];
     }
-    for (d = (int)axis + 1; d < ndim; d++) {
-        J->post_shape[d - axis - 1] = PyArray_DIM(data, d);
-        J->post_stride[d - axis - 1] = PyArray_STRIDE(data, d);
+    for (d = ax + 1; d < ndim; d++) {
+        J->post_shape[d - ax - 1] = PyArray_DIM(data, d);
+        J->post_stride[d - ax - 1] = PyArray_STRIDE(data, d);
         J->P *= PyArray_DIM(data, d);
     }
-    total = PyArray_SIZE(out);
-
-    Py_BEGIN_ALLOW_THREADS
-    if (total == 0) {
-        if (check) ok = scan_indices(J->ind, ind64, J->N, J->s);
-    }
-    else if (J->s == 0) {
-        /* Every index is out of range; without check, zero bytes. */
-        if (check) ok = 0;
-        else memset(J->out, 0, (size_t)(total * J->isz));
-    }
-    else {
-        J->pre_nd = collapse_dims((int)axis, J->pre_shape, J->pre_stride);
-        J->post_nd = collapse_dims(ndim - 1 - (int)axis, J->post_shape, J->post_stride);
-        J->post_contig = J->post_nd == 0 ||
-                         (J->post_nd == 1 && J->post_stride[0] == J->isz);
-        J->R = pre_size * J->N;
-        J->kern = og_elem_table[ind64][size_class(J->isz)];
-        /* Work: elements for element gathers; per-row cost plus bytes for row copies. */
-        nt = og_nthreads(threads,
-                         J->P == 1 ? total : J->R * 8 + (total * J->isz) / 64, J->R);
-        og_run(gather_work, J, nt);
-        ok = !J->bad;
-    }
-    Py_END_ALLOW_THREADS
-
-    PyMem_RawFree(J);
-    return finish(out, ok);
+    return job_run(&J->h, gather_plan);
 }
 
 /* ------------------------------------------------------------------------------ */
 /* GatherElements                                                                   */
 
 typedef struct {
-    const char *data;
-    char *out;
-    const void *ind;
-    int ind64, check;
-    npy_intp isz, sa, sl;
-    npy_int64 s;
+    og_job h;
+    /* Before collapsing: indices' shape, data's strides. */
+    int nd, axis;
+    npy_intp shape[OG_MAXDIMS], stride[OG_MAXDIMS];
     /* Row mode (axis is the last collapsed dim): rows over the other dims. */
     /* Column mode: q dims = all collapsed dims but axis and last. */
     int q_nd;
     npy_intp q_shape[OG_MAXDIMS], q_stride[OG_MAXDIMS];
     npy_intp K;          /* last dim size (row mode: row length) */
-    npy_intp total;      /* row mode: output size */
+    npy_intp sl;         /* last dim stride in data (column mode) */
     npy_intp Q, M, A, B, nb, nA, units;
-    og_elem_fn ekern;
-    og_rows_fn rkern;
-    og_block_fn bkern;
-    volatile int bad;
 } og_ge_job;
 
 static void
 ge_rows_work(void *jv, int t, int nt)
 {
     og_ge_job *J = (og_ge_job *)jv;
-    npy_intp e0, e1, e, k;
-    og_odo rows;
-    const npy_intp idsz = J->ind64 ? 8 : 4;
+    og_job *h = &J->h;
+    npy_intp e0, e1;
     if (J->q_nd == 1 && J->K < OG_SHORT_ROW) {
         /* Short rows a constant stride apart: whole rows per thread, one loop. */
+        const npy_intp idsz = h->ind64 ? 8 : 4;
         npy_intp r0, r1;
         og_part(J->q_shape[0], t, nt, &r0, &r1);
         if (r0 < r1 &&
-            !J->rkern(J->data + r0 * J->q_stride[0], J->q_stride[0], J->sa, J->s,
-                      (const char *)J->ind + r0 * J->K * idsz, J->out + r0 * J->K * J->isz,
-                      r1 - r0, J->K, J->isz, J->check)) {
-            J->bad = 1;
+            !h->rows_fn(h->data + r0 * J->q_stride[0], J->q_stride[0], h->sa, h->s,
+                        (const char *)h->ind + r0 * J->K * idsz, h->out + r0 * J->K * h->isz,
+                        r1 - r0, J->K, h->isz, h->check)) {
+            h->bad = 1;
         }
         return;
     }
-    og_part(J->total, t, nt, &e0, &e1);
-    if (e0 >= e1) return;
-    og_odo ahead;
-    odo_init(&rows, J->q_nd, J->q_shape, J->q_stride);
-    odo_seek(&rows, e0 / J->K);
-    odo_init(&ahead, J->q_nd, J->q_shape, J->q_stride);
-    odo_seek(&ahead, e0 / J->K);
-    odo_next(&ahead);
-    k = e0 % J->K;
-    e = e0;
-    while (e < e1) {
-        npy_intp cnt = J->K - k, pfn = 0;
-        const char *pf = NULL;
-        if (cnt > e1 - e) cnt = e1 - e;
-        if (cnt > OG_CHUNK) cnt = OG_CHUNK;
-        if (J->bad) return;
-        if (k + cnt == J->K && e + cnt < e1) {
-            pf = row_prefetch(J->data + ahead.off, J->s, J->sa, J->isz, cnt, &pfn);
-        }
-        if (!J->ekern(J->data + rows.off, J->sa, J->s, (const char *)J->ind + e * idsz,
-                      cnt, J->out + e * J->isz, J->isz, J->check, pf, pfn)) {
-            J->bad = 1;
-            return;
-        }
-        e += cnt;
-        k += cnt;
-        if (k == J->K) {
-            k = 0;
-            odo_next(&rows);
-            odo_next(&ahead);
-        }
-    }
+    og_part(h->total, t, nt, &e0, &e1);
+    elem_rows(h, J->q_nd, J->q_shape, J->q_stride, J->K, 1, e0, e1);
 }
 
 static void
 ge_cols_work(void *jv, int t, int nt)
 {
     og_ge_job *J = (og_ge_job *)jv;
+    og_job *h = &J->h;
     npy_intp u0, u1, u, qcur = -1;
     og_odo q;
-    const npy_intp idsz = J->ind64 ? 8 : 4;
+    const npy_intp idsz = h->ind64 ? 8 : 4;
     const npy_intp MK = J->M * J->K;
     const npy_intp arows = (J->A + J->nA - 1) / J->nA;
     og_part(J->units, t, nt, &u0, &u1);
@@ -888,7 +879,7 @@ ge_cols_work(void *jv, int t, int nt)
         if (k0 + bw > J->K) bw = J->K - k0;
         if (a0 + na > J->A) na = J->A - a0;
         if (na <= 0) continue;
-        if (J->bad) return;
+        if (h->bad) return;
         if (qi != qcur) {
             if (qi == qcur + 1 && qcur >= 0) odo_next(&q);
             else odo_seek(&q, qi);
@@ -897,12 +888,88 @@ ge_cols_work(void *jv, int t, int nt)
         o = qi / J->M;
         m = qi % J->M;
         off = o * J->A * MK + a0 * MK + m * J->K + k0; /* elements */
-        if (!J->bkern(J->data + q.off + k0 * J->sl, J->sa, J->sl, J->s,
-                      (const char *)J->ind + off * idsz, J->out + off * J->isz, na, MK,
-                      bw, J->isz, J->check)) {
-            J->bad = 1;
+        if (!h->block_fn(h->data + q.off + k0 * J->sl, h->sa, J->sl, h->s,
+                         (const char *)h->ind + off * idsz, h->out + off * h->isz, na, MK,
+                         bw, h->isz, h->check)) {
+            h->bad = 1;
             return;
         }
+    }
+}
+
+static void
+ge_plan(og_job *h)
+{
+    og_ge_job *J = (og_ge_job *)h;
+    npy_intp *shape = J->shape, *stride = J->stride;
+    int isaxis[OG_MAXDIMS];
+    int d, n = 0, cax = -1, nt;
+    /* Collapse: drop size-1 dims (but not the axis), merge contiguous neighbours that are
+     * not the axis.  Indices/out are C-contiguous, so only data's strides decide. */
+    for (d = 0; d < J->nd; d++) {
+        int ax = d == J->axis;
+        if (!ax && shape[d] == 1) continue;
+        if (!ax && n > 0 && !isaxis[n - 1] && stride[n - 1] == stride[d] * shape[d]) {
+            shape[n - 1] *= shape[d];
+            stride[n - 1] = stride[d];
+            continue;
+        }
+        shape[n] = shape[d];
+        stride[n] = stride[d];
+        isaxis[n] = ax;
+        if (ax) cax = n;
+        n++;
+    }
+    J->K = shape[n - 1];
+    if (cax == n - 1) {
+        /* Row mode: walk the output row-major. */
+        J->q_nd = n - 1;
+        for (d = 0; d < n - 1; d++) {
+            J->q_shape[d] = shape[d];
+            J->q_stride[d] = stride[d];
+        }
+        og_run(ge_rows_work, J, og_nthreads(h->threads, h->total, (h->total + 1023) / 1024));
+    }
+    else {
+        /* Column mode: blocks of B columns of the last dim, all rows of the axis. */
+        npy_intp ebytes, B, per_col;
+        J->sl = stride[n - 1];
+        J->A = shape[cax];
+        J->M = 1;
+        for (d = cax + 1; d < n - 1; d++) J->M *= shape[d];
+        J->q_nd = 0;
+        J->Q = 1;
+        for (d = 0; d < n - 1; d++) {
+            if (d == cax) continue;
+            J->q_shape[J->q_nd] = shape[d];
+            J->q_stride[J->q_nd] = stride[d];
+            J->q_nd++;
+            J->Q *= shape[d];
+        }
+        ebytes = J->sl < 0 ? -J->sl : J->sl;
+        if (ebytes < h->isz) ebytes = h->isz;
+        if (ebytes > 64) ebytes = 64;
+        per_col = (npy_intp)h->s * ebytes;
+        B = per_col > 0 ? og_block_bytes / per_col : J->K;
+        {
+            /* Narrow blocks cost more in per-row overhead than they win. */
+            npy_intp minb = 32;
+            if (B < minb) B = minb;
+            if (B > 16) B &= ~(npy_intp)15;
+        }
+        if (B > J->K) B = J->K;
+        J->B = B;
+        J->nb = (J->K + B - 1) / B;
+        J->nA = 1;
+        /* A column-blocked read costs about twice a row-major one. */
+        nt = og_nthreads(h->threads, 2 * h->total, h->total);
+        if (nt > 1 && J->Q * J->nb < 4 * nt) {
+            /* Too few column blocks to balance: split the axis rows as well. */
+            J->nA = (4 * nt + J->Q * J->nb - 1) / (J->Q * J->nb);
+            if (J->nA > J->A) J->nA = J->A;
+        }
+        J->units = J->Q * J->nb * J->nA;
+        og_run(ge_cols_work, J, nt);
     }
 }
 
@@ -910,18 +977,10 @@ static PyObject *
 gather_elements_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
                      PyObject *given, int check, Py_ssize_t threads)
 {
-    PyArrayObject *out;
-    int ind64, ndim, d, n, cax, nt;
-    npy_intp shape[OG_MAXDIMS], stride[OG_MAXDIMS];
-    int isaxis[OG_MAXDIMS];
-    npy_intp total;
+    const int ndim = PyArray_NDIM(data);
+    int d;
     og_ge_job *J;
-    int ok = 1;
 
-    if (check_data(data) < 0) return NULL;
-    if ((ind64 = check_indices(ind)) < 0) return NULL;
-    ndim = PyArray_NDIM(data);
-    if (check_axis(axis, ndim) < 0 || check_threads(threads) < 0) return NULL;
     if (PyArray_NDIM(ind) != ndim) {
         PyErr_Format(PyExc_ValueError,
                      "indices have rank %d, data has rank %d: they must match",
@@ -937,125 +996,22 @@ gather_elements_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
             return NULL;
         }
     }
-    out = prepared_out(given, data, ind, ndim, PyArray_DIMS(ind));
-    if (out == NULL) return NULL;
-
-    J = (og_ge_job *)PyMem_RawMalloc(sizeof(og_ge_job));
-    if (J == NULL) {
-        Py_DECREF(out);
-        return PyErr_NoMemory();
-    }
-    memset(J, 0, sizeof(*J));
-    J->data = (const char *)PyArray_DATA(data);
-    J->out = (char *)PyArray_DATA(out);
-    J->ind = PyArray_DATA(ind);
-    J->ind64 = ind64;
-    J->check = check;
-    J->isz = PyArray_ITEMSIZE(data);
-    J->s = (npy_int64)PyArray_DIM(data, (int)axis);
-    J->sa = PyArray_STRIDE(data, (int)axis);
-    total = PyArray_SIZE(out);
+    J = (og_ge_job *)job_new(sizeof(*J), data, ind, axis, given, check, threads, ndim,
+                             PyArray_DIMS(ind));
+    if (J == NULL) return NULL;
+    J->nd = ndim;
+    J->axis = (int)axis;
     for (d = 0; d < ndim; d++) {
-        shape[d] = PyArray_DIM(ind, d);
-        stride[d] = PyArray_STRIDE(data, d);
+        J->shape[d] = PyArray_DIM(ind, d);
+        J->stride[d] = PyArray_STRIDE(data, d);
     }
-
-    Py_BEGIN_ALLOW_THREADS
-    if (total == 0) {
-        ok = 1;
-    }
-    else if (J->s == 0) {
-        if (check) ok = 0;
-        else memset(J->out, 0, (size_t)(total * J->isz));
-    }
-    else {
-        /* Collapse: drop size-1 dims (but not the axis), merge contiguous neighbours
-         * that are not the axis.  Indices/out are C-contiguous, so only data's strides
-         * decide. */
-        n = 0;
-        cax = -1;
-        for (d = 0; d < ndim; d++) {
-            int ax = d == axis;
-            if (!ax && shape[d] == 1) continue;
-            if (!ax && n > 0 && !isaxis[n - 1] && stride[n - 1] == stride[d] * shape[d]) {
-                shape[n - 1] *= shape[d];
-                stride[n - 1] = stride[d];
-                continue;
-            }
-            shape[n] = shape[d];
-            stride[n] = stride[d];
-            isaxis[n] = ax;
-            if (ax) cax = n;
-            n++;
-        }
-        if (cax == n - 1) {
-            /* Row mode: walk the output row-major. */
-            J->q_nd = n - 1;
-            for (d = 0; d < n - 1; d++) {
-                J->q_shape[d] = shape[d];
-                J->q_stride[d] = stride[d];
-            }
-            J->K = shape[n - 1];
-            J->total = total;
-            J->ekern = og_elem_table[ind64][size_class(J->isz)];
-            J->rkern = og_rows_table[ind64][size_class(J->isz)];
-            nt = og_nthreads(threads, total, (total + 1023) / 1024);
-            og_run(ge_rows_work, J, nt);
-        }
-        else {
-            /* Column mode: blocks of B columns of the last dim, all rows of the axis. */
-            npy_intp ebytes, B, per_col;
-            J->K = shape[n - 1];
-            J->sl = stride[n - 1];
-            J->A = shape[cax];
-            J->M = 1;
-            for (d = cax + 1; d < n - 1; d++) J->M *= shape[d];
-            J->q_nd = 0;
-            J->Q = 1;
-            for (d = 0; d < n - 1; d++) {
-                if (d == cax) continue;
-                J->q_shape[J->q_nd] = shape[d];
-                J->q_stride[J->q_nd] = stride[d];
-                J->q_nd++;
-                J->Q *= shape[d];
-            }
-            ebytes = J->sl < 0 ? -J->sl : J->sl;
-            if (ebytes < J->isz) ebytes = J->isz;
-            if (ebytes > 64) ebytes = 64;
-            per_col = (npy_intp)J->s * ebytes;
-            B = per_col > 0 ? og_block_bytes / per_col : J->K;
-            {
-                /* Narrow blocks cost more in per-row overhead than they win. */
-                npy_intp minb = 32;
-                if (B < minb) B = minb;
-                if (B > 16) B &= ~(npy_intp)15;
-            }
-            if (B > J->K) B = J->K;
-            J->B = B;
-            J->nb = (J->K + B - 1) / B;
-            J->nA = 1;
-            /* A column-blocked read costs about twice a row-major one. */
-            nt = og_nthreads(threads, 2 * total, total);
-            if (nt > 1 && J->Q * J->nb < 4 * nt) {
-                /* Too few column blocks to balance: split the axis rows as well. */
-                J->nA = (4 * nt + J->Q * J->nb - 1) / (J->Q * J->nb);
-                if (J->nA > J->A) J->nA = J->A;
-            }
-            J->units = J->Q * J->nb * J->nA;
-            J->bkern = og_block_table[ind64][size_class(J->isz)];
-            og_run(ge_cols_work, J, nt);
-        }
-        ok = !J->bad;
-    }
-    Py_END_ALLOW_THREADS
-
-    PyMem_RawFree(J);
-    return finish(out, ok);
+    return job_run(&J->h, ge_plan);
 }
 
 /* ------------------------------------------------------------------------------ */
 /* Entry points: argument parsing, the arrays the kernels take, NotImplemented.      */
 
+/* Called with arguments check_args accepted. */
 typedef PyObject *(*og_impl)(PyArrayObject *, PyArrayObject *, Py_ssize_t, PyObject *, int,
                              Py_ssize_t);
 
@@ -1074,7 +1030,7 @@ static PyObject *
 og_call(og_impl impl, PyObject *args, const char *format)
 {
     PyObject *data, *given, *res;
-    PyArrayObject *ind;
+    PyArrayObject *ind, *copy = NULL;
     Py_ssize_t axis, threads;
     int check;
 
@@ -1086,22 +1042,22 @@ og_call(og_impl impl, PyObject *args, const char *format)
         /* Strings, objects, subclasses: the caller's pure-NumPy path serves them. */
         Py_RETURN_NOTIMPLEMENTED;
     }
-    if (PyArray_IS_C_CONTIGUOUS(ind) && PyArray_ISALIGNED(ind) && PyArray_ISNOTSWAPPED(ind)) {
-        return impl((PyArrayObject *)data, ind, axis, given, check, threads);
-    }
-    if (PyArray_ISINTEGER(ind) && PyArray_ISSIGNED(ind) &&
+    if (!(PyArray_IS_C_CONTIGUOUS(ind) && PyArray_ISALIGNED(ind) && PyArray_ISNOTSWAPPED(ind)) &&
+        PyArray_ISINTEGER(ind) && PyArray_ISSIGNED(ind) &&
         (PyArray_ITEMSIZE(ind) == 4 || PyArray_ITEMSIZE(ind) == 8)) {
-        /* A C-ordered, aligned, native copy: proportional to the output, never the data. */
+        /* A C-ordered, aligned, native copy: proportional to the output, never the data.
+         * Other index dtypes go on as they are, for check_args to reject. */
         PyArray_Descr *native = PyArray_DescrFromType(PyArray_ITEMSIZE(ind) == 8 ? NPY_INT64
                                                                                   : NPY_INT32);
-        PyArrayObject *copy = (PyArrayObject *)PyArray_FromArray(
+        ind = copy = (PyArrayObject *)PyArray_FromArray(
             ind, native, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_FORCECAST);
         if (copy == NULL) return NULL;
-        res = impl((PyArrayObject *)data, copy, axis, given, check, threads);
-        Py_DECREF(copy);
-        return res;
     }
-    return impl((PyArrayObject *)data, ind, axis, given, check, threads); /* rejects it */
+    res = check_args((PyArrayObject *)data, ind, axis, threads) < 0
+              ? NULL
+              : impl((PyArrayObject *)data, ind, axis, given, check, threads);
+    Py_XDECREF(copy);
+    return res;
 }
 
 static PyObject *
