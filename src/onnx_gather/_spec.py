@@ -12,8 +12,6 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from onnx_gather._memo import Memo
-
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
@@ -130,8 +128,8 @@ def resolve_version(op: str, opset: Any) -> int:
     ValueError
         If ``opset`` is older than the first version of ``op``.
     """
-    if type(opset) is int:  # the common case, on every call: answered once per opset
-        known = _RESOLVED.get((op, opset))
+    if type(opset) is int:  # the common case, on every call: a table lookup
+        known = _NEWEST[op].get(opset)
         if known is not None:
             return known
     if isinstance(opset, bool):
@@ -150,12 +148,15 @@ def resolve_version(op: str, opset: Any) -> int:
             f"(versions {', '.join(map(str, versions))})"
         )
         raise ValueError(msg)
-    if type(opset) is int:
-        _RESOLVED.put((op, opset), usable[-1])
     return usable[-1]
 
 
-_RESOLVED: Memo[tuple[str, int], int] = Memo(1024)
+#: The answers of :func:`resolve_version` for the opsets that exist and some to come, made
+#: once: every call asks.
+_NEWEST: dict[str, dict[int, int]] = {
+    op: {opset: max(v for v in versions if v <= opset) for opset in range(versions[0], 64)}
+    for op, versions in VERSIONS.items()
+}
 
 
 def _normalise_axis(op: str, axis: Any, rank: int) -> int:

@@ -46,7 +46,8 @@ def gather(data: Any, indices: np.ndarray, plan: Plan, out: np.ndarray | None = 
     The NumPy backend's kernel, also run by the PyTorch backend on views of CPU tensors
     and by the Dask backend in its tasks.
     """
-    data = _plain(data)
+    if type(data) is not np.ndarray:
+        data = _plain(data)
     if _kernels is not None:
         result = _kernels.gather(data, indices, plan.axis, out, plan.check_bounds, THREADS)
         if result is not NotImplemented:  # (strings, objects, subclasses: pure NumPy)
@@ -58,7 +59,8 @@ def gather_elements(
     data: Any, indices: np.ndarray, plan: Plan, out: np.ndarray | None = None
 ) -> Any:
     """ONNX GatherElements; ``out`` as for :func:`gather`."""
-    data = _plain(data)
+    if type(data) is not np.ndarray:
+        data = _plain(data)
     if _kernels is not None:
         result = _kernels.gather_elements(data, indices, plan.axis, out, plan.check_bounds, THREADS)
         if result is not NotImplemented:
@@ -74,8 +76,6 @@ def _plain(data: Any) -> np.ndarray:
     methods could change what indexing means (``np.matrix`` keeps two dimensions), so the
     kernels never see one. A masked array's mask has no ONNX meaning: TypeError.
     """
-    if type(data) is np.ndarray:
-        return data
     if isinstance(data, np.ma.MaskedArray):
         raise TypeError(_host.masked("data", data))
     return data.view(np.ndarray)
