@@ -59,16 +59,14 @@ def _eager_fn(plan: Plan, bounds: bool, fill: Any) -> Callable[[jax.Array, jax.A
     fn = _EAGER.get(key)
     if fn is not None:
         return fn
-    axis, size, elements, out_shape, trim = (
-        plan.axis, plan.size, plan.elements, plan.out_shape, plan.trim,
-    )  # fmt: skip
+    trim = plan.trim
     # Checked: the indices are in range, or the result is discarded for the IndexError.
     guard = not plan.check_bounds
 
     def call(data: jax.Array, indices: jax.Array) -> Any:
         if trim is not None:
             data = data[trim]
-        out = fill_take(data, indices, axis, size, elements, out_shape, fill, guard)
+        out = fill_take(data, indices, plan, fill, guard)
         if not bounds or indices.size == 0:
             return out, None
         return out, jnp.stack([jnp.min(indices), jnp.max(indices)])
@@ -157,7 +155,7 @@ class JaxBackend:
                 record_out_of_range(plan, indices)
             if plan.trim is not None:
                 data = data[plan.trim]
-            return exact_take(data, indices, plan.axis, plan.size, plan.elements, plan.out_shape)
+            return exact_take(data, indices, plan)
         if indices.sharding != data.sharding and len(data.devices()) == 1:
             indices = jax.device_put(indices, data.sharding)
         if (
