@@ -5,12 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from onnx_gather._spec import Plan
-
-    #: A backend's ``gather`` or ``gather_elements``: ``(data, indices, plan) -> result``.
-    Kernel = Callable[[Any, Any, Plan], Any]
 
 
 class Backend(Protocol):
@@ -28,7 +23,9 @@ class Backend(Protocol):
     values. A kernel counts negatives from the end, checks the range when
     ``plan.check_bounds`` (raising through :func:`onnx_gather._spec.raise_out_of_range` or
     :func:`onnx_gather._spec.check_range`, so every backend raises the one message), and
-    without the check never reads outside ``data`` nor crashes.
+    without the check never reads outside ``data`` nor crashes. A backend whose two
+    operators take one path defines one method and binds the other name to it
+    (``gather_elements = gather``); ``plan.elements`` tells them apart.
     """
 
     name: str
