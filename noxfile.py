@@ -139,7 +139,7 @@ def typecheck(session: nox.Session) -> None:
 def replay(session: nox.Session) -> None:
     """Real models replayed on every library, and OpenVINO's runtime on its cases.
 
-    tests/test_replay.py exports small torch models (embedding, shape arithmetic, gathers
+    tests/test_torch_replay.py exports small torch models (embedding, shape arithmetic, gathers
     with negative indices, top-k, index_select) at opsets 9-17, captures every Gather and
     GatherElements node in ONNX Runtime and replays it on each library;
     tests/test_openvino_runtime.py runs the OpenVINO cases on OpenVINO's CPU plugin. Needs
@@ -152,7 +152,7 @@ def replay(session: nox.Session) -> None:
     for env in VARIANTS["jax"]:  # JAX with and without x64 (int64 shape tensors need it)
         session.run(
             "pytest",
-            "tests/test_replay.py",
+            "tests/test_torch_replay.py",
             "tests/test_openvino_runtime.py",
             *session.posargs,
             env={"ONNX_GATHER_BACKENDS": ",".join(libraries), **env},

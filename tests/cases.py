@@ -174,7 +174,7 @@ def _opset_cases() -> list[Case]:
         Case("opset-12-is-gather-11-negative-ok", GATHER, d, i64([-1]), axis=1, opset=12),
         Case("opset-22-is-gather-13", GATHER, d, i64([-3, 2]), axis=1, opset=22),
         # Gather-1 counts negative indices from the end, as ONNX Runtime and the reference
-        # evaluator do (torch's exporter emits them at opset 9; tests/test_replay.py).
+        # evaluator do (torch's exporter emits them at opset 9; tests/test_torch_replay.py).
         Case("opset-10-is-gather-1-negative-from-end", GATHER, d, i64([0, -1]), axis=1, opset=10),
         Case("opset-9-gather-1-0d-negative", GATHER, d, i64(-1), axis=1, opset=9),
         Case("opset-1-gather-ok", GATHER, d, i64([1, 0]), axis=0, opset=1),

@@ -4,7 +4,8 @@
 * A module named ``test_<library>_*.py`` or ``test_<library>.py`` tests that library's own
   features (its transforms, its layouts): it is collected only in runs of that library.
 * A test marked ``backend(name)`` runs only in runs of that library; in others it is
-  deselected, never skipped: a skip would read as a cell that passed.
+  deselected, never skipped: a skip would read as a cell that passed. So is a test whose
+  parameters, drawn from this run's libraries, came out empty.
 
 The helper modules beside this file (cases, helpers, libs, oracle, ...) are importable by
 name through pytest's ``pythonpath`` setting in pyproject.toml.
@@ -41,8 +42,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     chosen, other = [], []
     for item in items:
-        marker = item.get_closest_marker("backend")
-        (other if marker is not None and marker.args[0] not in NAMES else chosen).append(item)
+        skip = item.get_closest_marker("skip")
+        empty = skip is not None and "got empty parameter set" in str(skip.kwargs.get("reason"))
+        mine = all(marker.args[0] in NAMES for marker in item.iter_markers("backend"))
+        (chosen if mine and not empty else other).append(item)
     if other:
         config.hook.pytest_deselected(items=other)
         items[:] = chosen

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import doctest
-import importlib.util
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,20 +14,19 @@ from onnx_gather import openvino
 
 README = Path(__file__).parents[1] / "README.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
-NEEDS = {"torch": "torch", "jax": "jax", "array_api_strict": "array_api_strict", "dask": "dask"}
+#: The library each example's imports name, by module (conftest.py's backend marker).
+LIBRARIES = {"torch": "torch", "jax": "jax", "array_api_strict": "array-api-strict", "dask": "dask"}
 
 
-def _needs(block: str) -> list[str]:
-    return [mod for key, mod in NEEDS.items() if re.search(rf"import {key}\b", block)]
+def _example(block: str) -> Any:
+    """The example, marked with the libraries it imports: it runs in their runs only."""
+    needs = [lib for module, lib in LIBRARIES.items() if re.search(rf"import {module}\b", block)]
+    marks = [pytest.mark.backend(lib) for lib in needs]
+    return pytest.param(block, marks=marks, id=block.splitlines()[0][:40])
 
 
-@pytest.mark.parametrize(
-    "block", [b for b in BLOCKS if ">>>" in b], ids=lambda b: b.splitlines()[0][:40]
-)
+@pytest.mark.parametrize("block", [_example(b) for b in BLOCKS if ">>>" in b])
 def test_readme_example(block: str) -> None:
-    missing = [m for m in _needs(block) if importlib.util.find_spec(m) is None]
-    if missing:
-        pytest.skip(f"example needs {missing}, not installed in this session")
     globs = {"np": __import__("numpy"), "og": onnx_gather}
     test = doctest.DocTestParser().get_doctest(block, globs, "README", str(README), 0)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)

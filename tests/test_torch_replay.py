@@ -16,7 +16,8 @@ non-negative while tracing (eager ``torch.gather`` rejects negative indices) and
 in the replayed run, so the nodes see negative indices, among them a Gather-1 node (opset
 9), which counts them from the end like every later version.
 
-Needs torch (and onnx, onnxruntime: test dependencies); ``nox -s replay`` installs it.
+Collected where torch is among the run's libraries (it exports the models; conftest.py):
+the torch session, and ``nox -s replay``, which installs every library to replay on.
 """
 
 from __future__ import annotations
@@ -28,21 +29,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnx
+import onnxruntime as ort
 import pytest
+import torch
 from helpers import assert_identical
 from libs import Library
 
+from onnx_gather import _spec
 from onnx_gather._conformance.libraries import type_name
-from onnx_gather._ops import call
-
-torch = pytest.importorskip(
-    "torch", reason="the replay test exports its models with torch (nox -s replay installs it)"
-)
-onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
+from onnx_gather._ops import GATHER, GATHER_ELEMENTS, call
 
 OPSETS = (9, 11, 13, 17)
-OPS = {"Gather": "gather", "GatherElements": "gather_elements"}
+#: Our operator for each node type replayed.
+OPS = {_spec.GATHER: GATHER, _spec.GATHER_ELEMENTS: GATHER_ELEMENTS}
 
 
 @dataclass(frozen=True)
