@@ -135,7 +135,7 @@ class JaxBackend:
     def gather(self, data: jax.Array, indices: Any, plan: Plan, /) -> jax.Array:
         """Both operators: one path; ``plan.elements`` says which gather runs."""
         checked = False  # whether the values were read and found in range
-        if _static(plan) and plan.size > _INT32_MAX:
+        if type(plan.size) is int and plan.size > _INT32_MAX:  # (not a symbolic size)
             indices = _wide(indices, plan)
         if isinstance(indices, np.ndarray):
             indices, checked = _from_host(indices, data, plan)
