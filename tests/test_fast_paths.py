@@ -32,7 +32,7 @@ NUMPY = "onnx_gather._backends._numpy"
 FALLBACK = "onnx_gather._backends._numpy_fallback"
 TORCH = "onnx_gather._backends._torch"
 NOT_BUILT = {"_kernels": None}
-BLOCKED = {"_SMALL": 0, "_BLOCK": 3, "_LONG_ROWS": 2**62}
+BLOCKED = {"_SMALL": 0, "_BLOCK": 3, "_THREADED_BYTES": 0, "_LONG_ROWS": 2**62, "THREADS": 3}
 ROWS = {**BLOCKED, "_LONG_ROWS": 0}
 FORCED: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
     "numpy": {

@@ -15,14 +15,15 @@ several times slower than the compiled kernel on large calls (docs/benchmarks.md
   written and read; its range check is one reduction on data the block loads anyway),
   along the last axis with long rows one ``take`` per row. Large Gather is ``np.take``
   with ``mode="wrap"`` once the range is checked (``"raise"`` buffers the output, 7x
-  slower measured on NumPy 2.4).
-
-One thread: splitting these kernels over two threads was never faster on 2 cores (0.83-1.0
-of one thread's speed on the benchmark's large calls), so they use none.
+  slower measured on NumPy 2.4). Large calls split their blocks over a few threads:
+  NumPy's ``take`` releases the GIL on plain dtypes.
 """
 
 from __future__ import annotations
 
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -32,10 +33,12 @@ from onnx_gather import _spec
 from onnx_gather._host import checked, value_range
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from onnx_gather._spec import Plan
 
+#: Threads a large call may use: the usable cores, at most 4 (the kernels are memory-bound).
+THREADS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 #: Indices per block of the GatherElements kernel (measured best of 16/64/256/1024 Ki).
 _BLOCK = 1 << 18
 #: Below this many output elements the plain kernels' lower fixed cost wins.
@@ -45,6 +48,49 @@ _LONG_ROWS = 256
 #: The most index arrays NumPy's advanced indexing takes (np.take_along_axis uses one per
 #: dimension): NPY_MAXDIMS - 1, 63 from NumPy 2 on, 31 before.
 _FANCY_RANK = 63 if int(np.__version__.split(".")[0]) >= 2 else 31
+#: Output bytes from which a call is split over threads.
+_THREADED_BYTES = 1 << 20
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _forget_pool() -> None:
+    # A forked child has the pool object but none of its threads: jobs would wait forever.
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
+def _in_parallel(jobs: Sequence[Callable[[], object]]) -> None:
+    """Run ``jobs``: the first on this thread, the others on the pool; re-raise any error."""
+    global _pool
+    if len(jobs) <= 1:
+        for job in jobs:
+            job()
+        return
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max(THREADS - 1, 1), thread_name_prefix="onnx_gather")
+        pool = _pool
+    futures = [pool.submit(job) for job in jobs[1:]]
+    try:
+        jobs[0]()
+    finally:
+        errors = [f.exception() for f in futures]
+    for error in errors:
+        if error is not None:
+            raise error
+
+
+def _parts(n: int, nbytes: int) -> list[tuple[int, int]]:
+    """Split ``range(n)`` into one contiguous part per thread worth using."""
+    threads = max(1, min(THREADS, n)) if nbytes >= _THREADED_BYTES else 1
+    bounds = [n * k // threads for k in range(threads + 1)]
+    return [(bounds[k], bounds[k + 1]) for k in range(threads) if bounds[k] < bounds[k + 1]]
 
 
 def _large(data: Any, indices: np.ndarray, outputs: int) -> bool:
@@ -88,7 +134,7 @@ def gather(data: Any, indices: np.ndarray, plan: Plan, out: np.ndarray | None) -
     if indices.ndim and indices.size and _large(data, indices, outputs):
         if plan.check_bounds:
             _spec.check_range(plan, *value_range(indices), lambda: indices)
-        return _gather_wrapped(data, indices, plan, out)
+        return _gather_threaded(data, indices, plan, out)
     # 0-d indices through 1-d: with 1-d data np.take would return a NumPy scalar.
     flat = indices.reshape(-1)
     if data.flags.c_contiguous:
@@ -98,12 +144,23 @@ def gather(data: Any, indices: np.ndarray, plan: Plan, out: np.ndarray | None) -
     return _checked_by_take(lambda: take().reshape(plan.out_shape), plan, indices, out)
 
 
-def _gather_wrapped(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Any) -> Any:
-    """Gather as ``np.take(mode="wrap")`` of checked indices (wrap counts negatives once)."""
+def _gather_threaded(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Any) -> Any:
+    """Gather as ``np.take(mode="wrap")`` of checked indices, split over threads."""
     out = np.empty(plan.out_shape, data.dtype) if out is None else out
-    axis = plan.axis
-    shaped = out.reshape((*data.shape[:axis], indices.size, *data.shape[axis + 1 :]))
-    np.take(data, indices.reshape(-1), axis, shaped, "wrap")
+    mode = "wrap"  # in range: wrap counts negatives from the end, once
+    if plan.axis == 0:  # parts of the indices fill consecutive slabs of the output
+        flat = indices.reshape(-1)
+        slabs = out.reshape(flat.shape + data.shape[1:])
+        jobs = [
+            partial(np.take, data, flat[a:b], 0, slabs[a:b], mode)
+            for a, b in _parts(flat.size, out.nbytes)
+        ]
+    else:  # parts of the data's first dimension fill consecutive slabs of the output
+        jobs = [
+            partial(np.take, data[a:b], indices, plan.axis, out[a:b], mode)
+            for a, b in _parts(data.shape[0], out.nbytes)
+        ]
+    _in_parallel(jobs)
     return out
 
 
@@ -143,15 +200,18 @@ def _by_rows(data: np.ndarray, indices: np.ndarray, plan: Plan) -> bool:
 
 
 def _gather_rows(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Any) -> Any:
-    """GatherElements along the last axis as ``take`` row by row."""
+    """GatherElements along the last axis as ``take`` row by row, rows split over threads."""
     out = np.empty(indices.shape, data.dtype) if out is None else out
     rows_data = data.reshape(-1, plan.size)
     rows_indices = indices.reshape(-1, indices.shape[-1])
     rows_out = out.reshape(rows_indices.shape)
 
-    try:
-        for r in range(len(rows_indices)):
+    def rows(start: int, stop: int) -> None:
+        for r in range(start, stop):
             rows_out[r] = rows_data[r].take(rows_indices[r])  # faster than take(out=)
+
+    try:
+        _in_parallel([partial(rows, a, b) for a, b in _parts(len(rows_indices), out.nbytes)])
     except IndexError:
         _spec.raise_out_of_range(plan, indices)
         raise
@@ -190,16 +250,19 @@ def _gather_blocked(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Any)
     # the previous row, so negatives are counted from the end first.
     outermost = stride * size == flat.size
 
-    mode: Literal["clip", "wrap"] = "wrap" if plan.check_bounds else "clip"
-    for start in range(0, shape[split], step):
-        where = (*head, slice(start, start + step))
-        block = indices[where]
-        lo, hi = value_range(block)
-        if plan.check_bounds:
-            _spec.check_range(plan, lo, hi, lambda: indices)
-        if lo < 0 and not outermost:
-            block = np.where(block < 0, block.astype(np.int64) + size, block)
-        lin = np.multiply(block, stride, dtype=np.int64)
-        lin += offset[where] if offset.shape[split] > 1 else offset
-        np.take(flat, lin, out=out[where], mode=mode)
+    def blocks(start: int, stop: int) -> None:
+        for s0 in range(start, stop, step):
+            where = (*head, slice(s0, min(s0 + step, stop)))
+            block = indices[where]
+            lo, hi = value_range(block)
+            if plan.check_bounds:
+                _spec.check_range(plan, lo, hi, lambda: indices)
+            mode: Literal["clip", "wrap"] = "wrap" if plan.check_bounds else "clip"
+            if lo < 0 and not outermost:
+                block = np.where(block < 0, block.astype(np.int64) + size, block)
+            lin = np.multiply(block, stride, dtype=np.int64)
+            lin += offset[where] if offset.shape[split] > 1 else offset
+            np.take(flat, lin, out=out[where], mode=mode)
+
+    _in_parallel([partial(blocks, a, b) for a, b in _parts(shape[split], out.nbytes)])
     return out
