@@ -30,19 +30,26 @@ import onnx_gather as og
 # or its small-call kernels.
 NUMPY = "onnx_gather._backends._numpy"
 FALLBACK = "onnx_gather._backends._numpy_fallback"
+POOL = "onnx_gather._backends._pool"
 TORCH = "onnx_gather._backends._torch"
 NOT_BUILT = {"_kernels": None}
-BLOCKED = {"_SMALL": 0, "_BLOCK": 3, "_THREADED_BYTES": 0, "_LONG_ROWS": 2**62, "THREADS": 3}
+BLOCKED = {"_SMALL": 0, "_BLOCK": 3, "_LONG_ROWS": 2**62}
+THREADED = {"_THREADED_BYTES": 0, "THREADS": 3}
 ROWS = {**BLOCKED, "_LONG_ROWS": 0}
 FORCED: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
     "numpy": {
         "fallback-small": {NUMPY: NOT_BUILT},
-        "fallback-blocked": {NUMPY: NOT_BUILT, FALLBACK: BLOCKED},
-        "fallback-rows": {NUMPY: NOT_BUILT, FALLBACK: ROWS},
+        "fallback-blocked": {NUMPY: NOT_BUILT, FALLBACK: BLOCKED, POOL: THREADED},
+        "fallback-rows": {NUMPY: NOT_BUILT, FALLBACK: ROWS, POOL: THREADED},
     },
     "torch": {
         "torch-kernels": {NUMPY: NOT_BUILT, TORCH: {"_FALLBACK_FROM": 2**62}},
-        "fallback-blocked": {NUMPY: NOT_BUILT, TORCH: {"_FALLBACK_FROM": 0}, FALLBACK: BLOCKED},
+        "fallback-blocked": {
+            NUMPY: NOT_BUILT,
+            TORCH: {"_FALLBACK_FROM": 0},
+            FALLBACK: BLOCKED,
+            POOL: THREADED,
+        },
     },
 }
 

@@ -57,13 +57,13 @@ if fallback:
 
 def large_calls():
     rng = np.random.default_rng(0)
-    data = np.arange(1 << 20, dtype=np.float32).reshape(1024, 1024)  # 4 MiB: threaded
-    indices = rng.integers(-1024, 1024, (1024, 1024))
+    data = np.arange(1 << 21, dtype=np.float32).reshape(2048, 1024)  # 8 MiB: threaded
+    indices = rng.integers(-1024, 1024, (2048, 1024))
     if library == "torch":
         import torch
 
         data = torch.from_numpy(data)
-    a = np.asarray(og.gather(data, indices[:200], 0))
+    a = np.asarray(og.gather(data, indices[:20], 0))
     b = np.asarray(og.gather_elements(data, indices, 1))
     return float(a.sum()) + float(b.sum())
 

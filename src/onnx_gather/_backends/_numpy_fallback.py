@@ -15,30 +15,26 @@ several times slower than the compiled kernel on large calls (docs/benchmarks.md
   written and read; its range check is one reduction on data the block loads anyway),
   along the last axis with long rows one ``take`` per row. Large Gather is ``np.take``
   with ``mode="wrap"`` once the range is checked (``"raise"`` buffers the output, 7x
-  slower measured on NumPy 2.4). Large calls split their blocks over a few threads:
-  NumPy's ``take`` releases the GIL on plain dtypes.
+  slower measured on NumPy 2.4). Large calls split their blocks over a few threads
+  (:mod:`._pool`): NumPy's ``take`` releases the GIL on plain dtypes.
 """
 
 from __future__ import annotations
 
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from onnx_gather import _spec
+from onnx_gather._backends._pool import in_parallel, parts
 from onnx_gather._host import checked, value_range
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable
 
     from onnx_gather._spec import Plan
 
-#: Threads a large call may use: the usable cores, at most 4 (the kernels are memory-bound).
-THREADS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 #: Indices per block of the GatherElements kernel (measured best of 16/64/256/1024 Ki).
 _BLOCK = 1 << 18
 #: Below this many output elements the plain kernels' lower fixed cost wins.
@@ -48,51 +44,6 @@ _LONG_ROWS = 256
 #: The most index arrays NumPy's advanced indexing takes (np.take_along_axis uses one per
 #: dimension): NPY_MAXDIMS - 1, 63 from NumPy 2 on, 31 before.
 _FANCY_RANK = 63 if int(np.__version__.split(".")[0]) >= 2 else 31
-#: Output bytes from which a call is split over threads. Two threads against one, float32
-#: on 2 cores (interleaved, best of 15): 0.57-0.84x at 1 MB, 0.75-1.24x at 4 MB, 1.09-1.62x
-#: from 8 MB (GatherElements on either axis, Gather of 1 KB rows).
-_THREADED_BYTES = 1 << 23
-
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _forget_pool() -> None:
-    # A forked child has the pool object but none of its threads: jobs would wait forever.
-    global _pool, _pool_lock
-    _pool, _pool_lock = None, threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
-
-
-def _in_parallel(jobs: Sequence[Callable[[], object]]) -> None:
-    """Run ``jobs``: the first on this thread, the others on the pool; re-raise any error."""
-    global _pool
-    if len(jobs) <= 1:
-        for job in jobs:
-            job()
-        return
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max(THREADS - 1, 1), thread_name_prefix="onnx_gather")
-        pool = _pool
-    futures = [pool.submit(job) for job in jobs[1:]]
-    try:
-        jobs[0]()
-    finally:
-        errors = [f.exception() for f in futures]
-    for error in errors:
-        if error is not None:
-            raise error
-
-
-def _parts(n: int, nbytes: int) -> list[tuple[int, int]]:
-    """Split ``range(n)`` into one contiguous part per thread worth using."""
-    threads = max(1, min(THREADS, n)) if nbytes >= _THREADED_BYTES else 1
-    bounds = [n * k // threads for k in range(threads + 1)]
-    return [(bounds[k], bounds[k + 1]) for k in range(threads) if bounds[k] < bounds[k + 1]]
 
 
 def _large(data: Any, indices: np.ndarray, outputs: int) -> bool:
@@ -155,14 +106,14 @@ def _gather_threaded(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Any
         slabs = out.reshape(flat.shape + data.shape[1:])
         jobs = [
             partial(np.take, data, flat[a:b], 0, slabs[a:b], mode)
-            for a, b in _parts(flat.size, out.nbytes)
+            for a, b in parts(flat.size, out.nbytes)
         ]
     else:  # parts of the data's first dimension fill consecutive slabs of the output
         jobs = [
             partial(np.take, data[a:b], indices, plan.axis, out[a:b], mode)
-            for a, b in _parts(data.shape[0], out.nbytes)
+            for a, b in parts(data.shape[0], out.nbytes)
         ]
-    _in_parallel(jobs)
+    in_parallel(jobs)
     return out
 
 
@@ -213,7 +164,7 @@ def _gather_rows(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Any) ->
             rows_out[r] = rows_data[r].take(rows_indices[r])  # faster than take(out=)
 
     try:
-        _in_parallel([partial(rows, a, b) for a, b in _parts(len(rows_indices), out.nbytes)])
+        in_parallel([partial(rows, a, b) for a, b in parts(len(rows_indices), out.nbytes)])
     except IndexError:
         _spec.raise_out_of_range(plan, indices)
         raise
@@ -266,5 +217,5 @@ def _gather_blocked(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Any)
             lin += offset[where] if offset.shape[split] > 1 else offset
             np.take(flat, lin, out=out[where], mode=mode)
 
-    _in_parallel([partial(blocks, a, b) for a, b in _parts(shape[split], out.nbytes)])
+    in_parallel([partial(blocks, a, b) for a, b in parts(shape[split], out.nbytes)])
     return out
