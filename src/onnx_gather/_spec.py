@@ -24,6 +24,9 @@ OPENVINO_GATHER_ELEMENTS = "OpenVINO GatherElements-6"
 #: The operator versions ONNX defines; an opset selects the newest one not newer than it.
 VERSIONS: dict[str, tuple[int, ...]] = {GATHER: (1, 11, 13), GATHER_ELEMENTS: (11, 13)}
 
+#: Each version's name in messages, "Gather-13": made once, not on every uncached call.
+_OP_NAMES = {op: {v: f"{op}-{v}" for v in versions} for op, versions in VERSIONS.items()}
+
 #: ONNX ``Tind``.
 INDEX_TYPES = frozenset({"int32", "int64"})
 
@@ -187,10 +190,8 @@ def _check_types(op: str, version: int, data_dtype: str, index_dtype: str) -> No
         raise TypeError(msg)
 
 
-def _check_data_rank(op: str, data_shape: tuple[int, ...]) -> None:
-    if len(data_shape) < 1:
-        msg = f"{op}: data must have rank >= 1, got a rank-0 array"
-        raise ValueError(msg)
+def _rank_0(op: str) -> ValueError:
+    return ValueError(f"{op}: data must have rank >= 1, got a rank-0 array")
 
 
 def plan_gather(
@@ -222,8 +223,9 @@ def plan_gather(
     Plan
         The checked, normalised call.
     """
-    op = f"{GATHER}-{version}"
-    _check_data_rank(op, data_shape)
+    op = _OP_NAMES[GATHER][version]
+    if not data_shape:
+        raise _rank_0(op)
     _check_types(op, version, data_dtype, indices_dtype)
     ax = _normalise_axis(op, axis, len(data_shape))
     size = data_shape[ax]
@@ -264,8 +266,9 @@ def plan_gather_elements(
         The checked, normalised call. The output has exactly the indices' shape.
     """
     openvino = version is None
-    op = OPENVINO_GATHER_ELEMENTS if openvino else f"{GATHER_ELEMENTS}-{version}"
-    _check_data_rank(op, data_shape)
+    op = OPENVINO_GATHER_ELEMENTS if openvino else _OP_NAMES[GATHER_ELEMENTS][version]  # type: ignore[index]
+    if not data_shape:
+        raise _rank_0(op)
     # OpenVINO lists "any supported type", which includes bfloat16.
     _check_types(op, 13 if openvino else version, data_dtype, indices_dtype)  # type: ignore[arg-type]
     rank = len(data_shape)
