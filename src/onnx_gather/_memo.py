@@ -1,7 +1,8 @@
 """The one cache every memo of the package uses: bounded, lock-free, traceable.
 
-Plans by call key, backends by array type, dtype names, opset resolutions, jitted JAX
-functions, the conformance oracles' compiled models: each is a :class:`Memo`. Why this and
+Plans by call key, backends by array type, dtype names, jitted JAX functions, the
+conformance oracles' compiled models: each is a :class:`Memo`. (Opset resolutions are a
+table made at import, ``_spec._NEWEST``: their keys are known in advance.) Why this and
 not :func:`functools.lru_cache`:
 
 * **Traceable.** ``torch.compile`` traces the public functions' Python, including a lookup
@@ -71,9 +72,3 @@ class Memo(Generic[K, V]):
     def clear(self) -> None:
         """Forget every entry."""
         self._entries.clear()
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._entries
