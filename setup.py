@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from setuptools import Extension, setup
+
+#: The compiled kernel's sources: a shared core (og_core.c, og_core.h), one file per
+#: operator and the module's entry points (og_module.c). Relative paths: setuptools
+#: refuses absolute ones.
+KERNEL_DIR = Path("src/onnx_gather/_c")
 
 
 def _extensions() -> list[Extension]:
@@ -23,13 +29,16 @@ def _extensions() -> list[Extension]:
         link_args: list[str] = []
     else:
         # Portable flags only: no -march=native, wheels must run on any CPU of the arch.
-        compile_args = ["-O3", "-pthread", "-fno-strict-aliasing"]
+        # Hidden visibility: the core's functions, shared by the kernel's files, stay
+        # internal to the extension (its init function is exported by PyMODINIT_FUNC).
+        compile_args = ["-O3", "-pthread", "-fno-strict-aliasing", "-fvisibility=hidden"]
         link_args = ["-pthread"]
     return [
         Extension(
             "onnx_gather._kernels",
-            ["src/onnx_gather/_kernels.c"],
-            include_dirs=[numpy.get_include()],
+            sorted(str(p) for p in KERNEL_DIR.glob("*.c")),
+            include_dirs=[numpy.get_include(), str(KERNEL_DIR)],
+            depends=sorted(str(p) for p in KERNEL_DIR.glob("*.h")),
             define_macros=[("NPY_TARGET_VERSION", "NPY_1_22_API_VERSION")],
             extra_compile_args=compile_args,
             extra_link_args=link_args,

@@ -1,0 +1,534 @@
+/*
+ * The shared core of onnx_gather._kernels (see og_core.h): odometer, dims, the typed
+ * element kernel, threads, argument and output checks, jobs.
+ */
+#include "og_core.h"
+
+#ifdef _WIN32
+#include <windows.h>
+#include <process.h>
+#else
+#include <pthread.h>
+#endif
+
+npy_intp og_min_per_thread = 65536;
+npy_intp og_block_bytes = 524288;
+
+/* ------------------------------------------------------------------------------ */
+/* Odometer over a list of dims (shape > 0) with byte strides.                      */
+
+
+void
+odo_init(og_odo *o, int nd, const npy_intp *shape, const npy_intp *stride)
+{
+    int d;
+    o->nd = nd;
+    for (d = 0; d < nd; d++) {
+        o->shape[d] = shape[d];
+        o->stride[d] = stride[d];
+        o->coord[d] = 0;
+    }
+    o->off = 0;
+}
+
+void
+odo_seek(og_odo *o, npy_intp flat)
+{
+    int d;
+    o->off = 0;
+    for (d = o->nd - 1; d >= 0; d--) {
+        npy_intp c = flat % o->shape[d];
+        flat /= o->shape[d];
+        o->coord[d] = c;
+        o->off += c * o->stride[d];
+    }
+}
+
+void
+odo_next(og_odo *o)
+{
+    int d;
+    for (d = o->nd - 1; d >= 0; d--) {
+        o->coord[d]++;
+        o->off += o->stride[d];
+        if (o->coord[d] < o->shape[d]) {
+            return;
+        }
+        o->off -= o->coord[d] * o->stride[d];
+        o->coord[d] = 0;
+    }
+}
+
+/* Drop size-1 dims and merge neighbours that are contiguous with each other.
+ * Returns the new number of dims.  Shapes must all be > 0. */
+int
+collapse_dims(int nd, npy_intp *shape, npy_intp *stride)
+{
+    int d, n = 0;
+    for (d = 0; d < nd; d++) {
+        if (shape[d] == 1) {
+            continue;
+        }
+        if (n > 0 && stride[n - 1] == stride[d] * shape[d]) {
+            shape[n - 1] *= shape[d];
+            stride[n - 1] = stride[d];
+        }
+        else {
+            shape[n] = shape[d];
+            stride[n] = stride[d];
+            n++;
+        }
+    }
+    return n;
+}
+
+/* Lines of a data row of s elements sa bytes apart, starting at base: where the row is
+ * short enough to prefetch during n elements of the current row (one line per 8). */
+const char *
+row_prefetch(const char *base, npy_int64 s, npy_intp sa, npy_intp isz, npy_intp n,
+             npy_intp *lines)
+{
+    npy_intp span = (npy_intp)(s - 1) * sa, lo = span < 0 ? span : 0;
+    npy_intp bytes = (span < 0 ? -span : span) + isz;
+    npy_intp nl = (bytes + 63) / 64;
+    if ((sa != isz && sa != -isz) || nl > (n + 7) / 8) {
+        *lines = 0;
+        return base;
+    }
+    *lines = nl;
+    return base + lo;
+}
+
+/* Split [0, n) into nt nearly equal parts without overflow. */
+void
+og_part(npy_intp n, int t, int nt, npy_intp *lo, npy_intp *hi)
+{
+    npy_intp base = n / nt, rem = n % nt;
+    *lo = (npy_intp)t * base + (t < rem ? t : rem);
+    *hi = *lo + base + (t < rem ? 1 : 0);
+}
+
+
+/* ------------------------------------------------------------------------------ */
+/* The typed element kernel.  NAME: suffix; IDX: index C type; SZEXPR: item size      */
+/* expression (a constant for the specialised sizes, `isz` for the generic one).     */
+
+#define OG_DEFINE_ELEM(NAME, IDX, SZEXPR)                                                   \
+    /* out[k] = base[norm(idx[k]) * sa], k < n (out contiguous); one cache line of    \
+       pf (the next row's data) is prefetched every 8 elements, pfn lines in all. */   \
+    static int elem_##NAME(const char *base, npy_intp sa, npy_int64 s,                 \
+                           const void *idxv, npy_intp n, char *out, npy_intp isz,      \
+                           int check, const char *pf, npy_intp pfn)                    \
+    {                                                                                  \
+        const IDX *idx = (const IDX *)idxv;                                            \
+        const npy_intp sz = (SZEXPR);                                                  \
+        npy_intp k = 0, kend;                                                          \
+        (void)isz;                                                                     \
+        for (; pfn > 0 && k < n; pfn--, pf += 64) {                                    \
+            OG_PREFETCH(pf);                                                           \
+            kend = (n - k > 8) ? k + 8 : n;                                            \
+            for (; k < kend; k++) {                                                    \
+                npy_int64 i = (npy_int64)idx[k];                                       \
+                OG_NORM(i, s, check)                                                   \
+                memcpy(out + k * sz, base + (npy_intp)i * sa, sz);                     \
+            }                                                                          \
+        }                                                                              \
+        for (; k < n; k++) {                                                           \
+            npy_int64 i = (npy_int64)idx[k];                                           \
+            OG_NORM(i, s, check)                                                       \
+            memcpy(out + k * sz, base + (npy_intp)i * sa, sz);                         \
+        }                                                                              \
+        return 1;                                                                      \
+    }
+
+OG_DEFINE_ELEM(i32_1, npy_int32, 1)
+OG_DEFINE_ELEM(i32_2, npy_int32, 2)
+OG_DEFINE_ELEM(i32_4, npy_int32, 4)
+OG_DEFINE_ELEM(i32_8, npy_int32, 8)
+OG_DEFINE_ELEM(i32_16, npy_int32, 16)
+OG_DEFINE_ELEM(i32_g, npy_int32, isz)
+OG_DEFINE_ELEM(i64_1, npy_int64, 1)
+OG_DEFINE_ELEM(i64_2, npy_int64, 2)
+OG_DEFINE_ELEM(i64_4, npy_int64, 4)
+OG_DEFINE_ELEM(i64_8, npy_int64, 8)
+OG_DEFINE_ELEM(i64_16, npy_int64, 16)
+OG_DEFINE_ELEM(i64_g, npy_int64, isz)
+
+const og_elem_fn og_elem_table[2][6] = {
+    {elem_i32_1, elem_i32_2, elem_i32_4, elem_i32_8, elem_i32_16, elem_i32_g},
+    {elem_i64_1, elem_i64_2, elem_i64_4, elem_i64_8, elem_i64_16, elem_i64_g},
+};
+
+int
+size_class(npy_intp isz)
+{
+    switch (isz) {
+        case 1: return 0;
+        case 2: return 1;
+        case 4: return 2;
+        case 8: return 3;
+        case 16: return 4;
+        default: return 5;
+    }
+}
+
+/* dst (contiguous) <- n elements at src, stride apart. */
+#define OG_STRIDED(SZ)                                          \
+    for (k = 0; k < n; k++, src += stride) {                    \
+        memcpy(dst + k * (SZ), src, (SZ));                      \
+    }                                                           \
+    break;
+
+void
+strided_copy(char *dst, const char *src, npy_intp n, npy_intp stride, npy_intp isz)
+{
+    npy_intp k;
+    switch (isz) {
+        case 1: OG_STRIDED(1)
+        case 2: OG_STRIDED(2)
+        case 4: OG_STRIDED(4)
+        case 8: OG_STRIDED(8)
+        case 16: OG_STRIDED(16)
+        default: OG_STRIDED(isz)
+    }
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Threads                                                                          */
+
+
+typedef struct {
+    og_work_fn fn;
+    void *job;
+    int t, nt;
+} og_targ;
+
+#ifdef _WIN32
+static unsigned __stdcall
+og_thread_main(void *p)
+{
+    og_targ *a = (og_targ *)p;
+    a->fn(a->job, a->t, a->nt);
+    return 0;
+}
+#else
+static void *
+og_thread_main(void *p)
+{
+    og_targ *a = (og_targ *)p;
+    a->fn(a->job, a->t, a->nt);
+    return NULL;
+}
+#endif
+
+/* Run fn(job, t, nt) for t in [0, nt): t = 0 on the calling thread, the rest on threads
+ * created here and joined before returning.  A thread that cannot be created has its
+ * share run on the calling thread afterwards. */
+void
+og_run(og_work_fn fn, void *job, int nt)
+{
+    og_targ args[OG_MAXTHREADS];
+    int started[OG_MAXTHREADS];
+#ifdef _WIN32
+    HANDLE th[OG_MAXTHREADS];
+#else
+    pthread_t th[OG_MAXTHREADS];
+#endif
+    int t;
+    if (nt <= 1) {
+        fn(job, 0, 1);
+        return;
+    }
+    for (t = 1; t < nt; t++) {
+        args[t].fn = fn;
+        args[t].job = job;
+        args[t].t = t;
+        args[t].nt = nt;
+#ifdef _WIN32
+        th[t] = (HANDLE)_beginthreadex(NULL, 0, og_thread_main, &args[t], 0, NULL);
+        started[t] = th[t] != 0;
+#else
+        started[t] = pthread_create(&th[t], NULL, og_thread_main, &args[t]) == 0;
+#endif
+    }
+    fn(job, 0, nt);
+    for (t = 1; t < nt; t++) {
+        if (started[t]) {
+#ifdef _WIN32
+            WaitForSingleObject(th[t], INFINITE);
+            CloseHandle(th[t]);
+#else
+            pthread_join(th[t], NULL);
+#endif
+        }
+        else {
+            fn(job, t, nt);
+        }
+    }
+}
+
+int
+og_nthreads(npy_intp threads, npy_intp work, npy_intp units)
+{
+    npy_intp nt = threads;
+    npy_intp by_work = og_min_per_thread > 0 ? work / og_min_per_thread : work;
+    if (nt > by_work) nt = by_work;
+    if (nt > units) nt = units;
+    if (nt > OG_MAXTHREADS) nt = OG_MAXTHREADS;
+    if (nt < 1) nt = 1;
+    return (int)nt;
+}
+
+/* ------------------------------------------------------------------------------ */
+/* Argument validation shared by every operator                                       */
+
+/* The arguments both operators take alike.  Returns 0, or -1 with an exception set. */
+int
+check_args(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis, Py_ssize_t threads)
+{
+    npy_intp isz = PyArray_ITEMSIZE(ind);
+    if (PyDataType_REFCHK(PyArray_DESCR(data))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "data: dtypes holding object references are not supported");
+        return -1;
+    }
+    if (PyArray_NDIM(data) < 1) {
+        PyErr_SetString(PyExc_ValueError, "data must have at least one dimension");
+        return -1;
+    }
+    if (!PyArray_ISINTEGER(ind) || !PyArray_ISSIGNED(ind) || (isz != 4 && isz != 8)) {
+        PyErr_SetString(PyExc_TypeError, "indices must be int32 or int64");
+        return -1;
+    }
+    if (!PyArray_ISNOTSWAPPED(ind)) {
+        PyErr_SetString(PyExc_TypeError, "indices must be in native byte order");
+        return -1;
+    }
+    if (!PyArray_IS_C_CONTIGUOUS(ind) || !PyArray_ISALIGNED(ind)) {
+        PyErr_SetString(PyExc_ValueError, "indices must be C-contiguous and aligned");
+        return -1;
+    }
+    if (axis < 0 || axis >= PyArray_NDIM(data)) {
+        PyErr_Format(PyExc_ValueError, "axis %zd is out of range for data of rank %d",
+                     axis, PyArray_NDIM(data));
+        return -1;
+    }
+    if (threads < 1) {
+        PyErr_SetString(PyExc_ValueError, "threads must be >= 1");
+        return -1;
+    }
+    return 0;
+}
+
+/* Byte extent [lo, hi) of a non-empty array. */
+static void
+array_extent(PyArrayObject *a, char **lo, char **hi)
+{
+    int d;
+    npy_intp l = 0, h = PyArray_ITEMSIZE(a);
+    for (d = 0; d < PyArray_NDIM(a); d++) {
+        npy_intp span = (PyArray_DIM(a, d) - 1) * PyArray_STRIDE(a, d);
+        if (span < 0) l += span;
+        else h += span;
+    }
+    *lo = (char *)PyArray_DATA(a) + l;
+    *hi = (char *)PyArray_DATA(a) + h;
+}
+
+static int
+overlaps(PyArrayObject *a, PyArrayObject *b)
+{
+    char *alo, *ahi, *blo, *bhi;
+    if (PyArray_SIZE(a) == 0 || PyArray_SIZE(b) == 0) {
+        return 0;
+    }
+    array_extent(a, &alo, &ahi);
+    array_extent(b, &blo, &bhi);
+    return alo < bhi && blo < ahi;
+}
+
+static int
+check_out(PyArrayObject *out, PyArrayObject *data, PyArrayObject *ind, int nd,
+          const npy_intp *shape)
+{
+    int d;
+    if (PyArray_ITEMSIZE(out) != PyArray_ITEMSIZE(data)) {
+        PyErr_SetString(PyExc_TypeError, "out must have the item size of data");
+        return -1;
+    }
+    if (!PyArray_IS_C_CONTIGUOUS(out) || !PyArray_ISWRITEABLE(out)) {
+        PyErr_SetString(PyExc_ValueError, "out must be C-contiguous and writeable");
+        return -1;
+    }
+    if (PyDataType_REFCHK(PyArray_DESCR(out))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "out: dtypes holding object references are not supported");
+        return -1;
+    }
+    if (PyArray_NDIM(out) != nd) {
+        PyErr_Format(PyExc_ValueError, "out has rank %d, expected %d", PyArray_NDIM(out),
+                     nd);
+        return -1;
+    }
+    for (d = 0; d < nd; d++) {
+        if (PyArray_DIM(out, d) != shape[d]) {
+            PyErr_Format(PyExc_ValueError,
+                         "out has shape[%d] == %zd, expected %zd", d,
+                         (Py_ssize_t)PyArray_DIM(out, d), (Py_ssize_t)shape[d]);
+            return -1;
+        }
+    }
+    if (overlaps(out, data) || overlaps(out, ind)) {
+        PyErr_SetString(PyExc_ValueError, "out must not overlap data or indices");
+        return -1;
+    }
+    return 0;
+}
+
+/* `out` as given, or a new C-ordered array of data's dtype and `shape` when it is None.
+ * Returns a new reference, or NULL with an exception set. */
+static PyArrayObject *
+resolve_out(PyObject *given, PyArrayObject *data, int nd, const npy_intp *shape)
+{
+    PyArray_Descr *descr;
+    if (given != Py_None) {
+        if (!PyArray_Check(given)) {
+            PyErr_SetString(PyExc_TypeError, "out must be a NumPy array or None");
+            return NULL;
+        }
+        Py_INCREF(given);
+        return (PyArrayObject *)given;
+    }
+    descr = PyArray_DESCR(data);
+    Py_INCREF(descr);
+    return (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, descr, nd, (npy_intp *)shape,
+                                                 NULL, NULL, 0, NULL);
+}
+
+/* Scan indices only (empty outputs with check on). */
+static int
+scan_indices(const void *ind, int ind64, npy_intp n, npy_int64 s)
+{
+    npy_intp k;
+    for (k = 0; k < n; k++) {
+        npy_int64 i = ind64 ? ((const npy_int64 *)ind)[k] : ((const npy_int32 *)ind)[k];
+        if (i < -s || i >= s) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+
+/* A job of `size` bytes, its og_job filled for an output of shape (nd, shape): the `given`
+ * out once checked, or a new array.  Jobs run without the GIL, so whatever they need of the
+ * arrays is copied into them here and in the impls.  Only the og_job is zeroed: clearing
+ * the operator's dims too costs ~25 ns a call, and its impl and plan set each field they
+ * read.  NULL with an exception set. */
+og_job *
+job_new(size_t size, PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
+        PyObject *given, int check, Py_ssize_t threads, int nd, const npy_intp *shape)
+{
+    og_job *h;
+    int cls = size_class(PyArray_ITEMSIZE(data)), ind64 = PyArray_ITEMSIZE(ind) == 8;
+    PyArrayObject *out = resolve_out(given, data, nd, shape);
+    if (out == NULL) return NULL;
+    if (check_out(out, data, ind, nd, shape) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    h = (og_job *)PyMem_RawMalloc(size);
+    if (h == NULL) {
+        Py_DECREF(out);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    memset(h, 0, sizeof(*h));
+    h->result = out;
+    h->data = (const char *)PyArray_DATA(data);
+    h->out = (char *)PyArray_DATA(out);
+    h->ind = PyArray_DATA(ind);
+    h->ind64 = ind64;
+    h->check = check;
+    h->threads = threads;
+    h->isz = PyArray_ITEMSIZE(data);
+    h->sa = PyArray_STRIDE(data, (int)axis);
+    h->nind = PyArray_SIZE(ind);
+    h->total = PyArray_SIZE(out);
+    h->s = (npy_int64)PyArray_DIM(data, (int)axis);
+    h->elem_fn = og_elem_table[ind64][cls];
+    h->cls = cls;
+    return h;
+}
+
+/* Run a job without the GIL (plan only where there is something to copy) and free it.
+ * Returns `out`, or None when `check` found an index out of range. */
+PyObject *
+job_run(og_job *h, og_plan_fn plan)
+{
+    PyArrayObject *out = h->result;
+    int ok;
+    Py_BEGIN_ALLOW_THREADS
+    if (h->total == 0) {
+        /* Nothing to copy, but an index out of range still makes the result None. */
+        ok = !h->check || scan_indices(h->ind, h->ind64, h->nind, h->s);
+    }
+    else if (h->s == 0) {
+        /* Every index is out of range; without check, zero bytes. */
+        ok = !h->check;
+        if (ok) memset(h->out, 0, (size_t)(h->total * h->isz));
+    }
+    else {
+        plan(h);
+        ok = !h->bad;
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_RawFree(h);
+    if (ok) return (PyObject *)out;
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+}
+
+/* Output elements [e0, e1) of rows of n, row r reading data at the offset of flat position
+ * r of the odometer over (nd, shape, stride): the element kernel over runs of a row,
+ * prefetching the next row's data where it is short.  The indices are n shared by every
+ * row (Gather), or n of its own for each row (ind_per_row: GatherElements). */
+void
+elem_rows(og_job *h, int nd, const npy_intp *shape, const npy_intp *stride, npy_intp n,
+          int ind_per_row, npy_intp e0, npy_intp e1)
+{
+    const npy_intp idsz = h->ind64 ? 8 : 4;
+    npy_intp e = e0, k;
+    og_odo cur, ahead;
+    if (e0 >= e1) return;
+    odo_init(&cur, nd, shape, stride);
+    odo_seek(&cur, e0 / n);
+    odo_init(&ahead, nd, shape, stride);
+    odo_seek(&ahead, e0 / n);
+    odo_next(&ahead);
+    k = e0 % n;
+    while (e < e1) {
+        npy_intp cnt = n - k, pfn = 0;
+        const char *pf = NULL;
+        if (cnt > e1 - e) cnt = e1 - e;
+        if (cnt > OG_CHUNK) cnt = OG_CHUNK;
+        if (h->bad) return;
+        if (k + cnt == n && e + cnt < e1) {
+            pf = row_prefetch(h->data + ahead.off, h->s, h->sa, h->isz, cnt, &pfn);
+        }
+        if (!h->elem_fn(h->data + cur.off, h->sa, h->s,
+                        (const char *)h->ind + (ind_per_row ? e : k) * idsz, cnt,
+                        h->out + e * h->isz, h->isz, h->check, pf, pfn)) {
+            h->bad = 1;
+            return;
+        }
+        e += cnt;
+        k += cnt;
+        if (k == n) {
+            k = 0;
+            odo_next(&cur);
+            odo_next(&ahead);
+        }
+    }
+}
+

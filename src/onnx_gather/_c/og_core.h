@@ -1,0 +1,147 @@
+/*
+ * The shared core of onnx_gather._kernels: what every operator's kernel is made of.
+ *
+ * The odometer over dims with byte strides, dim collapsing, the typed element kernel
+ * (OG_NORM: count a negative index from the end, check or clamp it, copy the element as
+ * bytes), threads created per call, argument and `out` checks, and jobs: the part of a
+ * call every operator shares (og_job), made by job_new and run without the GIL by
+ * job_run. Each operator's file (og_gather.c, og_gather_elements.c, ...) defines a job
+ * struct that starts with an og_job, its plan (how to split the work) and its workers;
+ * og_module.c holds the Python entry points. See og_module.c for the module's contract.
+ */
+#ifndef OG_CORE_H
+#define OG_CORE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_22_API_VERSION
+/* One NumPy C-API table for every file of the module: og_module.c imports it. */
+#define PY_ARRAY_UNIQUE_SYMBOL onnx_gather_ARRAY_API
+#ifndef OG_MODULE
+#define NO_IMPORT_ARRAY
+#endif
+#include <numpy/arrayobject.h>
+
+#include <string.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define OG_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define OG_PREFETCH(p) __builtin_prefetch((p), 0, 3)
+#elif defined(_MSC_VER) && (defined(_M_X64) || defined(_M_IX86))
+#include <xmmintrin.h>
+#define OG_UNLIKELY(x) (x)
+#define OG_PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
+#else
+#define OG_UNLIKELY(x) (x)
+#define OG_PREFETCH(p) ((void)(p))
+#endif
+
+#define OG_MAXDIMS 64
+#define OG_MAXTHREADS 256
+/* Elements a thread processes between looks at the shared "bad index" flag. */
+#define OG_CHUNK 65536
+
+/* Tunables (module-private setter `_tune` exists for measurements). */
+/* Work units (about one random element read each, ~0.7 ns here) a thread must have before
+ * another one is started: starting and waking a thread costs ~25-100 us on the 2-core VM
+ * this was measured on, so 2 threads only pay from ~0.1 ms of single-thread work. */
+extern npy_intp og_min_per_thread;
+extern npy_intp og_block_bytes; /* GatherElements column-block working set */
+
+/* Odometer over a list of dims (shape > 0) with byte strides. */
+typedef struct {
+    int nd;
+    npy_intp shape[OG_MAXDIMS];
+    npy_intp stride[OG_MAXDIMS];
+    npy_intp coord[OG_MAXDIMS];
+    npy_intp off;
+} og_odo;
+
+void odo_init(og_odo *o, int nd, const npy_intp *shape, const npy_intp *stride);
+void odo_seek(og_odo *o, npy_intp flat);
+void odo_next(og_odo *o);
+/* Drop size-1 dims and merge neighbours that are contiguous with each other.
+ * Returns the new number of dims.  Shapes must all be > 0. */
+int collapse_dims(int nd, npy_intp *shape, npy_intp *stride);
+/* Lines of a data row of s elements sa bytes apart, starting at base: where the row is
+ * short enough to prefetch during n elements of the current row (one line per 8). */
+const char *row_prefetch(const char *base, npy_int64 s, npy_intp sa, npy_intp isz, npy_intp n,
+                         npy_intp *lines);
+/* Split [0, n) into nt nearly equal parts without overflow. */
+void og_part(npy_intp n, int t, int nt, npy_intp *lo, npy_intp *hi);
+
+/* Branch-free normalisation (a branch on the sign mispredicts on mixed-sign indices):
+ * add s where i < 0, then one unsigned compare for the range; the out-of-range branch
+ * is the unlikely one. */
+#define OG_NORM(i, s, check)                                   \
+    i += (s) & -(npy_int64)((npy_uint64)i >> 63);              \
+    if (OG_UNLIKELY((npy_uint64)i >= (npy_uint64)(s))) {       \
+        if (check) {                                           \
+            return 0;                                          \
+        }                                                      \
+        i = (i < 0) ? 0 : (s) - 1;                             \
+    }
+
+typedef int (*og_elem_fn)(const char *base, npy_intp sa, npy_int64 s, const void *idx,
+                          npy_intp n, char *out, npy_intp isz, int check,
+                          const char *pf, npy_intp pfn);
+
+/* The index of an item size in the kernel tables: 1, 2, 4, 8, 16 bytes, else generic. */
+int size_class(npy_intp isz);
+/* dst (contiguous) <- n elements at src, stride apart. */
+void strided_copy(char *dst, const char *src, npy_intp n, npy_intp stride, npy_intp isz);
+/* The element kernels, by [int64 indices][size_class]. */
+extern const og_elem_fn og_elem_table[2][6];
+
+/* Threads: run fn(job, t, nt) for t in [0, nt), the calling thread taking t = 0. */
+typedef void (*og_work_fn)(void *job, int t, int nt);
+void og_run(og_work_fn fn, void *job, int nt);
+/* How many threads `work` units split into `units` pieces are worth (at most `threads`). */
+int og_nthreads(npy_intp threads, npy_intp work, npy_intp units);
+
+/* The arguments every operator takes alike.  Returns 0, or -1 with an exception set. */
+int check_args(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis, Py_ssize_t threads);
+
+/* ------------------------------------------------------------------------------ */
+/* Jobs: the part of a call both operators share.  Each operator's job struct starts */
+/* with an og_job, so workers and plans take either through one pointer.            */
+
+typedef struct {
+    PyArrayObject *result; /* `out`, owned: the call's result when every index is valid */
+    const char *data;
+    char *out;
+    const void *ind;
+    int ind64, check;
+    npy_intp threads, isz, sa;
+    npy_intp nind, total; /* indices size, output size */
+    npy_int64 s;          /* data.shape[axis] */
+    /* The kernels for this item size and index type. */
+    og_elem_fn elem_fn;
+    int cls; /* size_class of the item size: an operator's own kernel tables' column */
+    volatile int bad;
+} og_job;
+
+/* The operator-specific part of a call, run without the GIL on an output with at least one
+ * element and data with at least one row along the axis: split the work, run the threads. */
+typedef void (*og_plan_fn)(og_job *h);
+
+/* A job of `size` bytes, its og_job filled for an output of shape (nd, shape): the `given`
+ * out once checked, or a new array.  NULL with an exception set (see og_core.c). */
+og_job *job_new(size_t size, PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
+                PyObject *given, int check, Py_ssize_t threads, int nd, const npy_intp *shape);
+/* Run a job without the GIL (plan only where there is something to copy) and free it.
+ * Returns `out`, or None when `check` found an index out of range. */
+PyObject *job_run(og_job *h, og_plan_fn plan);
+/* Output elements [e0, e1) of rows of n through the element kernel (see og_core.c). */
+void elem_rows(og_job *h, int nd, const npy_intp *shape, const npy_intp *stride, npy_intp n,
+               int ind_per_row, npy_intp e0, npy_intp e1);
+
+/* The operators' implementations, called with arguments check_args accepted. */
+typedef PyObject *(*og_impl)(PyArrayObject *, PyArrayObject *, Py_ssize_t, PyObject *, int,
+                             Py_ssize_t);
+PyObject *gather_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
+                      PyObject *given, int check, Py_ssize_t threads);
+PyObject *gather_elements_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
+                               PyObject *given, int check, Py_ssize_t threads);
+
+#endif /* OG_CORE_H */

@@ -1,0 +1,138 @@
+/*
+ * ONNX Gather on the shared core: out[pre, j, post] = data[pre, norm(indices[j]), post].
+ */
+#define NO_IMPORT_ARRAY
+#include "og_core.h"
+
+/* ------------------------------------------------------------------------------ */
+/* Gather                                                                           */
+
+typedef struct {
+    og_job h;
+    int pre_nd, post_nd, post_contig;
+    npy_intp pre_shape[OG_MAXDIMS], pre_stride[OG_MAXDIMS];
+    npy_intp post_shape[OG_MAXDIMS], post_stride[OG_MAXDIMS];
+    npy_intp P, R; /* post size, rows = pre size * indices size */
+} og_gather_job;
+
+/* Copy one post block (P elements) starting at src into contiguous dst. */
+static void
+gather_copy_post(const og_gather_job *J, char *dst, const char *src)
+{
+    const npy_intp isz = J->h.isz;
+    if (J->post_contig) {
+        memcpy(dst, src, J->P * isz);
+    }
+    else if (J->post_nd == 1) {
+        strided_copy(dst, src, J->post_shape[0], J->post_stride[0], isz);
+    }
+    else {
+        /* Odometer over the outer post dims, strided copy along the last. */
+        int nd = J->post_nd - 1, d;
+        npy_intp coord[OG_MAXDIMS];
+        npy_intp inner = J->post_shape[nd], istride = J->post_stride[nd];
+        npy_intp rowbytes = inner * isz;
+        npy_intp outer = J->P / inner, r;
+        const char *p = src;
+        for (d = 0; d < nd; d++) coord[d] = 0;
+        for (r = 0; r < outer; r++) {
+            strided_copy(dst + r * rowbytes, p, inner, istride, isz);
+            for (d = nd - 1; d >= 0; d--) {
+                coord[d]++;
+                p += J->post_stride[d];
+                if (coord[d] < J->post_shape[d]) break;
+                p -= coord[d] * J->post_stride[d];
+                coord[d] = 0;
+            }
+        }
+    }
+}
+
+static void
+gather_work(void *jv, int t, int nt)
+{
+    og_gather_job *J = (og_gather_job *)jv;
+    og_job *h = &J->h;
+    const npy_intp N = h->nind, blockbytes = J->P * h->isz;
+    const npy_int64 s = h->s;
+    npy_intp r0, r1, r, j, since = 0;
+    og_odo pre;
+    og_part(J->R, t, nt, &r0, &r1);
+    if (J->P == 1) {
+        /* One element per index. */
+        elem_rows(h, J->pre_nd, J->pre_shape, J->pre_stride, N, 0, r0, r1);
+        return;
+    }
+    if (r0 >= r1) return;
+    odo_init(&pre, J->pre_nd, J->pre_shape, J->pre_stride);
+    odo_seek(&pre, r0 / N);
+    j = r0 % N;
+    for (r = r0; r < r1; r++) {
+        npy_int64 i = h->ind64 ? ((const npy_int64 *)h->ind)[j]
+                               : (npy_int64)((const npy_int32 *)h->ind)[j];
+        i += (i < 0) ? s : 0;
+        if (OG_UNLIKELY((npy_uint64)i >= (npy_uint64)s)) {
+            if (h->check) {
+                h->bad = 1;
+                return;
+            }
+            i = (i < 0) ? 0 : s - 1;
+        }
+        gather_copy_post(J, h->out + r * blockbytes, h->data + pre.off + (npy_intp)i * h->sa);
+        since += J->P;
+        if (since >= OG_CHUNK) {
+            since = 0;
+            if (h->bad) return;
+        }
+        if (++j == N) {
+            j = 0;
+            odo_next(&pre);
+        }
+    }
+}
+
+static void
+gather_plan(og_job *h)
+{
+    og_gather_job *J = (og_gather_job *)h;
+    J->pre_nd = collapse_dims(J->pre_nd, J->pre_shape, J->pre_stride);
+    J->post_nd = collapse_dims(J->post_nd, J->post_shape, J->post_stride);
+    J->post_contig = J->post_nd == 0 || (J->post_nd == 1 && J->post_stride[0] == h->isz);
+    /* Work: elements for element gathers; per-row cost plus bytes for row copies. */
+    og_run(gather_work, J,
+           og_nthreads(h->threads, J->P == 1 ? h->total : J->R * 8 + (h->total * h->isz) / 64,
+                       J->R));
+}
+
+PyObject *
+gather_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis, PyObject *given,
+            int check, Py_ssize_t threads)
+{
+    const int ndim = PyArray_NDIM(data), ax = (int)axis;
+    int d;
+    npy_intp oshape[2 * OG_MAXDIMS];
+    og_gather_job *J;
+
+    for (d = 0; d < ax; d++) oshape[d] = PyArray_DIM(data, d);
+    for (d = 0; d < PyArray_NDIM(ind); d++) oshape[ax + d] = PyArray_DIM(ind, d);
+    for (d = ax + 1; d < ndim; d++) oshape[PyArray_NDIM(ind) + d - 1] = PyArray_DIM(data, d);
+    J = (og_gather_job *)job_new(sizeof(*J), data, ind, axis, given, check, threads,
+                                 ndim - 1 + PyArray_NDIM(ind), oshape);
+    if (J == NULL) return NULL;
+    J->pre_nd = ax;
+    J->post_nd = ndim - 1 - ax;
+    J->R = J->h.nind;
+    J->P = 1;
+    for (d = 0; d < ax; d++) {
+        J->pre_shape[d] = PyArray_DIM(data, d);
+        J->pre_stride[d] = PyArray_STRIDE(data, d);
+        J->R *= J->pre_shape[d];
+    }
+    for (d = ax + 1; d < ndim; d++) {
+        J->post_shape[d - ax - 1] = PyArray_DIM(data, d);
+        J->post_stride[d - ax - 1] = PyArray_STRIDE(data, d);
+        J->P *= PyArray_DIM(data, d);
+    }
+    return job_run(&J->h, gather_plan);
+}
+

@@ -1,0 +1,144 @@
+/*
+ * onnx_gather._kernels: fused, multi-threaded CPU kernels for ONNX Gather and
+ * GatherElements on NumPy arrays.
+ *
+ *   gather(data, indices, axis, out, check, threads) -> out or None
+ *   gather_elements(data, indices, axis, out, check, threads) -> out or None
+ *
+ * `out` is a C-ordered array to fill, or None for a new one of data's dtype. Both release
+ * the GIL while copying and return None only when `check` is true and some index lies
+ * outside [-s, s-1] (s = data.shape[axis]); a given `out` is then unspecified. They
+ * return NotImplemented for data whose items are not plain bytes (object or StringDType
+ * arrays, ndarray subclasses): the caller's pure-NumPy path serves those. Indices that
+ * are not C-ordered, aligned and native are copied first.
+ * With `check` false an out-of-range index is clamped into [0, s-1] (negatives are
+ * normalised first), so nothing is ever read outside `data`; when s == 0 a non-empty
+ * output is filled with zero bytes.
+ *
+ * Elements are moved as raw bytes (memcpy of a compile-time size for item sizes 1, 2,
+ * 4, 8 and 16, a run-time size otherwise), never through floating-point registers, so
+ * NaN payloads and -0.0 survive.  Every offset is computed in npy_intp and every index
+ * in npy_int64.
+ *
+ * Threads are created per call and joined before returning (no pool, no OpenMP), so
+ * the module survives fork().  Windows uses _beginthreadex, everything else pthreads.
+ *
+ * This file holds the Python entry points; og_core.c the shared core; og_<operator>.c
+ * each operator's kernel.
+ */
+#define OG_MODULE
+#include "og_core.h"
+
+/* ------------------------------------------------------------------------------ */
+/* Entry points: argument parsing, the arrays the kernels take, NotImplemented.      */
+
+/* Whether the kernels move `data`'s items as plain bytes: an exact ndarray whose dtype
+ * holds no object references and keeps no items out of line (StringDType, kind 'T'). */
+static int
+plain_data(PyObject *data)
+{
+    PyArray_Descr *descr;
+    if (!PyArray_CheckExact(data)) return 0;
+    descr = PyArray_DESCR((PyArrayObject *)data);
+    return !PyDataType_REFCHK(descr) && descr->kind != 'T';
+}
+
+static PyObject *
+og_call(og_impl impl, PyObject *args, const char *format)
+{
+    PyObject *data, *given, *res;
+    PyArrayObject *ind, *copy = NULL;
+    Py_ssize_t axis, threads;
+    int check;
+
+    if (!PyArg_ParseTuple(args, format, &data, &PyArray_Type, &ind, &axis, &given, &check,
+                          &threads)) {
+        return NULL;
+    }
+    if (!plain_data(data)) {
+        /* Strings, objects, subclasses: the caller's pure-NumPy path serves them. */
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (!(PyArray_IS_C_CONTIGUOUS(ind) && PyArray_ISALIGNED(ind) && PyArray_ISNOTSWAPPED(ind)) &&
+        PyArray_ISINTEGER(ind) && PyArray_ISSIGNED(ind) &&
+        (PyArray_ITEMSIZE(ind) == 4 || PyArray_ITEMSIZE(ind) == 8)) {
+        /* A C-ordered, aligned, native copy: proportional to the output, never the data.
+         * Other index dtypes go on as they are, for check_args to reject. */
+        PyArray_Descr *native = PyArray_DescrFromType(PyArray_ITEMSIZE(ind) == 8 ? NPY_INT64
+                                                                                  : NPY_INT32);
+        ind = copy = (PyArrayObject *)PyArray_FromArray(
+            ind, native, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_FORCECAST);
+        if (copy == NULL) return NULL;
+    }
+    res = check_args((PyArrayObject *)data, ind, axis, threads) < 0
+              ? NULL
+              : impl((PyArrayObject *)data, ind, axis, given, check, threads);
+    Py_XDECREF(copy);
+    return res;
+}
+
+static PyObject *
+og_gather(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return og_call(gather_impl, args, "OO!nOpn:gather");
+}
+
+static PyObject *
+og_gather_elements(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return og_call(gather_elements_impl, args, "OO!nOpn:gather_elements");
+}
+
+/* ------------------------------------------------------------------------------ */
+
+static PyObject *
+og_tune(PyObject *self, PyObject *args)
+{
+    Py_ssize_t min_per_thread = -1, block_bytes = -1;
+    PyObject *res;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "|nn:_tune", &min_per_thread, &block_bytes)) {
+        return NULL;
+    }
+    res = Py_BuildValue("nn", (Py_ssize_t)og_min_per_thread, (Py_ssize_t)og_block_bytes);
+    if (min_per_thread >= 0) og_min_per_thread = min_per_thread;
+    if (block_bytes > 0) og_block_bytes = block_bytes;
+    return res;
+}
+
+static PyMethodDef og_methods[] = {
+    {"gather", og_gather, METH_VARARGS,
+     "gather(data, indices, axis, out, check, threads) -> out or None\n\n"
+     "ONNX Gather into the C-contiguous `out` (None: a new array); None when `check` "
+     "and an index is out of range."},
+    {"gather_elements", og_gather_elements, METH_VARARGS,
+     "gather_elements(data, indices, axis, out, check, threads) -> out or None\n\n"
+     "ONNX GatherElements into the C-contiguous `out` (None: a new array); None when "
+     "`check` and an index is out of range."},
+    {"_tune", og_tune, METH_VARARGS,
+     "_tune(min_elements_per_thread=-1, block_bytes=-1) -> (old, old): measurement "
+     "knobs; negative leaves a value unchanged."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef og_module = {
+    PyModuleDef_HEAD_INIT, "_kernels",
+    "Fused multi-threaded CPU kernels for ONNX Gather and GatherElements.", -1,
+    og_methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__kernels(void)
+{
+    PyObject *m;
+    import_array();
+    m = PyModule_Create(&og_module);
+    if (m == NULL) return NULL;
+#ifdef Py_GIL_DISABLED
+    PyUnstable_Module_SetGIL(m, Py_MOD_GIL_NOT_USED);
+#endif
+    return m;
+}
+
