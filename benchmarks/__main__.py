@@ -20,16 +20,9 @@ from typing import Any
 import numpy as np
 
 from benchmarks import contenders, machine, report, timer
-from benchmarks.workloads import ELEMENTS, WORKLOADS, Workload, smoke
+from benchmarks.workloads import WORKLOADS, Workload, smoke
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _expected(w: Workload, data: np.ndarray, indices: np.ndarray) -> np.ndarray:
-    # The inputs are in range, where NumPy's kernels agree with ONNX.
-    if w.op == ELEMENTS:
-        return np.take_along_axis(data, indices, w.axis)
-    return np.take(data, indices, w.axis)
 
 
 def _same(a: Any, b: np.ndarray) -> bool:
@@ -116,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     notes: list[str] = []
     for w in workloads:
         data, indices = w.inputs()
-        want = _expected(w, data, indices)
+        want = contenders.expected(w, data, indices)
         ort, ort_info = contenders.ort_call(w, data, indices, args.device)
         if ort is None:
             notes.append(f"ONNX Runtime not timed: {ort_info['why']}.")

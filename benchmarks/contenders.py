@@ -40,21 +40,74 @@ from typing import Any
 
 import numpy as np
 
-import onnx_gather as og
-from benchmarks.workloads import ELEMENTS, Workload
-from onnx_gather._ops import ONNX_OP_TYPE
+from benchmarks.workloads import Workload
 
 Call = Callable[[], Any]
+#: A native expression: ``make(module, data, indices, workload) -> call`` on arrays of the
+#: library (``module``: numpy, torch or jax.numpy), returning the result.
+Native = Callable[[Any, Any, Any, Workload], Call]
+
+
+# --- the native expression a careful user writes, per operator and library ------------
+
+
+def _np_take(np_: Any, data: Any, indices: Any, w: Workload) -> Call:
+    return lambda: np_.take(data, indices, w.attributes["axis"])
+
+
+def _np_take_along(np_: Any, data: Any, indices: Any, w: Workload) -> Call:
+    return lambda: np_.take_along_axis(data, indices, w.attributes["axis"])
+
+
+def _torch_counted(torch: Any, indices: Any, w: Workload) -> Callable[[], Any]:
+    """The indices as torch's kernels take them: counted from the end by hand if mixed."""
+    if not w.mixed:
+        return lambda: indices
+    size = w.data_shape[w.attributes["axis"]]
+    return lambda: torch.where(indices < 0, indices + size, indices)
+
+
+def _torch_index_select(torch: Any, data: Any, indices: Any, w: Workload) -> Call:
+    counted, axis = _torch_counted(torch, indices, w), w.attributes["axis"]
+    return lambda: torch.index_select(data, axis, counted())
+
+
+def _torch_gather(torch: Any, data: Any, indices: Any, w: Workload) -> Call:
+    counted, axis = _torch_counted(torch, indices, w), w.attributes["axis"]
+    return lambda: torch.gather(data, axis, counted())
+
+
+def _jnp_take(jnp: Any, data: Any, indices: Any, w: Workload) -> Call:
+    return lambda: jnp.take(data, indices, axis=w.attributes["axis"])
+
+
+def _jnp_take_along(jnp: Any, data: Any, indices: Any, w: Workload) -> Call:
+    return lambda: jnp.take_along_axis(data, indices, axis=w.attributes["axis"])
+
+
+#: Each operator's native expression per library (see the module docstring).
+NATIVE: dict[str, dict[str, Native]] = {
+    "gather": {"numpy": _np_take, "torch": _torch_index_select, "jax": _jnp_take},
+    "gather_elements": {
+        "numpy": _np_take_along, "torch": _torch_gather, "jax": _jnp_take_along,
+    },
+}  # fmt: skip
+
+
+def expected(w: Workload, data: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    """The result every contender must give: NumPy's native call (the inputs are in range)."""
+    return np.asarray(NATIVE[w.op]["numpy"](np, data, indices, w)())
 
 
 # --- backends -------------------------------------------------------------------------
 
 
 def _ours(w: Workload, data: Any, indices: Any, sync: Callable[[Any], Any]) -> Call:
-    fn = og.gather_elements if w.op == ELEMENTS else og.gather
+    fn = w.operator.function()
+    attributes = tuple(w.attributes.get(n, d) for n, d in w.operator.attributes)
 
     def call() -> Any:
-        return sync(fn(data, indices, w.axis))
+        return sync(fn(data, indices, *attributes))
 
     return call
 
@@ -65,17 +118,7 @@ def numpy_pair(
     if device != "cpu":
         raise ValueError("numpy runs on the CPU only")
     data, indices = data.copy(), indices.copy()
-    axis = w.axis
-    if w.op == ELEMENTS:
-
-        def native() -> Any:
-            return np.take_along_axis(data, indices, axis)
-
-    else:
-
-        def native() -> Any:
-            return np.take(data, indices, axis)
-
+    native = NATIVE[w.op]["numpy"](np, data, indices, w)
     return _ours(w, data, indices, lambda x: x), native, np.asarray
 
 
@@ -85,7 +128,6 @@ def torch_pair(
     torch = importlib.import_module("torch")
     t_data = torch.from_numpy(data.copy()).to(device)
     t_idx = torch.from_numpy(indices.copy()).to(device)
-    axis, size = w.axis, data.shape[w.axis]
     cuda = device != "cpu"
 
     def sync(x: Any) -> Any:
@@ -93,29 +135,10 @@ def torch_pair(
             torch.cuda.synchronize()
         return x
 
-    if w.op == ELEMENTS:
-        if w.mixed:
+    expression = NATIVE[w.op]["torch"](torch, t_data, t_idx, w)
 
-            def native() -> Any:
-                i = torch.where(t_idx < 0, t_idx + size, t_idx)
-                return sync(torch.gather(t_data, axis, i))
-
-        else:
-
-            def native() -> Any:
-                return sync(torch.gather(t_data, axis, t_idx))
-
-    elif w.mixed:
-
-        def native() -> Any:
-            return sync(
-                torch.index_select(t_data, axis, torch.where(t_idx < 0, t_idx + size, t_idx))
-            )
-
-    else:
-
-        def native() -> Any:
-            return sync(torch.index_select(t_data, axis, t_idx))
+    def native() -> Any:
+        return sync(expression())
 
     def to_numpy(x: Any) -> np.ndarray:
         return x.detach().cpu().numpy()
@@ -131,20 +154,14 @@ def jax_pair(
     target = jax.devices("gpu" if device != "cpu" else "cpu")[0]
     j_data = jax.device_put(data, target)
     j_idx = jax.device_put(indices, target)
-    axis = w.axis
 
     def ready(x: Any) -> Any:
         return x.block_until_ready()
 
-    if w.op == ELEMENTS:
+    expression = NATIVE[w.op]["jax"](jnp, j_data, j_idx, w)
 
-        def native() -> Any:
-            return ready(jnp.take_along_axis(j_data, j_idx, axis=axis))
-
-    else:
-
-        def native() -> Any:
-            return ready(jnp.take(j_data, j_idx, axis=axis))
+    def native() -> Any:
+        return ready(expression())
 
     return _ours(w, j_data, j_idx, ready), native, np.asarray
 
@@ -187,22 +204,26 @@ def variants(w: Workload, backend: str, device: str, ours: Call) -> dict[str, Ca
 def careful(
     w: Workload, backend: str, data: np.ndarray, indices: np.ndarray, device: str
 ) -> Call | None:
-    """The careful user's checked call on ``device`` (None off CUDA or for numpy)."""
+    """The careful user's checked call on ``device`` (None off CUDA or for numpy).
+
+    The index range in one pass, one read back of both ends, an IndexError if out of
+    range, then the operator's native expression (torch: on indices counted from the end).
+    """
     if device == "cpu" or backend not in ("torch", "jax"):
         return None
-    axis, size = w.axis, data.shape[w.axis]
+    plan = w.plan()
+    size = min(plan.sizes) if plan.coordinates else plan.size
     if backend == "torch":
         torch = importlib.import_module("torch")
         t_data = torch.from_numpy(data.copy()).to(device)
         t_idx = torch.from_numpy(indices.copy()).to(device)
-        native = torch.gather if w.op == ELEMENTS else torch.index_select
+        native = NATIVE[w.op]["torch"](torch, t_data, t_idx, w)
 
         def checked_torch() -> Any:
             lo, hi = torch.stack(torch.aminmax(t_idx)).tolist()
             if lo < -size or hi >= size:
                 raise IndexError(f"index out of range [{-size}, {size - 1}]")
-            i = torch.where(t_idx < 0, t_idx + size, t_idx) if lo < 0 else t_idx
-            out = native(t_data, axis, i)
+            out = native()
             torch.cuda.synchronize()
             return out
 
@@ -212,13 +233,13 @@ def careful(
     target = jax.devices("gpu")[0]
     j_data = jax.device_put(data, target)
     j_idx = jax.device_put(indices, target)
-    take = jnp.take_along_axis if w.op == ELEMENTS else jnp.take
+    native = NATIVE[w.op]["jax"](jnp, j_data, j_idx, w)
 
     def checked_jax() -> Any:
         lo, hi = jax.device_get((jnp.min(j_idx), jnp.max(j_idx)))
         if lo < -size or hi >= size:
             raise IndexError(f"index out of range [{-size}, {size - 1}]")
-        return take(j_data, j_idx, axis=axis).block_until_ready()
+        return native().block_until_ready()
 
     return checked_jax
 
@@ -235,22 +256,9 @@ def backend_versions(names: list[str]) -> dict[str, str]:
 
 
 def _model(w: Workload) -> bytes:
-    from onnx import TensorProto, helper
-
-    elem = helper.np_dtype_to_tensor_dtype(np.dtype(w.dtype))
-    index = TensorProto.INT64 if w.index_dtype == "int64" else TensorProto.INT32
-    node = helper.make_node(ONNX_OP_TYPE[w.op], ["data", "indices"], ["out"], axis=w.axis)
-    graph = helper.make_graph(
-        [node],
-        "bench",
-        [
-            helper.make_tensor_value_info("data", elem, list(w.data_shape)),
-            helper.make_tensor_value_info("indices", index, list(w.indices_shape)),
-        ],
-        [helper.make_tensor_value_info("out", elem, None)],
-    )
-    # IR version 8 (the opset-13 era) loads in every onnxruntime this project supports.
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    """The workload's one-node model (the registry builds it), at the operator's default opset."""
+    shapes = [list(w.data_shape), list(w.indices_shape)]
+    model = w.operator.onnx_model(None, [w.dtype, w.index_dtype], shapes, w.attributes)
     return bytes(model.SerializeToString())
 
 

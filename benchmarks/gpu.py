@@ -17,9 +17,8 @@ from typing import Any
 
 import numpy as np
 
-import onnx_gather as og
 from benchmarks import timer
-from benchmarks.workloads import ELEMENTS, Workload
+from benchmarks.workloads import Workload
 
 Pair = tuple[Any, Any, Any]  # (checked gather, unchecked gather, copy)
 
@@ -39,25 +38,20 @@ class Bandwidth:
         return self.gather_gbs / self.copy_gbs
 
 
-def _op(w: Workload) -> Any:
-    return og.gather_elements if w.op == ELEMENTS else og.gather
-
-
 def _torch_pair(w: Workload, data: np.ndarray, indices: np.ndarray) -> Pair:
     torch = importlib.import_module("torch")
     d = torch.from_numpy(data).cuda()
     i = torch.from_numpy(indices).cuda()
     src = torch.empty(COPY_BYTES // 4, dtype=torch.float32, device="cuda")
     dst = torch.empty_like(src)
-    op = _op(w)
 
     def checked() -> Any:
-        out = op(d, i, w.axis)
+        out = w.call(d, i)
         torch.cuda.synchronize()
         return out
 
     def unchecked() -> Any:
-        out = op(d, i, w.axis, check_bounds=False)
+        out = w.call(d, i, check_bounds=False)
         torch.cuda.synchronize()
         return out
 
@@ -76,13 +70,12 @@ def _jax_pair(w: Workload, data: np.ndarray, indices: np.ndarray) -> Pair:
     src = jax.device_put(np.zeros(COPY_BYTES // 4, np.float32), gpu)
     # An elementwise op that XLA cannot drop: one read and one write of every element.
     copy_kernel = jax.jit(lambda x: x + 1.0)
-    op = _op(w)
 
     def checked() -> Any:
-        return op(d, i, w.axis).block_until_ready()
+        return w.call(d, i).block_until_ready()
 
     def unchecked() -> Any:
-        return op(d, i, w.axis, check_bounds=False).block_until_ready()
+        return w.call(d, i, check_bounds=False).block_until_ready()
 
     def copy() -> Any:
         return copy_kernel(src).block_until_ready()
@@ -101,9 +94,7 @@ def bandwidth(
         if w.tiny:
             continue
         data, indices = w.inputs()
-        out_elements = int(np.prod(w.indices_shape))
-        if w.op != ELEMENTS:
-            out_elements *= int(np.prod(data.shape)) // data.shape[w.axis]
+        out_elements = int(np.prod(w.plan().out_shape))
         moved = indices.nbytes + 2 * out_elements * data.itemsize
         for backend in backends:
             checked, unchecked, copy = PAIRS[backend](w, data, indices)
@@ -138,7 +129,7 @@ def markdown(rows: list[Bandwidth]) -> str:
         "| --- | --- | --- | ---: | ---: | ---: |",
     ]
     for r in rows:
-        target = not r.checked and r.workload.op == ELEMENTS
+        target = not r.checked and r.workload.bandwidth_target
         mark = (" ✓" if r.fraction >= 0.8 else " ✗") if target else ""
         lines.append(
             f"| {r.workload.name} | {r.backend} | {r.checked} | {r.gather_gbs:.0f} "

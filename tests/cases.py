@@ -16,20 +16,22 @@ from typing import Any
 import numpy as np
 from libs import BFLOAT16
 
+from onnx_gather import _ops
 from onnx_gather._examples import EXAMPLES
-from onnx_gather._ops import GATHER
-from onnx_gather._ops import GATHER_ELEMENTS as ELEMENTS
-from onnx_gather._ops import OPENVINO_GATHER_ELEMENTS as OPENVINO
+
+GATHER = _ops.GATHER.name
+ELEMENTS = _ops.GATHER_ELEMENTS.name
+OPENVINO = _ops.OPENVINO_GATHER_ELEMENTS.name
 
 
 @dataclass(frozen=True)
 class Case:
     id: str
-    op: str
+    op: str  # a registry name
     data: np.ndarray
     indices: np.ndarray
-    axis: int = 0
-    opset: int | None = 13
+    attributes: dict[str, Any]
+    opset: int | None = None  # None: the operator's default
     check_bounds: bool = True
     raises: type[Exception] | None = None
     match: str | None = None
@@ -37,6 +39,26 @@ class Case:
     # The indices as the caller writes them (a Python int or list), for values no int32 or
     # int64 array holds; ``indices`` then holds the same values as Python objects.
     written: Any = None
+
+
+def case(
+    id: str,
+    op: str,
+    data: np.ndarray,
+    indices: Any,
+    *,
+    opset: int | None = None,
+    check_bounds: bool = True,
+    raises: type[Exception] | None = None,
+    match: str | None = None,
+    expected: Any = None,
+    written: Any = None,
+    **attributes: Any,
+) -> Case:
+    """A case, its attributes by name (the operator's defaults where left out)."""
+    given = dict(_ops.get(op).attributes)
+    given.update(attributes)
+    return Case(id, op, data, indices, given, opset, check_bounds, raises, match, expected, written)
 
 
 def a(values: Any, dtype: Any = None) -> np.ndarray:
@@ -95,17 +117,17 @@ def _dtype_cases() -> list[Case]:
     for name in names:
         data = _special_values(name).reshape(2, 4)
         cases += [
-            Case(f"dtype-{name}-gather", GATHER, data, i64([[3, -1], [0, 2]]), axis=1),
-            Case(f"dtype-{name}-gather-axis0", GATHER, data, i32([1, -2, 1]), axis=0),
-            Case(
+            case(f"dtype-{name}-gather", GATHER, data, i64([[3, -1], [0, 2]]), axis=1),
+            case(f"dtype-{name}-gather-axis0", GATHER, data, i32([1, -2, 1]), axis=0),
+            case(
                 f"dtype-{name}-elements",
                 ELEMENTS,
                 data,
                 i64([[3, 2, 1, 0, -1], [0, 0, 1, 1, -4]]),
                 axis=1,
             ),
-            Case(f"dtype-{name}-elements-axis0", ELEMENTS, data, i32([[1, 0, 1, 0]]), axis=0),
-            Case(f"dtype-{name}-openvino", OPENVINO, data, i64([[3, -3, 1], [0, -1, 2]]), axis=1),
+            case(f"dtype-{name}-elements-axis0", ELEMENTS, data, i32([[1, 0, 1, 0]]), axis=0),
+            case(f"dtype-{name}-openvino", OPENVINO, data, i64([[3, -3, 1], [0, -1, 2]]), axis=1),
         ]
     string_kinds = [("U", a(["a", "bb", "ccc"])), ("S", a([b"a", b"bb", b"ccc"]))]
     if hasattr(np, "dtypes") and hasattr(np.dtypes, "StringDType"):
@@ -114,13 +136,13 @@ def _dtype_cases() -> list[Case]:
         )
     for label, data in string_kinds:
         cases += [
-            Case(f"dtype-string-{label}-gather", GATHER, data, i64([2, -3])),
-            Case(f"dtype-string-{label}-elements", ELEMENTS, data, i64([2, 0, -1, 1])),
+            case(f"dtype-string-{label}-gather", GATHER, data, i64([2, -3])),
+            case(f"dtype-string-{label}-elements", ELEMENTS, data, i64([2, 0, -1, 1])),
         ]
     if BFLOAT16 is not None:
         bf = _special_values("bfloat16").reshape(2, 4)
         cases += [
-            Case(
+            case(
                 "dtype-bfloat16-gather-opset12",
                 GATHER,
                 bf,
@@ -129,7 +151,7 @@ def _dtype_cases() -> list[Case]:
                 raises=TypeError,
                 match="bfloat16",
             ),
-            Case(
+            case(
                 "dtype-bfloat16-gather-opset1",
                 GATHER,
                 bf,
@@ -138,7 +160,7 @@ def _dtype_cases() -> list[Case]:
                 raises=TypeError,
                 match="bfloat16",
             ),
-            Case(
+            case(
                 "dtype-bfloat16-elements-opset11",
                 ELEMENTS,
                 bf,
@@ -147,7 +169,7 @@ def _dtype_cases() -> list[Case]:
                 raises=TypeError,
                 match="bfloat16",
             ),
-            Case("dtype-bfloat16-gather-opset21", GATHER, bf, i64([1]), opset=21),
+            case("dtype-bfloat16-gather-opset21", GATHER, bf, i64([1]), opset=21),
         ]
     return cases
 
@@ -155,14 +177,14 @@ def _dtype_cases() -> list[Case]:
 def _spec_examples() -> list[Case]:
     """The examples printed in the specs, with the results they print."""
     return [
-        Case(
+        case(
             "spec-" + e.name.lower().replace(" ", "-"),
             e.op,
             e.data,
             e.indices,
-            e.axis,
-            e.opset,
+            opset=e.opset,
             expected=e.expected,
+            **e.attributes,
         )
         for e in EXAMPLES
     ]
@@ -171,19 +193,19 @@ def _spec_examples() -> list[Case]:
 def _opset_cases() -> list[Case]:
     d = np.arange(6, dtype=np.float32).reshape(2, 3)
     return [
-        Case("opset-12-is-gather-11-negative-ok", GATHER, d, i64([-1]), axis=1, opset=12),
-        Case("opset-22-is-gather-13", GATHER, d, i64([-3, 2]), axis=1, opset=22),
+        case("opset-12-is-gather-11-negative-ok", GATHER, d, i64([-1]), axis=1, opset=12),
+        case("opset-22-is-gather-13", GATHER, d, i64([-3, 2]), axis=1, opset=22),
         # Gather-1 counts negative indices from the end, as ONNX Runtime and the reference
         # evaluator do (torch's exporter emits them at opset 9; tests/test_torch_replay.py).
-        Case("opset-10-is-gather-1-negative-from-end", GATHER, d, i64([0, -1]), axis=1, opset=10),
-        Case("opset-9-gather-1-0d-negative", GATHER, d, i64(-1), axis=1, opset=9),
-        Case("opset-1-gather-ok", GATHER, d, i64([1, 0]), axis=0, opset=1),
-        Case("opset-0-gather", GATHER, d, i64([0]), opset=0, raises=ValueError, match="opset 0"),
-        Case("opset-negative-gather", GATHER, d, i64([0]), opset=-3, raises=ValueError, match="opset -3"),
-        Case("opset-10-elements", ELEMENTS, d, i64([[0, 0, 0]]), opset=10, raises=ValueError, match="opset 10"),
-        Case("opset-11-elements-negative-ok", ELEMENTS, d, i64([[-1, 0, -2]]), opset=11),
-        Case("opset-12-elements", ELEMENTS, d, i64([[1], [0]]), axis=1, opset=12),
-        Case("opset-18-elements", ELEMENTS, d, i64([[-3], [2]]), axis=1, opset=18),
+        case("opset-10-is-gather-1-negative-from-end", GATHER, d, i64([0, -1]), axis=1, opset=10),
+        case("opset-9-gather-1-0d-negative", GATHER, d, i64(-1), axis=1, opset=9),
+        case("opset-1-gather-ok", GATHER, d, i64([1, 0]), axis=0, opset=1),
+        case("opset-0-gather", GATHER, d, i64([0]), opset=0, raises=ValueError, match="opset 0"),
+        case("opset-negative-gather", GATHER, d, i64([0]), opset=-3, raises=ValueError, match="opset -3"),
+        case("opset-10-elements", ELEMENTS, d, i64([[0, 0, 0]]), opset=10, raises=ValueError, match="opset 10"),
+        case("opset-11-elements-negative-ok", ELEMENTS, d, i64([[-1, 0, -2]]), opset=11),
+        case("opset-12-elements", ELEMENTS, d, i64([[1], [0]]), axis=1, opset=12),
+        case("opset-18-elements", ELEMENTS, d, i64([[-3], [2]]), axis=1, opset=18),
     ]  # fmt: skip
 
 
@@ -203,19 +225,19 @@ def _index_type_cases() -> list[Case]:
     ]:
         idx = np.zeros((1, 3), dtype=name)
         cases += [
-            Case(f"indices-{name}-gather", GATHER, d, idx, raises=TypeError, match=name),
-            Case(f"indices-{name}-elements", ELEMENTS, d, idx, raises=TypeError, match=name),
-            Case(
+            case(f"indices-{name}-gather", GATHER, d, idx, raises=TypeError, match=name),
+            case(f"indices-{name}-elements", ELEMENTS, d, idx, raises=TypeError, match=name),
+            case(
                 f"indices-{name}-openvino",
                 OPENVINO,
                 d,
                 idx,
-                opset=None,
+                axis=0,
                 raises=TypeError,
                 match=name,
             ),
         ]
-    cases.append(Case("indices-int32-gather", GATHER, d, i32([[1, -1]]), axis=1))
+    cases.append(case("indices-int32-gather", GATHER, d, i32([[1, -1]]), axis=1))
     return cases
 
 
@@ -223,105 +245,105 @@ def _bounds_cases() -> list[Case]:
     d = np.arange(12, dtype=np.float32).reshape(3, 4)
     msg = r"index {v} at position \({p}\) of indices is out of range for axis {ax} of size {n}"
     return [
-        Case("bounds-gather-too-big", GATHER, d, i64([[0, 1], [3, 2]]), raises=IndexError,
+        case("bounds-gather-too-big", GATHER, d, i64([[0, 1], [3, 2]]), raises=IndexError,
              match="Gather-13: " + msg.format(v=3, p="1, 0", ax=0, n=3)),
-        Case("bounds-gather-too-small", GATHER, d, i64([0, -5]), axis=1, raises=IndexError,
+        case("bounds-gather-too-small", GATHER, d, i64([0, -5]), axis=1, raises=IndexError,
              match=msg.format(v=-5, p="1,", ax=1, n=4)),
-        Case("bounds-gather-edges-ok", GATHER, d, i64([-4, 3, -1, 0]), axis=-1),
-        Case("bounds-gather-0d-index", GATHER, d, i64(7), axis=1, raises=IndexError,
+        case("bounds-gather-edges-ok", GATHER, d, i64([-4, 3, -1, 0]), axis=-1),
+        case("bounds-gather-0d-index", GATHER, d, i64(7), axis=1, raises=IndexError,
              match=r"index 7 at position \(\) of indices .* axis 1 of size 4"),
-        Case("bounds-gather-opset11-too-small", GATHER, d, i64([-4]), opset=11, raises=IndexError,
+        case("bounds-gather-opset11-too-small", GATHER, d, i64([-4]), opset=11, raises=IndexError,
              match="Gather-11: " + msg.format(v=-4, p="0,", ax=0, n=3)),
-        Case("bounds-gather-empty-output", GATHER, np.zeros((0, 3), np.float32), i64([5]), axis=1,
+        case("bounds-gather-empty-output", GATHER, np.zeros((0, 3), np.float32), i64([5]), axis=1,
              raises=IndexError, match=msg.format(v=5, p="0,", ax=1, n=3)),
-        Case("bounds-gather-empty-axis", GATHER, np.zeros((2, 0), np.float32), i64([0]), axis=1,
+        case("bounds-gather-empty-axis", GATHER, np.zeros((2, 0), np.float32), i64([0]), axis=1,
              raises=IndexError, match=msg.format(v=0, p="0,", ax=1, n=0)),
-        Case("bounds-gather-empty-indices-empty-axis", GATHER, np.zeros((2, 0), np.float32),
+        case("bounds-gather-empty-indices-empty-axis", GATHER, np.zeros((2, 0), np.float32),
              np.zeros((0,), np.int64), axis=1),
-        Case("bounds-gather-huge-int64", GATHER, d, i64([0, 2**40]), raises=IndexError,
+        case("bounds-gather-huge-int64", GATHER, d, i64([0, 2**40]), raises=IndexError,
              match=msg.format(v=2**40, p="1,", ax=0, n=3)),
-        Case("bounds-gather-int64-min", GATHER, d, i64([np.iinfo(np.int64).min]), raises=IndexError,
+        case("bounds-gather-int64-min", GATHER, d, i64([np.iinfo(np.int64).min]), raises=IndexError,
              match=msg.format(v=np.iinfo(np.int64).min, p="0,", ax=0, n=3)),
-        Case("bounds-elements-too-big", ELEMENTS, d, i64([[0, 1, 2, 3], [0, 4, 0, 0]]), axis=1,
+        case("bounds-elements-too-big", ELEMENTS, d, i64([[0, 1, 2, 3], [0, 4, 0, 0]]), axis=1,
              raises=IndexError, match="GatherElements-13: " + msg.format(v=4, p="1, 1", ax=1, n=4)),
-        Case("bounds-elements-too-small", ELEMENTS, d, i32([[0], [-5]]), axis=-1, raises=IndexError,
+        case("bounds-elements-too-small", ELEMENTS, d, i32([[0], [-5]]), axis=-1, raises=IndexError,
              match=msg.format(v=-5, p="1, 0", ax=1, n=4)),
-        Case("bounds-elements-empty-output", ELEMENTS, np.zeros((3, 0), np.float32),
+        case("bounds-elements-empty-output", ELEMENTS, np.zeros((3, 0), np.float32),
              np.zeros((2, 0), np.int64), axis=0),
-        Case("bounds-elements-empty-axis", ELEMENTS, np.zeros((0, 2), np.float32), i64([[0, 0]]),
+        case("bounds-elements-empty-axis", ELEMENTS, np.zeros((0, 2), np.float32), i64([[0, 0]]),
              raises=IndexError, match=msg.format(v=0, p="0, 0", ax=0, n=0)),
         # Gather-1 and OpenVINO GatherElements-6 count negative indices from the end too:
         # [-s, s-1] in every version (ONNX Runtime and the reference evaluator for Gather-1;
         # OpenVINO's CPU runtime since openvinotoolkit/openvino#30800).
-        Case("bounds-gather-1-negative-edges", GATHER, d, i64([[-1, -4], [3, 0]]), axis=1, opset=1),
-        Case("bounds-gather-1-negative-int32", GATHER, d, i32([-3, 2, -1]), axis=0, opset=7),
-        Case("bounds-gather-1-too-small", GATHER, d, i64([-4, -5]), axis=1, opset=1, raises=IndexError,
+        case("bounds-gather-1-negative-edges", GATHER, d, i64([[-1, -4], [3, 0]]), axis=1, opset=1),
+        case("bounds-gather-1-negative-int32", GATHER, d, i32([-3, 2, -1]), axis=0, opset=7),
+        case("bounds-gather-1-too-small", GATHER, d, i64([-4, -5]), axis=1, opset=1, raises=IndexError,
              match="Gather-1: " + msg.format(v=-5, p="1,", ax=1, n=4)
              + re.escape("; valid indices are [-4, 3]")),
-        Case("bounds-gather-1-too-big", GATHER, d, i64([3]), opset=10, raises=IndexError,
+        case("bounds-gather-1-too-big", GATHER, d, i64([3]), opset=10, raises=IndexError,
              match="Gather-1: " + msg.format(v=3, p="0,", ax=0, n=3)
              + re.escape("; valid indices are [-3, 2]")),
-        Case("bounds-openvino-negative-from-end", OPENVINO, SQUARE,
-             i64([[0, 1, 2], [0, -1, 2], [-3, -2, 0]]), axis=1, opset=None),
+        case("bounds-openvino-negative-from-end", OPENVINO, SQUARE,
+             i64([[0, 1, 2], [0, -1, 2], [-3, -2, 0]]), axis=1),
         # On an axis of 4, -1 and -4 read elements 3 and 0 (OpenVINO 2026.4.1's CPU runtime
         # gives exactly this: tests/test_openvino_runtime.py).
-        Case("bounds-openvino-negative-edges", OPENVINO, a([[10, 11, 12, 13]], np.int32),
-             i64([[-1, -4]]), axis=1, opset=None, expected=a([[13, 10]], np.int32)),
-        Case("bounds-openvino-too-big-4", OPENVINO, a([[10, 11, 12, 13]], np.int32), i64([[0, 4]]),
-             axis=1, opset=None, raises=IndexError,
+        case("bounds-openvino-negative-edges", OPENVINO, a([[10, 11, 12, 13]], np.int32),
+             i64([[-1, -4]]), axis=1, expected=a([[13, 10]], np.int32)),
+        case("bounds-openvino-too-big-4", OPENVINO, a([[10, 11, 12, 13]], np.int32), i64([[0, 4]]),
+             axis=1, raises=IndexError,
              match="OpenVINO GatherElements-6: " + msg.format(v=4, p="0, 1", ax=1, n=4)
              + re.escape("; valid indices are [-4, 3]")),
-        Case("bounds-openvino-too-small-4", OPENVINO, a([[10, 11, 12, 13]], np.int32),
-             i64([[-4, -5]]), axis=1, opset=None, raises=IndexError,
+        case("bounds-openvino-too-small-4", OPENVINO, a([[10, 11, 12, 13]], np.int32),
+             i64([[-4, -5]]), axis=1, raises=IndexError,
              match="OpenVINO GatherElements-6: " + msg.format(v=-5, p="0, 1", ax=1, n=4)
              + re.escape("; valid indices are [-4, 3]")),
         # An int64 index no int32 holds is out of range like any other (OpenVINO's CPU plugin
         # reads int64 indices as int32 and takes this one for 1: tests/test_openvino_runtime.py).
-        Case("bounds-openvino-int64-beyond-int32", OPENVINO, a([[10, 11, 12, 13]], np.int32),
-             i64([[0, 2**32 + 1]]), axis=1, opset=None, raises=IndexError,
+        case("bounds-openvino-int64-beyond-int32", OPENVINO, a([[10, 11, 12, 13]], np.int32),
+             i64([[0, 2**32 + 1]]), axis=1, raises=IndexError,
              match=msg.format(v=2**32 + 1, p="0, 1", ax=1, n=4)),
-        Case("bounds-openvino-too-big", OPENVINO, SQUARE, i64([[3, 0, 0]]), axis=0, opset=None,
+        case("bounds-openvino-too-big", OPENVINO, SQUARE, i64([[3, 0, 0]]), axis=0,
              raises=IndexError, match=msg.format(v=3, p="0, 0", ax=0, n=3)),
-        Case("bounds-unchecked-valid", GATHER, d, i64([2, -1]), check_bounds=False),
-        Case("bounds-unchecked-valid-elements", ELEMENTS, d, i64([[2, -1, 0, 1]]), check_bounds=False),
+        case("bounds-unchecked-valid", GATHER, d, i64([2, -1]), check_bounds=False),
+        case("bounds-unchecked-valid-elements", ELEMENTS, d, i64([[2, -1, 0, 1]]), check_bounds=False),
     ]  # fmt: skip
 
 
 def _shape_cases() -> list[Case]:
     d3 = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     return [
-        Case("shape-gather-0d-indices", GATHER, d3, i64(1), axis=1),
-        Case("shape-gather-0d-indices-negative", GATHER, d3, i64(-1), axis=-1),
-        Case("shape-gather-3d-indices-middle-axis", GATHER, d3, RNG.integers(-3, 3, (2, 1, 2)), axis=1),
-        Case("shape-gather-empty-indices", GATHER, d3, np.zeros((0, 2), np.int64), axis=2),
-        Case("shape-gather-1d-data", GATHER, np.arange(5, dtype=np.int32), i64([[4], [0]])),
-        Case("shape-gather-axis-neg-rank", GATHER, d3, i64([1]), axis=-3),
-        Case("shape-elements-smaller-off-axis", ELEMENTS, SQUARE, i64([[2], [1]]), axis=1),
-        Case("shape-elements-smaller-off-axis-axis0", ELEMENTS, SQUARE, i64([[2, 0]]), axis=0),
-        Case("shape-elements-longer-on-axis", ELEMENTS, SQUARE, i64([[0, 1, 2, 2, 1, 0]] * 3), axis=1),
-        Case("shape-elements-3d", ELEMENTS, d3, RNG.integers(-4, 4, (2, 2, 6)), axis=2),
-        Case("shape-elements-3d-axis0", ELEMENTS, d3, RNG.integers(-2, 2, (5, 3, 1)), axis=0),
-        Case("shape-elements-1d", ELEMENTS, np.arange(4, dtype=np.int16), i64([3, 3, -4])),
-        Case("shape-elements-long-axis", ELEMENTS, RNG.standard_normal((2, 300)).astype(np.float32),
+        case("shape-gather-0d-indices", GATHER, d3, i64(1), axis=1),
+        case("shape-gather-0d-indices-negative", GATHER, d3, i64(-1), axis=-1),
+        case("shape-gather-3d-indices-middle-axis", GATHER, d3, RNG.integers(-3, 3, (2, 1, 2)), axis=1),
+        case("shape-gather-empty-indices", GATHER, d3, np.zeros((0, 2), np.int64), axis=2),
+        case("shape-gather-1d-data", GATHER, np.arange(5, dtype=np.int32), i64([[4], [0]])),
+        case("shape-gather-axis-neg-rank", GATHER, d3, i64([1]), axis=-3),
+        case("shape-elements-smaller-off-axis", ELEMENTS, SQUARE, i64([[2], [1]]), axis=1),
+        case("shape-elements-smaller-off-axis-axis0", ELEMENTS, SQUARE, i64([[2, 0]]), axis=0),
+        case("shape-elements-longer-on-axis", ELEMENTS, SQUARE, i64([[0, 1, 2, 2, 1, 0]] * 3), axis=1),
+        case("shape-elements-3d", ELEMENTS, d3, RNG.integers(-4, 4, (2, 2, 6)), axis=2),
+        case("shape-elements-3d-axis0", ELEMENTS, d3, RNG.integers(-2, 2, (5, 3, 1)), axis=0),
+        case("shape-elements-1d", ELEMENTS, np.arange(4, dtype=np.int16), i64([3, 3, -4])),
+        case("shape-elements-long-axis", ELEMENTS, RNG.standard_normal((2, 300)).astype(np.float32),
              RNG.integers(-300, 300, (2, 77)), axis=1),
-        Case("shape-elements-long-axis-64", ELEMENTS, RNG.standard_normal((64, 3)).astype(np.float32),
+        case("shape-elements-long-axis-64", ELEMENTS, RNG.standard_normal((64, 3)).astype(np.float32),
              RNG.integers(0, 64, (70, 3)), axis=0),
-        Case("shape-elements-larger-off-axis", ELEMENTS, SQUARE, i64([[0]] * 4), axis=1,
+        case("shape-elements-larger-off-axis", ELEMENTS, SQUARE, i64([[0]] * 4), axis=1,
              raises=ValueError, match="dim 0 is 4"),
-        Case("shape-elements-rank-mismatch", ELEMENTS, SQUARE, i64([0, 1]), axis=0,
+        case("shape-elements-rank-mismatch", ELEMENTS, SQUARE, i64([0, 1]), axis=0,
              raises=ValueError, match="rank 1"),
-        Case("shape-openvino-smaller-off-axis", OPENVINO, SQUARE, i64([[0], [1]]), axis=1, opset=None,
+        case("shape-openvino-smaller-off-axis", OPENVINO, SQUARE, i64([[0], [1]]), axis=1,
              raises=ValueError, match="dim 0 is 2"),
-        Case("shape-openvino-rank-mismatch", OPENVINO, SQUARE, i64([0]), axis=0, opset=None,
+        case("shape-openvino-rank-mismatch", OPENVINO, SQUARE, i64([0]), axis=0,
              raises=ValueError, match="rank 1"),
-        Case("axis-gather-too-big", GATHER, d3, i64([0]), axis=3, raises=ValueError, match="axis 3"),
-        Case("axis-gather-too-small", GATHER, d3, i64([0]), axis=-4, raises=ValueError, match="axis -4"),
-        Case("axis-elements-too-big", ELEMENTS, SQUARE, i64([[0]]), axis=2, raises=ValueError, match="axis 2"),
-        Case("axis-openvino-too-small", OPENVINO, SQUARE, SQUARE, axis=-3, opset=None, raises=ValueError,
+        case("axis-gather-too-big", GATHER, d3, i64([0]), axis=3, raises=ValueError, match="axis 3"),
+        case("axis-gather-too-small", GATHER, d3, i64([0]), axis=-4, raises=ValueError, match="axis -4"),
+        case("axis-elements-too-big", ELEMENTS, SQUARE, i64([[0]]), axis=2, raises=ValueError, match="axis 2"),
+        case("axis-openvino-too-small", OPENVINO, SQUARE, SQUARE, axis=-3, raises=ValueError,
              match="axis -3"),
-        Case("rank-gather-0d-data", GATHER, np.array(1.0, np.float32), i64(0), raises=ValueError, match="rank"),
-        Case("rank-elements-0d-data", ELEMENTS, np.array(1.0, np.float32), i64(0), raises=ValueError, match="rank"),
-        Case("rank-openvino-0d-data", OPENVINO, np.array(1.0, np.float32), i64(0), opset=None,
+        case("rank-gather-0d-data", GATHER, np.array(1.0, np.float32), i64(0), raises=ValueError, match="rank"),
+        case("rank-elements-0d-data", ELEMENTS, np.array(1.0, np.float32), i64(0), raises=ValueError, match="rank"),
+        case("rank-openvino-0d-data", OPENVINO, np.array(1.0, np.float32), i64(0), axis=0,
              raises=ValueError, match="rank"),
     ]  # fmt: skip
 
@@ -350,7 +372,7 @@ def _beyond_int64_cases() -> list[Case]:
     ]:
         for check_bounds in (True, False):
             cases.append(
-                Case(f"beyond-int64-gather-{cid}-{'checked' if check_bounds else 'unchecked'}",
+                case(f"beyond-int64-gather-{cid}-{'checked' if check_bounds else 'unchecked'}",
                      GATHER, d, _written(written), axis=1, check_bounds=check_bounds,
                      raises=IndexError, written=written,
                      match=msg.format(op="Gather-13", v=value, p=position))
@@ -360,14 +382,14 @@ def _beyond_int64_cases() -> list[Case]:
         ("first-bad-one", [[7, 2**64], [0, 1]], 7, "0, 0"),
     ]:
         cases.append(
-            Case(f"beyond-int64-elements-{cid}", ELEMENTS, d, _written(written), axis=1,
+            case(f"beyond-int64-elements-{cid}", ELEMENTS, d, _written(written), axis=1,
                  raises=IndexError, written=written,
                  match=msg.format(op="GatherElements-13", v=value, p=position))
         )  # fmt: skip
     # NumPy unsigned scalars are not Python ints: their dtype is what is wrong.
     for written, name in [([np.uint64(1)], "uint64"), ((np.uint32(1),), "uint32")]:
         cases.append(
-            Case(f"beyond-int64-not-numpy-{name}", GATHER, d, _written(written), axis=1,
+            case(f"beyond-int64-not-numpy-{name}", GATHER, d, _written(written), axis=1,
                  raises=TypeError, written=written,
                  match=f"Gather-13: indices must be int32 or int64, got {name}")
         )  # fmt: skip
@@ -379,21 +401,21 @@ def _campaign_cases() -> list[Case]:
     snan = np.array([[0x7C01, 0x3C00], [0xFC01, 0x7D00]], np.uint16).view(np.float16)
     return [
         # numpy: np.take with 0-d indices and 1-d data returns a NumPy scalar, not an array.
-        Case("campaign-gather-0d-indices-1d-data", GATHER, a([0], np.int32), i64(0), opset=1),
+        case("campaign-gather-0d-indices-1d-data", GATHER, a([0], np.int32), i64(0), opset=1),
         # jax: jnp.take returns its input when the axis and the indices are both empty.
-        Case("campaign-gather-empty-axis-2d-empty-indices", GATHER, np.zeros((0,), np.int32),
+        case("campaign-gather-empty-axis-2d-empty-indices", GATHER, np.zeros((0,), np.int32),
              np.zeros((0, 0), np.int64), opset=1),
         # torch: torch.gather quiets float16 signalling NaNs (0x7C01 -> 0x7E01).
-        Case("campaign-elements-float16-signalling-nan", ELEMENTS, snan, i64([[1, 0], [0, 1]])),
+        case("campaign-elements-float16-signalling-nan", ELEMENTS, snan, i64([[1, 0], [0, 1]])),
         # jax: inside one jitted call XLA's CPU code quieted a bfloat16 signalling NaN
         # (0x7F81 -> 0x7FC1) where the bits gather fused with its fill (jax 0.10.2).
         *(
-            Case("campaign-gather-bfloat16-signalling-nan-0d-index", GATHER,
+            case("campaign-gather-bfloat16-signalling-nan-0d-index", GATHER,
                  np.array([[0x7F7F, 0x7F81]], np.uint16).view(BFLOAT16), i64(-1))
             for _ in [0] if BFLOAT16 is not None
         ),
         # torch: NumPy indices with negative strides (a reversed view) were rejected.
-        Case("campaign-elements-host-indices-negative-stride", ELEMENTS,
+        case("campaign-elements-host-indices-negative-stride", ELEMENTS,
              np.arange(64, dtype=np.int32), i64([1, -4])[::-1], opset=11),
     ]  # fmt: skip
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import oracle
-from cases import GATHER, OPENVINO, Case
+from cases import Case
 from libs import Library
 
 from onnx_gather._conformance.libraries import type_name
-from onnx_gather._conformance.runner import difference
+from onnx_gather._conformance.runner import difference, run_oracle
 from onnx_gather._ops import call
 
 
@@ -18,17 +17,21 @@ def run_case(lib: Library, case: Case, indices: Any = None) -> Any:
     data = lib.asarray(case.data)
     if indices is None:
         indices = case.written if case.written is not None else lib.indices(case.indices)
-    return call(case.op, data, indices, case.axis, case.opset, case.check_bounds)
+    return call(
+        case.op, data, indices, opset=case.opset, check_bounds=case.check_bounds, **case.attributes
+    )
 
 
 def expected(case: Case) -> np.ndarray:
+    """The case's literal (a spec's, or a runtime's), else the loop oracle's answer."""
     if case.expected is not None:
         return case.expected
-    if case.op == GATHER:
-        return oracle.gather(case.data, case.indices, case.axis, case.opset)
-    return oracle.gather_elements(
-        case.data, case.indices, case.axis, None if case.op == OPENVINO else case.opset
-    )
+    return oracle_answer(case)
+
+
+def oracle_answer(case: Case) -> np.ndarray:
+    """The loop oracle's answer for ``case`` (or its exception)."""
+    return run_oracle(case.op, case.data, case.indices, case.attributes, case.opset)
 
 
 def assert_identical(actual: np.ndarray, want: np.ndarray) -> None:

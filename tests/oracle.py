@@ -6,6 +6,6 @@ use it without a source checkout; it shares no code with the library it checks.
 
 from __future__ import annotations
 
-from onnx_gather._conformance.oracle import gather, gather_elements
+from onnx_gather._conformance.oracle import gather, gather_elements, openvino_gather_elements
 
-__all__ = ["gather", "gather_elements"]
+__all__ = ["gather", "gather_elements", "openvino_gather_elements"]

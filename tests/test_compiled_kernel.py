@@ -34,7 +34,7 @@ def test_the_kernel_is_there_exactly_where_it_was_built() -> None:
 
 def test_numpy_calls_take_the_expected_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """The compiled kernel serves plain arrays when built; otherwise the fallback does."""
-    from onnx_gather._backends import _numpy_fallback
+    from onnx_gather._backends._numpy import _fallback as _numpy_fallback
 
     served: list[str] = []
     for name in ("gather", "gather_elements"):

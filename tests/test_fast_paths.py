@@ -17,10 +17,9 @@ import importlib
 from typing import Any
 
 import numpy as np
-import oracle
 import pytest
-from cases import CASES, ELEMENTS, GATHER, Case
-from helpers import applies, assert_identical, call, expected, run_case
+from cases import CASES, ELEMENTS, GATHER, Case, case
+from helpers import applies, assert_identical, expected, run_case
 from libs import LIBS, Library
 
 import onnx_gather as og
@@ -29,8 +28,8 @@ import onnx_gather as og
 # blocked kernel (rows never long enough), its row-by-row kernel (every row long enough),
 # or its small-call kernels.
 NUMPY = "onnx_gather._backends._numpy"
-FALLBACK = "onnx_gather._backends._numpy_fallback"
-POOL = "onnx_gather._backends._pool"
+FALLBACK = "onnx_gather._backends._numpy._fallback"
+POOL = "onnx_gather._backends._numpy._pool"
 TORCH = "onnx_gather._backends._torch"
 NOT_BUILT = {"_kernels": None}
 BLOCKED = {"_SMALL": 0, "_BLOCK": 3, "_LONG_ROWS": 2**62}
@@ -93,20 +92,21 @@ if PARAMS:
 RNG = np.random.default_rng(5)
 
 
-def _large_cases() -> list[tuple[str, str, np.ndarray, np.ndarray, int, int]]:
-    """Above every threshold, with the real block sizes: id, op, data, indices, axis, opset."""
+def _large_cases() -> list[Case]:
+    """Above every threshold, with the real block sizes."""
     d2 = RNG.standard_normal((150, 300)).astype(np.float32)
     d3 = RNG.integers(-100, 100, (6, 40, 130)).astype(np.int16)
     table = RNG.standard_normal((900, 70)).astype(np.float64)
     return [
-        ("elements-axis0", ELEMENTS, d2, RNG.integers(0, 150, (150, 300)), 0, 13),
-        ("elements-axis1-mixed", ELEMENTS, d2, RNG.integers(-300, 300, (150, 300)), 1, 13),
-        ("elements-axis1-int32-smaller", ELEMENTS, d2,
-         RNG.integers(-300, 300, (140, 310)).astype(np.int32), 1, 11),
-        ("elements-3d-middle", ELEMENTS, d3, RNG.integers(-40, 40, (6, 80, 129)), 1, 13),
-        ("elements-3d-last-topk", ELEMENTS, d3, RNG.integers(0, 130, (6, 40, 60)), -1, 13),
-        ("gather-rows", GATHER, table, RNG.integers(-900, 900, (40, 300)), 0, 13),
-        ("gather-axis1", GATHER, table, RNG.integers(0, 70, (300,)).astype(np.int32), 1, 1),
+        case("elements-axis0", ELEMENTS, d2, RNG.integers(0, 150, (150, 300)), axis=0),
+        case("elements-axis1-mixed", ELEMENTS, d2, RNG.integers(-300, 300, (150, 300)), axis=1),
+        case("elements-axis1-int32-smaller", ELEMENTS, d2,
+             RNG.integers(-300, 300, (140, 310)).astype(np.int32), axis=1, opset=11),
+        case("elements-3d-middle", ELEMENTS, d3, RNG.integers(-40, 40, (6, 80, 129)), axis=1),
+        case("elements-3d-last-topk", ELEMENTS, d3, RNG.integers(0, 130, (6, 40, 60)), axis=-1),
+        case("gather-rows", GATHER, table, RNG.integers(-900, 900, (40, 300)), axis=0),
+        case("gather-axis1", GATHER, table, RNG.integers(0, 70, (300,)).astype(np.int32), axis=1,
+             opset=1),
     ]  # fmt: skip
 
 
@@ -118,32 +118,23 @@ EAGER = [lib for lib in LIBS if lib.name != "dask"]
 
 def _lib_params() -> list[Any]:
     return [
-        pytest.param(lib, c, id=f"{lib.name}-{c[0]}")
+        pytest.param(lib, c, id=f"{lib.name}-{c.id}")
         for lib in EAGER
         for c in LARGE
-        if applies(lib, Case(c[0], c[1], c[2], c[3]))
+        if applies(lib, c)
     ]
 
 
 @pytest.mark.parametrize(("backend", "large"), _lib_params())
-def test_large(backend: Library, large: tuple[str, str, np.ndarray, np.ndarray, int, int]) -> None:
-    _, op, data, indices, axis, opset = large
-    want = (
-        oracle.gather(data, indices, axis, opset)
-        if op == GATHER
-        else oracle.gather_elements(data, indices, axis, opset)
-    )
-    got = call(op, backend.asarray(data), backend.indices(indices), axis, opset)
-    assert_identical(backend.to_numpy(got), want)
+def test_large(backend: Library, large: Case) -> None:
+    assert_identical(backend.to_numpy(run_case(backend, large)), expected(large))
 
 
 @pytest.mark.parametrize(("backend", "large"), _lib_params())
 @pytest.mark.parametrize("where", ["first", "middle", "last"])
-def test_large_out_of_range(
-    backend: Library, large: tuple[str, str, np.ndarray, np.ndarray, int, int], where: str
-) -> None:
+def test_large_out_of_range(backend: Library, large: Case, where: str) -> None:
     """One bad index anywhere in a large call: the same complete message as small calls."""
-    _, op, data, indices, axis, opset = large
+    data, indices, axis = large.data, large.indices, large.attributes["axis"]
     bad = indices.copy()
     flat = bad.reshape(-1)
     pos = {"first": 0, "middle": flat.size // 2 + 7, "last": flat.size - 1}[where]
@@ -152,7 +143,7 @@ def test_large_out_of_range(
     position = ", ".join(str(int(i)) for i in np.unravel_index(pos, bad.shape))
     position += "," if bad.ndim == 1 else ""
     with pytest.raises(IndexError, match=rf"index {flat[pos]} at position \({position}\) "):
-        call(op, backend.asarray(data), backend.indices(bad), axis, opset)
+        run_case(backend, large, indices=backend.indices(bad))
 
 
 @pytest.mark.parametrize("backend", EAGER, ids=lambda lib: lib.name)

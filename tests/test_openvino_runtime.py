@@ -56,16 +56,16 @@ def test_case_on_openvino(case: Case) -> None:
     assert case.written is None  # every OpenVINO case holds its indices in an int array
     if case.raises is not None:
         with pytest.raises(Exception) as info:  # OpenVINO raises RuntimeError for everything
-            RUNTIME.run(case.data, case.indices, case.axis)
+            RUNTIME.run(case.data, case.indices, case.attributes["axis"])
         assert not isinstance(info.value, Gap), info.value
         return
-    assert_identical(RUNTIME.run(case.data, case.indices, case.axis), expected(case))
+    assert_identical(RUNTIME.run(case.data, case.indices, case.attributes["axis"]), expected(case))
 
 
 @pytest.mark.parametrize("case", [c for c in OPENVINO_CASES if c.id in GAPS], ids=lambda c: c.id)
 def test_gap(case: Case) -> None:
     with pytest.raises(Gap):
-        RUNTIME.run(case.data, case.indices, case.axis)
+        RUNTIME.run(case.data, case.indices, case.attributes["axis"])
 
 
 # What the docs say about the runtime, measured here so that they stay true.

@@ -36,13 +36,13 @@ import torch
 from helpers import assert_identical
 from libs import Library
 
-from onnx_gather import _spec
+from onnx_gather import _ops
 from onnx_gather._conformance.libraries import type_name
-from onnx_gather._ops import GATHER, GATHER_ELEMENTS, call
+from onnx_gather._ops import call
 
 OPSETS = (9, 11, 13, 17)
-#: Our operator for each node type replayed.
-OPS = {_spec.GATHER: GATHER, _spec.GATHER_ELEMENTS: GATHER_ELEMENTS}
+#: Our operator for each node type replayed: every ONNX operator of the registry.
+OPS = _ops.BY_ONNX_OP_TYPE
 
 
 @dataclass(frozen=True)
@@ -62,12 +62,12 @@ class Model:
 
 @dataclass(frozen=True)
 class Node:
-    """One Gather/GatherElements node as ORT ran it."""
+    """One node of the family as ORT ran it."""
 
     name: str
     op_type: str
     opset: int
-    axis: int
+    attributes: dict[str, Any]
     data: np.ndarray
     indices: np.ndarray
     output: np.ndarray
@@ -193,7 +193,7 @@ def capture(path: Path, feeds: dict[str, np.ndarray]) -> list[Node]:
             name=n.name,
             op_type=n.op_type,
             opset=opset,
-            axis=next((int(a.i) for a in n.attribute if a.name == "axis"), 0),
+            attributes=_ops.node_attributes(OPS[n.op_type], n),
             data=np.asarray(values[n.input[0]]),
             indices=np.asarray(values[n.input[1]]),
             output=np.asarray(values[n.output[0]]),
@@ -230,9 +230,8 @@ def test_replay(
     for node in captured[model, opset]:
         if type_name(node.data.dtype) not in lib.holds:
             continue  # JAX without x64: no int64 shape tensors
-        got = call(
-            OPS[node.op_type], lib.asarray(node.data), lib.indices(node.indices), node.axis, opset
-        )
+        arrays = (lib.asarray(node.data), lib.indices(node.indices))
+        got = call(OPS[node.op_type], *arrays, opset=opset, **node.attributes)
         assert_identical(lib.to_numpy(got), node.output)
         replayed += 1
     if not replayed:
@@ -245,7 +244,7 @@ def test_the_replay_has_negative_indices(captured: dict[tuple[str, int], list[No
     gather_1 = [n for n in captured["index-negative", 9] if n.op_type == "Gather"]
     assert gather_1
     assert all(n.opset == 9 and (n.indices < 0).all() for n in gather_1)
-    assert {n.axis for n in gather_1} == {0, 1}
+    assert {n.attributes["axis"] for n in gather_1} == {0, 1}
     for opset in OPSETS[1:]:
         (elements,) = captured["gather-negative", opset]
         assert elements.op_type == "GatherElements"
@@ -259,7 +258,8 @@ def test_gather_1_negative_indices_read_from_the_end(
 ) -> None:
     """The node the library used to reject (Gather-1, negative indices) is ONNX Runtime's."""
     for node in captured["index-negative", 9]:
-        got = call("gather", node.data, node.indices, node.axis, 9)
+        got = call("gather", node.data, node.indices, opset=9, **node.attributes)
         assert_identical(got, node.output)
-        size = node.data.shape[node.axis]
-        assert_identical(got, np.take(node.data, node.indices + size, axis=node.axis))
+        axis = node.attributes["axis"]
+        size = node.data.shape[axis]
+        assert_identical(got, np.take(node.data, node.indices + size, axis=axis))

@@ -306,7 +306,7 @@ def test_check_is_kept_out_of_cuda_graphs() -> None:
         pytest.skip("this torch has no cudagraph_unsafe tag")
     import onnx_gather._backends._torch  # noqa: F401 (registers the operator)
 
-    assert torch.Tag.cudagraph_unsafe in torch.ops.onnx_gather.checked_indices.default.tags
+    assert torch.Tag.cudagraph_unsafe in torch.ops.onnx_gather.checked_indices_v1.default.tags
 
 
 def test_func_vmap_unchecked() -> None:

@@ -1,4 +1,4 @@
-"""The Triton kernels (``onnx_gather._backends._triton``), bit for bit, without a GPU.
+"""The Triton kernels (``onnx_gather._backends._torch._triton``), bit for bit, without a GPU.
 
 With ``TRITON_INTERPRET=1`` (set before triton is imported; ``nox -s triton_interpreter``
 sets it) Triton's interpreter runs the kernels on CPU tensors; on a machine with a CUDA
@@ -40,17 +40,39 @@ from helpers import assert_identical, expected, run_case  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import example as explicit  # noqa: E402
 
-from onnx_gather import _api, _spec  # noqa: E402
+from onnx_gather import _api, _ops  # noqa: E402
 from onnx_gather._backends import _torch  # noqa: E402
-from onnx_gather._backends import _triton as tt  # noqa: E402
+from onnx_gather._backends._torch import _triton as tt  # noqa: E402
 from onnx_gather._conformance import oracle  # noqa: E402
 from onnx_gather._conformance.libraries import installed  # noqa: E402
-from onnx_gather._conformance.runner import check, inputs  # noqa: E402
+from onnx_gather._conformance.runner import check, inputs, run_oracle  # noqa: E402
 from onnx_gather._conformance.strategies import Example, examples  # noqa: E402
 from onnx_gather._memo import Memo  # noqa: E402
-from onnx_gather._ops import GATHER_ELEMENTS as ELEMENTS  # noqa: E402
-from onnx_gather._ops import OPENVINO_GATHER_ELEMENTS as OPENVINO  # noqa: E402
 from onnx_gather._ops import call  # noqa: E402
+from onnx_gather._spec import Plan  # noqa: E402
+
+ELEMENTS = _ops.GATHER_ELEMENTS.name
+OPENVINO = _ops.OPENVINO_GATHER_ELEMENTS.name
+
+
+def plan_gather(*args: Any) -> Any:
+    """Gather's plan: (version, data shape, dtype, indices shape, dtype, axis, check)."""
+    version, dshape, ddtype, ishape, idtype, axis, check = args
+    op = _ops.GATHER
+    return op.planner(op, version, (dshape, ishape), (ddtype, idtype), (axis,), check)
+
+
+def plan_gather_elements(*args: Any) -> Any:
+    """GatherElements' plan, with the arguments of :func:`plan_gather`."""
+    version, dshape, ddtype, ishape, idtype, axis, check = args
+    op = _ops.GATHER_ELEMENTS
+    return op.planner(op, version, (dshape, ishape), (ddtype, idtype), (axis,), check)
+
+
+def walk(data: Any, indices: Any, plan: Any) -> Any:
+    """The shape a kernel walks over data: data's (Gather) or the output's (GatherElements)."""
+    return plan.out_shape if hasattr(plan, "trim") else data.shape
+
 
 DEVICE = "cpu" if INTERPRET else "cuda"
 LIB = installed(["torch" if DEVICE == "cpu" else "torch[cuda]"])[0]
@@ -88,15 +110,15 @@ class Routed:
         self.last: str | None = None
 
     def wrap(self, native: Callable[..., Any], triton_fn: Callable[..., Any]) -> Callable[..., Any]:
-        def kernel(data: Any, indices: Any, plan: _spec.Plan, /) -> Any:
+        def kernel(data: Any, indices: Any, plan: Plan, /) -> Any:
             why = _unserved_reason(data, indices)
-            supported = tt.supports(data, indices, plan)
+            supported = tt.supports(data, indices, plan, walk(data, indices, plan))
             assert supported == (why is None), (why, data.dtype, data.shape, data.stride())
             if supported:
                 self.last = "triton"
                 ROUTES["triton", "served"] += 1
                 return triton_fn(data, indices, plan)
-            assert not tt.serves(data, indices, plan)
+            assert not tt.serves(data, indices, plan, walk(data, indices, plan))
             self.last = "torch"
             ROUTES["torch", str(why)] += 1
             return native(data, indices, plan)
@@ -166,7 +188,7 @@ def _as_array_indices(example: Example) -> Example:
 
 def _bits_replaced(example: Example) -> np.ndarray:
     """What an unchecked call must give: each bad index read as 0 (as 0 bits on an empty axis)."""
-    ax = example.axis % example.data.ndim
+    ax = example.attributes["axis"] % example.data.ndim
     size = example.data.shape[ax]
     idx = example.indices.astype(np.int64)
     good = (idx >= -size) & (idx < size)
@@ -176,10 +198,7 @@ def _bits_replaced(example: Example) -> np.ndarray:
         if example.op == GATHER:
             shape = example.data.shape[:ax] + shape + example.data.shape[ax + 1 :]
         return np.zeros(shape, example.data.dtype)
-    if example.op == GATHER:
-        assert example.opset is not None
-        return oracle.gather(example.data, safe, example.axis, example.opset)
-    return oracle.gather_elements(example.data, safe, example.axis, example.opset)
+    return run_oracle(example.op, example.data, safe, example.attributes, example.opset)
 
 
 def _conforms(router: Routed, example: Example) -> None:
@@ -195,14 +214,17 @@ def _conforms(router: Routed, example: Example) -> None:
     # index reads element 0 (nothing outside data: a read elsewhere would show the filler
     # a view skips, or garbage).
     data, indices, _ = inputs(LIB, example)
-    got = LIB.to_numpy(call(example.op, data, indices, example.axis, example.opset, False))
+    unchecked = call(
+        example.op, data, indices, opset=example.opset, check_bounds=False, **example.attributes
+    )
+    got = LIB.to_numpy(unchecked)
     assert_identical(got, _bits_replaced(example))
 
 
 @BUDGET
 @given(example=examples(GATHER, HOLDS))
 # Found by the nox session: an empty axis and a negative axis in the expected result.
-@explicit(example=Example(GATHER, np.zeros(0, np.int32), np.array(0), -1, 1))
+@explicit(example=Example(GATHER, np.zeros(0, np.int32), np.array(0), {"axis": -1}, 1))
 def test_gather_property(routed: Routed, example: Example) -> None:
     _conforms(routed, example)
 
@@ -242,13 +264,13 @@ def test_unchecked_wild_indices_never_raise_nor_read_outside(op: str, index_dtyp
     values = [int(np.clip(v, info.min, info.max)) for v in WILD]
     if op == "gather":
         idx = np.array(values[:8], index_dtype).reshape(2, 4)
-        plan = _spec.plan_gather(13, (3, 4), "float32", (2, 4), index_dtype, 1, False)
+        plan = plan_gather(13, (3, 4), "float32", (2, 4), index_dtype, 1, False)
         out = tt.gather(data, _tensor(idx), plan)
         safe = np.where((idx >= -4) & (idx < 4), idx, 0)
         want = np.take(base[1:4, 2:6], safe, axis=1)
     else:
         idx = np.array((values * 2)[:12], index_dtype).reshape(3, 4)
-        plan = _spec.plan_gather_elements(13, (3, 4), "float32", (3, 4), index_dtype, 0, False)
+        plan = plan_gather_elements(13, (3, 4), "float32", (3, 4), index_dtype, 0, False)
         out = tt.gather_elements(data, _tensor(idx), plan)
         safe = np.where((idx >= -3) & (idx < 3), idx, 0)
         want = np.take_along_axis(base[1:4, 2:6], safe.astype(np.int64) % 3, axis=0)
@@ -262,14 +284,14 @@ def test_checked_names_the_first_bad_index_in_c_order() -> None:
     idx[2, 1, 3] = -6
     idx[1, 3, 0] = 5  # the first bad one in C order, though another program may see its own first
     idx[2, 3, 4] = 2**62
-    plan = _spec.plan_gather(13, (4, 5), "int16", (3, 4, 5), "int64", 1, True)
+    plan = plan_gather(13, (4, 5), "int16", (3, 4, 5), "int64", 1, True)
     with pytest.raises(IndexError, match=r"index 5 at position \(1, 3, 0\) of indices"):
         tt.gather(data, _tensor(idx), plan)
     # Spread over many programs: positions far apart.
     big = np.zeros((4, 3000), np.int64)
     big[3, 2999] = 9
     big[1, 1700] = -9
-    plan = _spec.plan_gather_elements(13, (4, 5), "int16", (4, 3000), "int64", 1, True)
+    plan = plan_gather_elements(13, (4, 5), "int16", (4, 3000), "int64", 1, True)
     with pytest.raises(IndexError, match=r"index -9 at position \(1, 1700\) of indices"):
         tt.gather_elements(data.expand(4, 5), _tensor(big), plan)
 
@@ -286,32 +308,31 @@ def test_views_of_every_rank_are_read_in_place(rank: int) -> None:
     for axis in range(rank):
         size = data.shape[axis]
         idx = rng.integers(-size, size, tuple(data.shape)).astype(np.int64)
-        plan = _spec.plan_gather_elements(
-            13, tuple(data.shape), "int32", idx.shape, "int64", axis, True
-        )
+        plan = plan_gather_elements(13, tuple(data.shape), "int32", idx.shape, "int64", axis, True)
         held = LIB.to_numpy(data)
-        if tt.supports(data, _tensor(idx), plan):
+        if tt.supports(data, _tensor(idx), plan, walk(data, None, plan)):
             out = tt.gather_elements(data, _tensor(idx), plan)
             want = oracle.gather_elements(held, idx, axis, 13)
             assert_identical(LIB.to_numpy(out), want)
         else:
             assert rank == 6  # five dims off the axis that no stride merges
         gidx = rng.integers(-size, size, (2, 3)).astype(np.int32)
-        plan = _spec.plan_gather(13, tuple(data.shape), "int32", (2, 3), "int32", axis, True)
-        if tt.supports(data, _tensor(gidx), plan):
+        plan = plan_gather(13, tuple(data.shape), "int32", (2, 3), "int32", axis, True)
+        if tt.supports(data, _tensor(gidx), plan, walk(data, None, plan)):
             out = tt.gather(data, _tensor(gidx), plan)
             assert_identical(LIB.to_numpy(out), oracle.gather(held, gidx, axis, 13))
     contiguous = _tensor(np.zeros((2,) * 7, np.float32))
-    plan = _spec.plan_gather(13, (2,) * 7, "float32", (1,), "int64", 3, True)
-    assert tt.supports(contiguous, _tensor(np.zeros(1, np.int64)), plan)  # collapses to 2 dims
+    plan = plan_gather(13, (2,) * 7, "float32", (1,), "int64", 3, True)
+    one = _tensor(np.zeros(1, np.int64))
+    assert tt.supports(contiguous, one, plan, walk(contiguous, None, plan))  # collapses to 2 dims
 
 
 def test_expanded_data_is_not_copied() -> None:
     row = _tensor(np.arange(6, dtype=np.float64))
     data = row.expand(5000, 6)  # stride 0 across rows: 6 elements of memory
     idx = np.tile(np.array([5, -6, 0], np.int64), (5000, 1))
-    plan = _spec.plan_gather_elements(13, (5000, 6), "float64", (5000, 3), "int64", 1, True)
-    assert tt._rest(data, _tensor(idx), plan) == [(5000, 0)]
+    plan = plan_gather_elements(13, (5000, 6), "float64", (5000, 3), "int64", 1, True)
+    assert tt._rest(data, idx.shape, plan) == [(5000, 0)]
     out = LIB.to_numpy(tt.gather_elements(data, _tensor(idx), plan))
     assert_identical(out, np.tile(np.array([5.0, 0.0, 0.0]), (5000, 1)))
 
@@ -320,17 +341,17 @@ def test_serves_only_cuda_tensors_outside_autograd_and_large_enough() -> None:
     n = tt.MIN_OUTPUTS
     data = _tensor(np.zeros((n, 2), np.float32))
     idx = _tensor(np.zeros((n, 1), np.int64))
-    plan = _spec.plan_gather_elements(13, (n, 2), "float32", (n, 1), "int64", 1, True)
-    assert tt.supports(data, idx, plan)
-    assert tt.serves(data, idx, plan) == (DEVICE == "cuda")
-    small = _spec.plan_gather_elements(13, (n, 2), "float32", (n - 1, 1), "int64", 1, True)
-    assert not tt.serves(data, idx[:-1], small)
+    plan = plan_gather_elements(13, (n, 2), "float32", (n, 1), "int64", 1, True)
+    assert tt.supports(data, idx, plan, walk(data, None, plan))
+    assert tt.serves(data, idx, plan, walk(data, None, plan)) == (DEVICE == "cuda")
+    small = plan_gather_elements(13, (n, 2), "float32", (n - 1, 1), "int64", 1, True)
+    assert not tt.serves(data, idx[:-1], small, walk(data, None, small))
     with torch.enable_grad():
-        assert not tt.serves(data.clone().requires_grad_(), idx, plan)
-    assert not tt.serves(data, np.zeros((n, 1), np.int64), plan)
+        assert not tt.serves(data.clone().requires_grad_(), idx, plan, walk(data, None, plan))
+    assert not tt.serves(data, np.zeros((n, 1), np.int64), plan, walk(data, None, plan))
     c128 = _tensor(np.zeros((n, 2), np.complex128))
-    cplan = _spec.plan_gather_elements(13, (n, 2), "complex128", (n, 1), "int64", 1, True)
-    assert not tt.supports(c128, idx, cplan)
+    cplan = plan_gather_elements(13, (n, 2), "complex128", (n, 1), "int64", 1, True)
+    assert not tt.supports(c128, idx, cplan, walk(c128, None, cplan))
 
 
 def test_importing_the_package_imports_no_triton() -> None:

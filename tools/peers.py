@@ -39,21 +39,25 @@ from typing import Any
 import numpy as np
 from hypothesis import HealthCheck, Phase, find, given, seed, settings
 
+from onnx_gather import _ops
 from onnx_gather._conformance import libraries, onnx_peers
 from onnx_gather._conformance.runner import Outcome, call, expected
-from onnx_gather._conformance.strategies import (
-    DTYPES,
-    ELEMENTS,
-    GATHER,
-    OPENVINO,
-    Example,
-    examples,
-)
+from onnx_gather._conformance.strategies import DTYPES, Example, examples
 
-OPS = (GATHER, ELEMENTS, OPENVINO)
+OPS = _ops.OPS
 #: Peers that run only some operators (the others run every one).
-ONLY = {"openvino (CPU)": {OPENVINO}}
+ONLY = {"openvino (CPU)": {_ops.OPENVINO_GATHER_ELEMENTS.name}}
 Peer = Callable[[Example], Outcome]
+#: The naive native call of each operator, per library: ``(module, function name)`` and
+#: how it takes the example's attributes. An operator without an entry for a library has
+#: no such call there (a ``gap``).
+NAIVE: dict[str, dict[str, str]] = {
+    "gather": {"numpy": "take", "torch": "index_select", "jax": "take"},
+    "gather_elements": {"numpy": "take_along_axis", "torch": "gather", "jax": "take_along_axis"},
+    "openvino.gather_elements": {
+        "numpy": "take_along_axis", "torch": "gather", "jax": "take_along_axis",
+    },
+}  # fmt: skip
 
 
 def _guard(run: Callable[[], Any]) -> Outcome:
@@ -66,11 +70,17 @@ def _guard(run: Callable[[], Any]) -> Outcome:
     return Outcome(value=np.asarray(value))
 
 
+def _naive(example: Example, library: str) -> str | None:
+    return NAIVE.get(example.op, {}).get(library)
+
+
 def numpy_peer(example: Example) -> Outcome:
     """``np.take`` / ``np.take_along_axis``."""
-    if example.op == GATHER:
-        return _guard(lambda: np.take(example.data, example.indices, axis=example.axis))
-    return _guard(lambda: np.take_along_axis(example.data, example.indices, axis=example.axis))
+    name = _naive(example, "numpy")
+    if name is None:
+        return Outcome(error=onnx_peers.Gap("no NumPy function"))
+    fn = getattr(np, name)
+    return _guard(lambda: fn(example.data, example.indices, axis=example.attributes["axis"]))
 
 
 def torch_peer() -> Peer:
@@ -82,10 +92,11 @@ def torch_peer() -> Peer:
     def run(example: Example) -> Outcome:
         def go() -> Any:
             data, indices = tensor(example.data), tensor(example.indices)
-            if example.op == GATHER:
-                return back(torch.index_select(data, example.axis, indices))
-            return back(torch.gather(data, example.axis, indices))
+            return back(getattr(torch, name)(data, example.attributes["axis"], indices))
 
+        name = _naive(example, "torch")
+        if name is None:
+            return Outcome(error=onnx_peers.Gap("no torch function"))
         if example.dtype_name == "string":
             return Outcome(error=onnx_peers.Gap("no string tensors"))
         return _guard(go)
@@ -100,10 +111,11 @@ def jax_peer() -> Peer:
     def run(example: Example) -> Outcome:
         def go() -> Any:
             data, indices = jnp.asarray(example.data), jnp.asarray(example.indices)
-            if example.op == GATHER:
-                return np.asarray(jnp.take(data, indices, axis=example.axis))
-            return np.asarray(jnp.take_along_axis(data, indices, axis=example.axis))
+            return np.asarray(getattr(jnp, name)(data, indices, axis=example.attributes["axis"]))
 
+        name = _naive(example, "jax")
+        if name is None:
+            return Outcome(error=onnx_peers.Gap("no jax.numpy function"))
         if example.dtype_name == "string":
             return Outcome(error=onnx_peers.Gap("no string arrays"))
         return _guard(go)
@@ -121,9 +133,7 @@ def openvino_peer() -> Peer:
 
 def onnx_gather_peer(example: Example) -> Outcome:
     """onnx_gather on NumPy: the control row."""
-    return _guard(
-        lambda: call(example.op, example.data, example.indices, example.axis, example.opset)
-    )
+    return _guard(lambda: call(example.data, example.indices, example))
 
 
 def peers() -> dict[str, tuple[Peer, Callable[[np.ndarray], np.ndarray] | None]]:
@@ -214,10 +224,11 @@ def _array(a: np.ndarray) -> str:
 
 def _show(example: Example) -> str:
     opset = "" if example.opset is None else f", opset={example.opset}"
+    attributes = ", ".join(f"{k}={v}" for k, v in example.attributes.items())
     return (
         f"data={_array(example.data)} ({example.data.dtype}, shape {example.data.shape}), "
         f"indices={_array(example.indices)} ({example.indices.dtype}, shape "
-        f"{example.indices.shape}), axis={example.axis}{opset}"
+        f"{example.indices.shape}), {attributes}{opset}"
     )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from onnx_gather import _spec
+from onnx_gather import _ops
 from onnx_gather._api import run
 from onnx_gather._version import __version__
 
@@ -94,8 +94,7 @@ def gather(
     >>> og.gather(np.array([10, 20, 30]), [-1, 0])
     array([30, 10])
     """
-    version = _spec.resolve_version(_spec.GATHER, opset)
-    return run(_spec.plan_gather, version, data, indices, axis, check_bounds)
+    return run(_ops.GATHER, opset, (data, indices), (axis,), check_bounds)
 
 
 def gather_elements(
@@ -150,5 +149,4 @@ def gather_elements(
     array([[1, 1],
            [4, 3]])
     """
-    version = _spec.resolve_version(_spec.GATHER_ELEMENTS, opset)
-    return run(_spec.plan_gather_elements, version, data, indices, axis, check_bounds)
+    return run(_ops.GATHER_ELEMENTS, opset, (data, indices), (axis,), check_bounds)

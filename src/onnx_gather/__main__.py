@@ -31,7 +31,7 @@ and onnx: in a checkout of onnx-gather, pip install -e ".[check]".
 
 
 def _call(example: Example, data: Any, indices: Any) -> Any:
-    return call(example.op, data, indices, example.axis, example.opset)
+    return call(example.op, data, indices, opset=example.opset, **example.attributes)
 
 
 def run_examples(names: list[str] | None = None) -> int:

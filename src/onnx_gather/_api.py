@@ -1,19 +1,25 @@
-"""The one path every call takes, in four steps.
+"""The one path every call of every operator takes, in four steps.
 
 1. **Backend**: the module that serves ``data``'s library (:func:`~._dispatch.backend_for`).
-2. **Host indices**: a Python int or sequence, or a NumPy array, becomes one NumPy array
-   (:func:`~._host.index_array`); indices of ``data``'s own library stay as they are; any
-   other object is a TypeError naming both libraries. While a compiler traces this Python
-   (``torch.compile``: it models NumPy arrays as tensors and cannot read their dtype), the
-   backend makes host indices its own array instead (``Backend.host_under_trace``).
-3. **Plan**: ``_spec`` checks shapes, dtypes, axis and version and returns a
-   :class:`~._spec.Plan`, cached per key (shapes, dtypes, axis, version, ``check_bounds``).
-   Not while a compiler traces: the planner then runs once per compilation anyway, and a
-   lookup would make the compiler guard on the cache (every later eager call would
-   recompile the graph) and specialise symbolic sizes (``dynamic=True``).
-4. **Kernel**: the backend's kernel runs the plan. It owns the bounds policy: it counts
-   negative indices from the end, checks (when ``plan.check_bounds``) and gathers in as few
-   passes as its library allows, and raises ``_spec``'s IndexError where it reads the values.
+2. **Host inputs**: per role. Indices given as a Python int or sequence, or a NumPy array,
+   become one NumPy array (:func:`~._host.index_array`); inputs of ``data``'s own library
+   stay as they are; any other object is a TypeError naming both libraries. While a
+   compiler traces this Python (``torch.compile``: it models NumPy arrays as tensors and
+   cannot read their dtype), the backend makes host indices its own array instead
+   (``Backend.host_under_trace``).
+3. **Plan**: the operator's planner (the registry's ``planner``, one module of ``_spec``
+   per operator) checks shapes, dtypes, attributes and version and returns its plan,
+   cached per key (the operator, version, backend, attributes, ``check_bounds`` and each
+   input's shape, dtype and type). Not while a compiler traces: the planner then runs
+   once per compilation anyway, and a lookup would make the compiler guard on the cache
+   (every later eager call would recompile the graph) and specialise symbolic sizes
+   (``dynamic=True``).
+4. **Kernel**: the backend's method for the operator (the registry's ``method``) runs the
+   plan. It owns the bounds policy: it counts negative indices from the end, checks (when
+   ``plan.check_bounds``) and computes in as few passes as its library allows, and raises
+   ``_spec``'s IndexError where it reads the values.
+
+Nothing here asks which operator runs: the registry record says all of it.
 """
 
 from __future__ import annotations
@@ -27,12 +33,9 @@ from onnx_gather._host import Unrepresentable, index_array
 from onnx_gather._memo import Memo
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from onnx_gather._backends._base import Backend
+    from onnx_gather._ops import Operator
     from onnx_gather._spec import Plan
-
-    Planner = Callable[[Any, tuple[int, ...], str, tuple[int, ...], str, Any, bool], Plan]
 
 
 #: Plans by everything a planner reads.
@@ -40,42 +43,33 @@ _PLANS: Memo[tuple[Any, ...], Plan] = Memo(4096)
 
 
 def run(
-    planner: Planner,
-    version: int | None,
-    data: Any,
-    indices: Any,
-    axis: Any,
+    op: Operator,
+    opset: Any,
+    arrays: tuple[Any, ...],
+    attributes: tuple[Any, ...],
     check_bounds: bool,
 ) -> Any:
-    """Check ``data`` and ``indices`` with ``planner`` and run the matching backend kernel."""
-    backend = backend_for(data)
-    traced = _python_traced(backend)
-    indices = _own_or_host(backend, indices, traced)
-    plan = _planned(planner, version, backend, data, indices, axis, check_bounds, not traced)
-    if isinstance(indices, Unrepresentable):
-        _spec.raise_out_of_range(plan, indices.values)
-    kernel = backend.gather_elements if plan.elements else backend.gather
-    return kernel(data, indices, plan)
+    """Check ``arrays`` (in ``op``'s input order) with ``op``'s planner; run its kernel."""
+    # The registry's table answers the common case inline (a bool is no opset: not here).
+    version = op.newest.get(opset) if type(opset) is int else None
+    if version is None:
+        version = op.resolve(opset)
+    backend = backend_for(arrays[0])
+    traced = backend.python_traced is not None and bool(backend.python_traced())
+    if not backend.owns(arrays[1]):  # host indices (or another library's: TypeError)
+        arrays = (arrays[0], _host_indices(backend, arrays[1], traced), *arrays[2:])
+    plan = _planned(op, version, backend, arrays, attributes, bool(check_bounds), not traced)
+    if type(arrays[1]) is Unrepresentable:
+        _spec.raise_out_of_range(plan, arrays[1].values)
+    return getattr(backend, op.method)(*arrays, plan)
 
 
-def _python_traced(backend: Backend) -> bool:
-    """Whether a compiler is tracing this call's Python code (``torch.compile``).
-
-    Asked of backends that define ``python_traced`` (only torch's): a JAX trace runs the
-    Python as usual, on tracers, and NumPy code in it is plain NumPy.
-    """
-    traced = getattr(backend, "python_traced", None)
-    return traced is not None and bool(traced())
-
-
-def _own_or_host(backend: Backend, indices: Any, traced: bool) -> Any:
-    """Indices of ``data``'s library as given; host indices as a NumPy array; else TypeError.
+def _host_indices(backend: Backend, indices: Any, traced: bool) -> Any:
+    """Indices not of ``data``'s library: host indices as a NumPy array, else TypeError.
 
     Under a Python-tracing compiler, host indices become the backend's own array (typed as
     NumPy would type them), which the compiler can trace.
     """
-    if backend.owns(indices):
-        return indices
     convert = backend.host_under_trace if traced else index_array  # type: ignore[attr-defined]
     host = convert(indices)
     if host is None:
@@ -90,25 +84,31 @@ def _own_or_host(backend: Backend, indices: Any, traced: bool) -> Any:
 
 
 def _planned(
-    planner: Planner,
-    version: int | None,
+    op: Operator,
+    version: int,
     backend: Backend,
-    data: Any,
-    indices: Any,
-    axis: Any,
+    arrays: tuple[Any, ...],
+    attributes: tuple[Any, ...],
     check_bounds: bool,
     cached: bool,
 ) -> Plan:
-    """The call's plan, from the cache or made by ``planner`` (which checks everything)."""
+    """The call's plan, from the cache or made by the operator's planner (which checks all)."""
     key: tuple[Any, ...] | None = None
-    if cached and type(axis) is int:  # anything else (an __index__ object) may change: never a key
+    # An attribute that is not a plain int or str (an __index__ object) may change, and a
+    # bool equals an int: never a key. (One attribute, the common case, tested first.)
+    if cached and (type(attributes[0]) is int if len(attributes) == 1 else _keyable(attributes)):
         # The arrays' own shape objects: a key is stored only after the planner accepted
         # them (through backend.shape, which also rejects unknown sizes).
         try:
-            key = (
-                planner, version, backend, data.shape, data.dtype, indices.shape,
-                indices.dtype, type(indices), axis, check_bounds,
-            )  # fmt: skip
+            if len(arrays) == 2:  # the gathers: one tuple, built at once
+                data, indices = arrays
+                key = (
+                    op, version, backend, attributes, check_bounds, data.shape, data.dtype,
+                    indices.shape, indices.dtype, type(indices),
+                )  # fmt: skip
+            else:
+                parts = (part for x in arrays for part in (x.shape, x.dtype, type(x)))
+                key = (op, version, backend, attributes, check_bounds, *parts)
             plan = _PLANS.get(key)
         except Exception:
             # A shape or dtype that cannot be read (a nested tensor's) or hashed: let the
@@ -116,16 +116,17 @@ def _planned(
             plan = key = None
         if plan is not None:
             return plan
-    own = backend.owns(indices)
-    plan = planner(
-        version,
-        backend.shape(data),
-        backend.dtype_name(data),
-        backend.shape(indices) if own else indices.shape,
-        backend.dtype_name(indices) if own else numpy_dtype_name(indices.dtype),
-        axis,
-        check_bounds,
-    )
+    shapes, dtypes = [], []
+    for x in arrays:
+        own = backend.owns(x)
+        shapes.append(backend.shape(x) if own else x.shape)
+        dtypes.append(backend.dtype_name(x) if own else numpy_dtype_name(x.dtype))
+    plan = op.planner(op, version, tuple(shapes), tuple(dtypes), attributes, check_bounds)
     if key is not None:
         _PLANS.put(key, plan)
     return plan
+
+
+def _keyable(attributes: tuple[Any, ...]) -> bool:
+    """Whether every attribute is a plain int or str: values that may key the cache."""
+    return all(type(a) is int or type(a) is str for a in attributes)

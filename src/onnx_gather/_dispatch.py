@@ -62,10 +62,6 @@ def _select(data: Any) -> Backend:
         from onnx_gather._backends._jax import backend as jax_backend
 
         return jax_backend
-    if _is(compat.is_cupy_array, data):
-        from onnx_gather._backends._cupy import backend as cupy_backend
-
-        return cupy_backend
     if _is(compat.is_dask_array, data):
         from onnx_gather._backends._dask import backend as dask_backend
 
@@ -78,6 +74,7 @@ def _select(data: Any) -> Backend:
             f"library, got a {library_of(data)} object of type {type(data).__name__}"
         )
         raise TypeError(msg) from None
+    # Any other array-API library, CuPy included (array_api_compat's namespace for it).
     from onnx_gather._backends._array_api import ArrayAPIBackend
 
     return ArrayAPIBackend(xp)

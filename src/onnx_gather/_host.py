@@ -12,9 +12,10 @@ from __future__ import annotations
 import array
 from typing import TYPE_CHECKING, Any
 
+import array_api_compat.numpy as _NUMPY
 import numpy as np
 
-from onnx_gather import _spec
+from onnx_gather._indices import CLAMP, RAISE, counted
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -179,24 +180,18 @@ def value_range(indices: np.ndarray) -> tuple[int, int]:
 
 
 def checked(plan: Plan, indices: np.ndarray) -> np.ndarray:
-    """Host indices with negatives counted from the end: int64 in ``[0, size)``, or as given.
+    """Host indices with negatives counted from the end, in ``[0, size)``, or as given.
 
-    With ``plan.check_bounds`` an index outside ``[-size, size-1]`` raises ``_spec``'s
-    IndexError. Without it, such an index is clamped into the axis (it reads some element
-    of the data, never outside it). The result may be ``indices`` itself when nothing needs
-    changing; callers only read it.
+    The one normalisation (:func:`onnx_gather._indices.counted`) on NumPy, its range read
+    with :func:`value_range`: with ``plan.check_bounds`` an index outside ``[-size,
+    size-1]`` raises ``_spec``'s IndexError; without it, such an index is clamped into the
+    axis (it reads some element of the data, never outside it). The result may be
+    ``indices`` itself when nothing needs changing; callers only read it.
     """
-    if indices.size == 0:
-        return indices
-    lo, hi = value_range(indices)
-    size = plan.size
-    if plan.admits(lo, hi):
-        if lo >= 0:
-            return indices
-        as64 = indices.astype(np.int64)  # int32 + a size beyond int32 must not wrap
-        return np.where(as64 < 0, as64 + size, as64)
-    if plan.check_bounds:
-        _spec.raise_out_of_range(plan, indices)
-    as64 = indices.astype(np.int64)
-    counted = np.where(as64 < 0, as64 + size, as64)
-    return np.clip(counted, 0, max(size - 1, 0))
+    policy = RAISE if plan.check_bounds else CLAMP
+    out: np.ndarray = counted(_NUMPY, indices, plan, policy, extremes=value_range, to_host=_same)
+    return out
+
+
+def _same(indices: np.ndarray) -> np.ndarray:
+    return indices

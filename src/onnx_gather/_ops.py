@@ -1,59 +1,331 @@
-"""The operators, named once: each by the public function that runs it.
+"""The registry of operators: each operator of the family described once.
 
-The conformance examples, the command line, the benchmarks and the test tables name an
-operator by these keys (the column headers of ``python -m onnx_gather check``), and run it
-with :func:`call`. ``_spec`` names the ONNX operators themselves ("Gather",
-"GatherElements"), for versions and messages; :data:`ONNX_OP_TYPE` links the two.
+An :class:`Operator` says everything the generic layers need to know about one operator:
+its public name and ONNX op_type, its versions and what each adds, its default opset, its
+inputs and their roles, its attributes, the planner that checks a call (one module of
+:mod:`onnx_gather._spec` per operator), the backend method that runs it, its loop oracle,
+its example strategy, and its adjoint. The public functions, ``_api.run``, the command
+line, the conformance runner and its peers, the test tables, the benchmarks and
+:func:`onnx_gather.run_node` read it, and never ask which operator they run.
+
+OpenVINO's GatherElements-6 is a variant in the registry: its own name, one version (6),
+no opset argument, and equal dims off the axis; it computes what ONNX GatherElements does.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+import operator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from onnx_gather import _spec
+from onnx_gather._spec import gather as _gather
+from onnx_gather._spec import gather_elements as _gather_elements
 
-GATHER = "gather"
-GATHER_ELEMENTS = "gather_elements"
-OPENVINO_GATHER_ELEMENTS = "openvino.gather_elements"
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from onnx_gather._spec import Plan
+
+
+@dataclass(frozen=True, eq=False)
+class Operator:
+    """One operator of the family (see the module docstring).
+
+    Attributes
+    ----------
+    name : str
+        The public function that runs it: ``"gather"``, ``"openvino.gather_elements"``.
+    op_type : str
+        The ONNX node type that computes it (OpenVINO's variant: ``"GatherElements"``).
+    label : str
+        Its name in messages, before the version: ``"Gather"`` gives ``"Gather-13"``.
+    versions : dict of int to str
+        Each version and what it adds, oldest first.
+    bfloat16_from : int
+        The first version whose data types include bfloat16.
+    default_opset : int or None
+        The public function's default ``opset``; None where the function takes no opset
+        (one version only: OpenVINO's).
+    inputs : tuple of str
+        The inputs' roles, in order: ``data``, ``indices`` (and ``updates`` for scatters).
+    attributes : tuple of (str, int or None)
+        Each attribute and its default (None: required).
+    attribute_since : dict of str to int
+        Attributes that a version introduced: a non-default value before it is an error.
+    planner : callable
+        ``planner(op, version, shapes, dtypes, attributes, check_bounds) -> Plan``.
+    method : str
+        The backend method that runs a plan: ``backend.<method>(*arrays, plan)``.
+    oracle : str
+        ``module:attribute`` of its loop oracle (an ``Oracle``), imported on use.
+    strategy : str
+        ``module:attribute`` of its hypothesis example strategy, imported on use.
+    adjoint : str or None
+        The operator whose scatter-add is its gradient (the family's pairs), for docs.
+    onnx_opset : int or None
+        The opset of the ONNX node that computes a variant (OpenVINO's: 13); None: the
+        call's own opset.
+    equal_off_axis : bool
+        GatherElements' variant rule: off the axis the indices' dims must equal data's.
+    """
+
+    name: str
+    op_type: str
+    label: str
+    versions: dict[int, str]
+    bfloat16_from: int
+    default_opset: int | None
+    inputs: tuple[str, ...]
+    attributes: tuple[tuple[str, int | None], ...]
+    planner: Callable[..., Plan] = field(repr=False)
+    method: str
+    oracle: str
+    strategy: str
+    adjoint: str | None = None
+    attribute_since: dict[str, int] = field(default_factory=dict)
+    onnx_opset: int | None = None
+    equal_off_axis: bool = False
+    #: The version each opset resolves to: a table made once, for opsets that exist and
+    #: some to come (every call asks; any other opset takes :meth:`resolve`'s checking path).
+    newest: dict[int | None, int] = field(init=False, repr=False)
+    #: Each version's name in messages ("Gather-13"): made once, not on every uncached call.
+    _names: dict[int, str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        numbers = tuple(self.versions)
+        newest: dict[int | None, int] = {
+            opset: max(v for v in numbers if v <= opset) for opset in range(numbers[0], 64)
+        }
+        if self.default_opset is None:
+            newest = {None: numbers[-1]}
+        object.__setattr__(self, "newest", newest)
+        names = {v: f"{self.label}-{v}" for v in numbers}
+        object.__setattr__(self, "_names", names)
+
+    def __repr__(self) -> str:
+        return f"<operator {self.name}>"
+
+    @property
+    def numbers(self) -> tuple[int, ...]:
+        """The versions, oldest first."""
+        return tuple(self.versions)
+
+    def message_name(self, version: int) -> str:
+        """``"Gather-13"``: the operator and version as messages name them."""
+        return self._names[version]
+
+    def resolve(self, opset: Any) -> int:
+        """The version a model importing ``opset`` runs: the newest one not newer than it.
+
+        Raises
+        ------
+        TypeError
+            If ``opset`` is not an integer.
+        ValueError
+            If ``opset`` is older than the operator's first version.
+        """
+        known = self.newest.get(opset) if type(opset) is int or opset is None else None
+        if known is not None:
+            return known
+        if isinstance(opset, bool):
+            msg = f"opset must be an int, got {opset!r}"
+            raise TypeError(msg)
+        try:
+            number: int = operator.index(opset)
+        except TypeError:
+            msg = f"opset must be an int, got {opset!r} of type {type(opset).__name__}"
+            raise TypeError(msg) from None
+        usable = [v for v in self.numbers if v <= number]
+        if not usable:
+            msg = (
+                f"opset {number} has no {self.label}: the operator exists from opset "
+                f"{self.numbers[0]} on (versions {', '.join(map(str, self.numbers))})"
+            )
+            raise ValueError(msg)
+        return usable[-1]
+
+    def onnx_model(
+        self,
+        opset: int | None,
+        types: Sequence[str],
+        shapes: Sequence[Sequence[int | str] | None],
+        attributes: Mapping[str, Any],
+    ) -> Any:
+        """A model of one node of this operator (an ``onnx.ModelProto``; needs onnx).
+
+        Parameters
+        ----------
+        opset : int or None
+            The model's opset import (None: the default); a variant computed by an ONNX
+            node of another opset (OpenVINO's: 13) uses that one.
+        types : sequence of str
+            Each input's type name (``"float32"``, ``"int64"``, ``"string"``), in the
+            order of ``inputs``; the output has data's.
+        shapes : sequence
+            Each input's dims: ints, or names for symbolic dims; None for unknown rank.
+        attributes : mapping
+            The node's attributes by name.
+        """
+        helper = importlib.import_module("onnx.helper")
+        tensor_types = importlib.import_module("onnx").TensorProto
+
+        def elem(name: str) -> int:
+            return int(getattr(tensor_types, _ONNX_TYPE_NAMES.get(name, "UNDEFINED")))
+
+        node = helper.make_node(self.op_type, list(self.inputs), ["out"], **dict(attributes))
+        inputs = [
+            helper.make_tensor_value_info(role, elem(kind), None if dims is None else list(dims))
+            for role, kind, dims in zip(self.inputs, types, shapes, strict=True)
+        ]
+        output = helper.make_tensor_value_info("out", elem(types[0]), None)
+        graph = helper.make_graph([node], self.name, inputs, [output])
+        number = self.onnx_opset or (self.default_opset if opset is None else opset)
+        opsets = [helper.make_opsetid("", number)]
+        try:
+            ir_version = helper.find_min_ir_version_for(opsets)
+        except ValueError:
+            ir_version = 3  # opsets 2-4 came with no release of their own: IR 3, like opset 1
+        return helper.make_model(graph, opset_imports=opsets, ir_version=ir_version)
+
+    def load(self, what: str) -> Any:
+        """The object named by the ``oracle`` or ``strategy`` field, imported now."""
+        module, _, attribute = getattr(self, what).partition(":")
+        return getattr(importlib.import_module(module), attribute)
+
+    def function(self) -> Callable[..., Any]:
+        """The public function that runs this operator."""
+        module, _, name = f"onnx_gather.{self.name}".rpartition(".")
+        fn: Callable[..., Any] = getattr(importlib.import_module(module), name)
+        return fn
+
+
+#: ONNX's ``TensorProto`` name of each type name the family uses.
+_ONNX_TYPE_NAMES = {
+    "bool": "BOOL", "int8": "INT8", "int16": "INT16", "int32": "INT32", "int64": "INT64",
+    "uint8": "UINT8", "uint16": "UINT16", "uint32": "UINT32", "uint64": "UINT64",
+    "float16": "FLOAT16", "bfloat16": "BFLOAT16", "float32": "FLOAT", "float64": "DOUBLE",
+    "complex64": "COMPLEX64", "complex128": "COMPLEX128", "string": "STRING",
+}  # fmt: skip
+
+_ORACLE = "onnx_gather._conformance.oracle:"
+_STRATEGY = "onnx_gather._conformance.strategies:"
+
+GATHER = Operator(
+    name="gather",
+    op_type="Gather",
+    label="Gather",
+    versions={1: "the operator", 11: "negative indices (documented)", 13: "bfloat16"},
+    bfloat16_from=13,
+    default_opset=13,
+    inputs=("data", "indices"),
+    attributes=(("axis", 0),),
+    planner=_gather.plan,
+    method="gather",
+    oracle=_ORACLE + "GATHER",
+    strategy=_STRATEGY + "gather_examples",
+    adjoint=None,
+)
+GATHER_ELEMENTS = Operator(
+    name="gather_elements",
+    op_type="GatherElements",
+    label="GatherElements",
+    versions={11: "the operator", 13: "bfloat16"},
+    bfloat16_from=13,
+    default_opset=13,
+    inputs=("data", "indices"),
+    attributes=(("axis", 0),),
+    planner=_gather_elements.plan,
+    method="gather_elements",
+    oracle=_ORACLE + "GATHER_ELEMENTS",
+    strategy=_STRATEGY + "gather_elements_examples",
+    adjoint="scatter_elements",
+)
+OPENVINO_GATHER_ELEMENTS = Operator(
+    name="openvino.gather_elements",
+    op_type="GatherElements",
+    label="OpenVINO GatherElements",
+    versions={6: "the operator (OpenVINO opset 6)"},
+    bfloat16_from=6,  # OpenVINO lists "any supported type"
+    default_opset=None,
+    inputs=("data", "indices"),
+    attributes=(("axis", None),),
+    planner=_gather_elements.plan,
+    method="gather_elements",
+    oracle=_ORACLE + "OPENVINO_GATHER_ELEMENTS",
+    strategy=_STRATEGY + "openvino_gather_elements_examples",
+    adjoint=None,
+    onnx_opset=13,
+    equal_off_axis=True,
+)
+
 #: Every operator, in the order tables list them.
-OPS = (GATHER, GATHER_ELEMENTS, OPENVINO_GATHER_ELEMENTS)
-
-#: The ONNX node that computes each operator (OpenVINO's GatherElements-6 computes what
-#: ONNX GatherElements does, on equal dims off the axis).
-ONNX_OP_TYPE = {
-    GATHER: _spec.GATHER,
-    GATHER_ELEMENTS: _spec.GATHER_ELEMENTS,
-    OPENVINO_GATHER_ELEMENTS: _spec.GATHER_ELEMENTS,
+OPERATORS: tuple[Operator, ...] = (GATHER, GATHER_ELEMENTS, OPENVINO_GATHER_ELEMENTS)
+#: Operators by public name.
+BY_NAME: Mapping[str, Operator] = {op.name: op for op in OPERATORS}
+#: The public names, in table order (the column headers of ``python -m onnx_gather check``).
+OPS = tuple(BY_NAME)
+#: The ONNX operators of the default domain, by op_type (variants are not ONNX's).
+BY_ONNX_OP_TYPE: Mapping[str, Operator] = {
+    op.op_type: op for op in OPERATORS if op.onnx_opset is None
 }
 
 
+def get(op: str | Operator) -> Operator:
+    """The operator named ``op`` (a public name), or ``op`` itself."""
+    if isinstance(op, Operator):
+        return op
+    try:
+        return BY_NAME[op]
+    except KeyError:
+        msg = f"unknown operator {op!r}; known: {', '.join(OPS)}"
+        raise ValueError(msg) from None
+
+
 def call(
-    op: str,
-    data: Any,
-    indices: Any,
-    axis: int,
-    opset: int | None = 13,
+    op: str | Operator,
+    *arrays: Any,
+    opset: int | None = None,
     check_bounds: bool = True,
+    **attributes: Any,
 ) -> Any:
-    """Run ``op`` (one of :data:`OPS`) through its public function.
+    """Run ``op`` through its public function.
 
-    ``opset`` is the model's opset import (ignored by OpenVINO's operator, which has one
-    version); None means the newest, 13.
+    ``arrays`` in the operator's input order; ``attributes`` by name (the operator's
+    defaults where left out); ``opset`` is the model's opset import, None for the
+    function's default (ignored by an operator without versions to choose from).
     """
-    import onnx_gather as og
-    from onnx_gather import openvino
-
-    if op == GATHER:
-        return og.gather(data, indices, axis, opset=_newest(opset), check_bounds=check_bounds)
-    if op == GATHER_ELEMENTS:
-        return og.gather_elements(
-            data, indices, axis, opset=_newest(opset), check_bounds=check_bounds
-        )
-    if op == OPENVINO_GATHER_ELEMENTS:
-        return openvino.gather_elements(data, indices, axis, check_bounds=check_bounds)
-    msg = f"unknown operator {op!r}; known: {', '.join(OPS)}"
-    raise ValueError(msg)
+    operator_ = get(op)
+    keywords: dict[str, Any] = dict(attributes)
+    keywords["check_bounds"] = check_bounds
+    if operator_.default_opset is not None and opset is not None:
+        keywords["opset"] = opset
+    return operator_.function()(*arrays, **keywords)
 
 
-def _newest(opset: int | None) -> int:
-    return 13 if opset is None else opset
+def node_attributes(op: Operator, node: Any) -> dict[str, Any]:
+    """The attributes of ONNX ``node`` (an ``onnx.NodeProto``) that ``op`` has, by name.
+
+    An attribute the node leaves out keeps its default (a required one is a ValueError);
+    an attribute ``op`` does not have is a ValueError naming it. Read from the proto's
+    fields, so no onnx import is needed: integers (``axis``, ``batch_dims``) and strings
+    (``reduction``).
+    """
+    defaults = dict(op.attributes)
+    values: dict[str, Any] = {}
+    for attribute in node.attribute:
+        if attribute.name not in defaults:
+            msg = (
+                f"{op.op_type} node {node.name!r} has an attribute {attribute.name!r}, which "
+                f"{op.op_type} does not have (its attributes: {', '.join(defaults) or 'none'})"
+            )
+            raise ValueError(msg)
+        # AttributeProto.AttributeType: INT = 2, STRING = 3.
+        values[attribute.name] = attribute.s.decode() if attribute.type == 3 else int(attribute.i)
+    for name, default in defaults.items():
+        if name not in values:
+            if default is None:
+                msg = f"{op.op_type} node {node.name!r} lacks its required attribute {name!r}"
+                raise ValueError(msg)
+            values[name] = default
+    return values

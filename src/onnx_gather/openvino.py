@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from onnx_gather import _spec
+from onnx_gather import _ops
 from onnx_gather._api import run
 
 __all__ = ["gather_elements"]
@@ -56,4 +56,4 @@ def gather_elements(data: Any, indices: Any, /, axis: int, *, check_bounds: bool
     >>> openvino.gather_elements(np.array([[10, 11, 12, 13]]), [[-1, -4]], axis=1)
     array([[13, 10]])
     """
-    return run(_spec.plan_gather_elements, None, data, indices, axis, check_bounds)
+    return run(_ops.OPENVINO_GATHER_ELEMENTS, None, (data, indices), (axis,), check_bounds)

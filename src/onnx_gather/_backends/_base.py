@@ -1,46 +1,145 @@
-"""The interface every backend implements."""
+"""The base of every backend: an exact array-API kernel for every operator of the family.
+
+A backend serves one array library. :class:`Backend` runs every operator with the Python
+array API standard's functions alone (``take``, ``take_along_axis`` where the namespace
+has it, ``reshape``, ``where``), on indices normalised once by
+:func:`onnx_gather._indices.counted`, so a library without a specialised kernel still
+runs any operator exactly. A library's backend derives from it and overrides the methods
+its library can run faster (one pass, a fused kernel, a compiled one); an operator added
+to the registry needs a method here first, and an override only where a measurement says
+it pays.
+
+The methods receive the arrays as ``_api`` hands them over (``data`` of the backend's
+library; indices of the same library or a NumPy array of host indices, unchecked, with
+negative values) and the operator's plan. They own the bounds policy: checked, an index
+out of range raises ``_spec``'s IndexError; unchecked, a gather clamps it into the axis
+(never reading outside ``data``, never an error of the underlying library).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from array_api_compat import array_namespace
+
+from onnx_gather import _host
+from onnx_gather._dtypes import numpy_dtype_name
+from onnx_gather._indices import CLAMP, RAISE, counted
 
 if TYPE_CHECKING:
-    from onnx_gather._spec import Plan
+    from onnx_gather._spec.gather import GatherPlan
+    from onnx_gather._spec.gather_elements import GatherElementsPlan
+
+#: Ranks above which GatherElements runs as ``take`` of linear indices: NumPy-based
+#: namespaces index with one array per dimension, at most 63.
+_LINEAR_RANK = 32
 
 
-class Backend(Protocol):
-    """What :mod:`onnx_gather._api` needs from a library.
+class Backend:
+    """An array library's backend; every operator runs on its array-API namespace.
 
     Attributes
     ----------
     name : str
         The library's name, for messages.
-
-    Notes
-    -----
-    The kernels own the bounds policy: ``indices`` arrive as the caller gave them (an
-    array of this library, or a NumPy array of host indices), unchecked and with negative
-    values. A kernel counts negatives from the end, checks the range when
-    ``plan.check_bounds`` (raising through :func:`onnx_gather._spec.raise_out_of_range` or
-    :func:`onnx_gather._spec.check_range`, so every backend raises the one message), and
-    without the check never reads outside ``data`` nor crashes. A backend whose two
-    operators take one path defines one method and binds the other name to it
-    (``gather_elements = gather``); ``plan.elements`` tells them apart.
     """
 
-    name: str
+    name = "array-api"
+    #: ``python_traced()``: whether a compiler is tracing the call's Python (torch.compile:
+    #: then host indices become the backend's own array, and plans are not cached). None:
+    #: never (a JAX trace runs the Python as usual, on tracers).
+    python_traced: Any = None
+
+    # --- what _api asks of every backend -------------------------------------------------
 
     def owns(self, x: Any, /) -> bool:
         """Whether ``x`` is an array of this library."""
+        raise NotImplementedError
 
     def shape(self, x: Any, /) -> tuple[int, ...]:
         """The shape of ``x`` as a tuple of ints."""
+        return tuple(x.shape)
 
     def dtype_name(self, x: Any, /) -> str:
         """The ONNX-style name of ``x``'s dtype (see :mod:`onnx_gather._spec`)."""
+        return numpy_dtype_name(x.dtype)
 
-    def gather(self, data: Any, indices: Any, plan: Plan, /) -> Any:
-        """ONNX Gather, bounds policy included."""
+    # --- the pieces the array-API kernels are made of ------------------------------------
 
-    def gather_elements(self, data: Any, indices: Any, plan: Plan, /) -> Any:
-        """ONNX GatherElements; ``plan.trim`` cuts ``data`` to the block the output reads."""
+    def namespace(self, x: Any, /) -> Any:
+        """``x``'s array-API namespace."""
+        return array_namespace(x)
+
+    def extremes(self, indices: Any, /) -> tuple[int, int]:
+        """The smallest and largest value of non-empty ``indices`` (of this library)."""
+        xp = self.namespace(indices)
+        return int(xp.min(indices)), int(xp.max(indices))
+
+    def to_host(self, x: Any, /) -> np.ndarray:
+        """An array of this library as NumPy (for messages: the bad index and its place)."""
+        try:
+            return np.asarray(x)
+        except (TypeError, RuntimeError, ValueError):
+            return np.from_dlpack(x)
+
+    def counted(self, indices: Any, data: Any, plan: Any, /) -> Any:
+        """Indices on ``data``'s device in ``[0, s)`` per component: checked, or clamped.
+
+        Host indices are normalised on the host, before they travel; the library's own
+        with one read of their extremes (:func:`onnx_gather._indices.counted`).
+        """
+        xp = self.namespace(data)
+        if isinstance(indices, np.ndarray):
+            return xp.asarray(_host.checked(plan, indices), device=data.device)
+        if indices.device != data.device:
+            indices = indices.to_device(data.device)
+        if not plan.check_bounds:  # clamped without reading a value: no synchronisation
+            return counted(xp, indices, plan, CLAMP)
+        return counted(xp, indices, plan, RAISE, extremes=self.extremes, to_host=self.to_host)
+
+    # --- the operators --------------------------------------------------------------------
+
+    def gather(self, data: Any, indices: Any, plan: GatherPlan, /) -> Any:
+        """ONNX Gather: ``take`` of the counted indices, flattened, then reshaped."""
+        xp = self.namespace(data)
+        flat = xp.reshape(self.counted(indices, data, plan), (-1,))
+        if plan.size == 0 and flat.shape[0]:  # unchecked, nothing to read: zeros
+            return xp.zeros(plan.out_shape, dtype=data.dtype, device=data.device)
+        return xp.reshape(xp.take(data, flat, axis=plan.axis), plan.out_shape)
+
+    def gather_elements(self, data: Any, indices: Any, plan: GatherElementsPlan, /) -> Any:
+        """ONNX GatherElements (and OpenVINO's): ``take_along_axis``, or ``take`` of linear indices."""
+        xp = self.namespace(data)
+        indices = self.counted(indices, data, plan)
+        if plan.size == 0 and indices.size:  # unchecked, nothing to read: zeros
+            return xp.zeros(plan.out_shape, dtype=data.dtype, device=data.device)
+        block = plan.block()
+        if block is not None:
+            data = data[block]
+        # take_along_axis is standard from 2024.12 on; a namespace may hold it and yet
+        # refuse it at an older version it is set to (array-api-strict's flags), so the
+        # version it reports decides, at each call.
+        version = str(getattr(xp, "__array_api_version__", ""))
+        if version >= "2024.12" and hasattr(xp, "take_along_axis") and data.ndim <= _LINEAR_RANK:
+            return xp.take_along_axis(data, indices, axis=plan.axis)
+        return _take_linear(xp, data, indices, plan.axis)
+
+
+def _take_linear(xp: Any, data: Any, indices: Any, axis: int) -> Any:
+    """GatherElements from ``take`` alone: linear indices into the flattened data."""
+    shape = tuple(indices.shape)
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * data.shape[d + 1]
+    linear = xp.astype(indices, xp.int64) * strides[axis]
+    for d, n in enumerate(shape):
+        if d == axis or n == 1:
+            continue
+        coord = xp.reshape(
+            xp.arange(n, dtype=xp.int64, device=data.device),
+            tuple(n if e == d else 1 for e in range(len(shape))),
+        )
+        linear = linear + coord * strides[d]
+    flat = xp.reshape(data, (-1,))
+    return xp.reshape(xp.take(flat, xp.reshape(linear, (-1,)), axis=0), shape)

@@ -1,7 +1,7 @@
 """``python -m onnx_gather check``: official ONNX cases and a short property campaign.
 
-For every installed array library: the official ONNX node test cases of Gather and
-GatherElements, then ``examples`` hypothesis examples of each operator compared with the
+For every installed array library: the official ONNX node test cases of every operator of
+the registry, then ``examples`` hypothesis examples of each operator compared with the
 loop oracle. Prints a library x test matrix and returns the number of failing cells.
 """
 
@@ -20,17 +20,16 @@ from onnx_gather._conformance.runner import Tally, check, difference
 from onnx_gather._conformance.strategies import Example, examples
 from onnx_gather._ops import OPS, call
 
-#: What ``check`` needs beyond the package's own dependencies.
-
 
 def run_official(lib: Library, cases: Sequence[Any]) -> tuple[int, int, list[str]]:
     """Run the official cases on ``lib``: (passed, total, failure descriptions)."""
     passed, total, failures = 0, 0, []
     for case in cases:
-        for op, data, indices, axis, opset, want in official_runs(case, lib.holds):
+        for op, data, indices, attributes, opset, want in official_runs(case, lib.holds):
             total += 1
             try:
-                got = lib.to_numpy(call(op, lib.asarray(data), lib.indices(indices), axis, opset))
+                arrays = (lib.asarray(data), lib.indices(indices))
+                got = lib.to_numpy(call(op, *arrays, opset=opset, **attributes))
                 problem = difference(got, want)
             except Exception as exc:
                 problem = f"{type(exc).__name__}: {exc}"

@@ -1,4 +1,4 @@
-"""The ONNX backend test suite's Gather and GatherElements cases, ready to call.
+"""The ONNX backend test suite's cases of every operator of the registry, ready to call.
 
 Shared by ``python -m onnx_gather check`` and the test suite. Needs the ``onnx`` package
 (imported on first use only).
@@ -13,8 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from onnx_gather import _spec
-from onnx_gather._ops import GATHER, GATHER_ELEMENTS
+from onnx_gather import _ops
 
 # Types a library without 64-bit support (JAX without x64) cannot hold: narrowed as a user
 # of that library would.
@@ -24,16 +23,16 @@ _NARROW = {"float64": np.float32, "int64": np.int32, "complex128": np.complex64}
 class OfficialRun(NamedTuple):
     """One data set of one official case: the call to make and its expected output."""
 
-    op: str  # onnx_gather._ops.GATHER or GATHER_ELEMENTS
+    op: str  # a registry name: onnx_gather._ops.OPS
     data: np.ndarray
     indices: np.ndarray
-    axis: int
+    attributes: dict[str, Any]
     opset: int
     expected: np.ndarray
 
 
 def official_cases() -> list[Any]:
-    """The suite's single-node Gather and GatherElements cases, each once."""
+    """The suite's single-node cases of every ONNX operator of the registry, each once."""
     node = importlib.import_module("onnx.backend.test.case.node")
     with warnings.catch_warnings():
         # Building the suite evaluates every operator's cases; some of them warn.
@@ -43,7 +42,7 @@ def official_cases() -> list[Any]:
     cases = []
     for case in every:
         nodes = case.model.graph.node
-        single = len(nodes) == 1 and nodes[0].op_type in (_spec.GATHER, _spec.GATHER_ELEMENTS)
+        single = len(nodes) == 1 and nodes[0].op_type in _ops.BY_ONNX_OP_TYPE
         if single and case.name not in seen:
             seen.add(case.name)
             cases.append(case)
@@ -53,13 +52,13 @@ def official_cases() -> list[Any]:
 def official_runs(case: Any, holds: Collection[str]) -> Iterator[OfficialRun]:
     """The calls of ``case``, with data narrowed to a type the library ``holds``."""
     node = case.model.graph.node[0]
-    axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+    op = _ops.BY_ONNX_OP_TYPE[node.op_type]
+    attributes = _ops.node_attributes(op, node)
     opset = next(o.version for o in case.model.opset_import if o.domain in ("", "ai.onnx"))
-    op = GATHER if node.op_type == _spec.GATHER else GATHER_ELEMENTS
     for inputs, outputs in case.data_sets:
         data, indices = (np.asarray(x) for x in inputs)
         want = np.asarray(outputs[0])
         if data.dtype.name not in holds and data.dtype.name in _NARROW:
             data = data.astype(_NARROW[data.dtype.name])
             want = want.astype(_NARROW[want.dtype.name])
-        yield OfficialRun(op, data, indices, axis, opset, want)
+        yield OfficialRun(op.name, data, indices, attributes, opset, want)

@@ -3,7 +3,8 @@
 No take, take_along_axis or fancy indexing: every output element is read with a tuple of
 ints, so this stays an independent oracle for every backend. Raises the spec's exception
 types (IndexError for a bad index value, ValueError for bad shapes/axis/opset, TypeError
-for bad dtypes) but makes no claim about message text. It deliberately shares no code with
+for bad dtypes) but makes no claim about the library's message text; its own ValueError
+texts name the rule that failed, as the conformance report classes them. It deliberately shares no code with
 :mod:`onnx_gather._spec`: it is what the library is checked against.
 
 (It lives in the package so that ``python -m onnx_gather check`` can use it without a
@@ -13,7 +14,8 @@ source checkout; ``tests/oracle.py`` re-exports it.)
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -31,20 +33,20 @@ def _dtype_name(dtype: np.dtype[Any]) -> str:
 def _version(opset: int, versions: tuple[int, ...]) -> int:
     usable = [v for v in versions if v <= opset]
     if not usable:
-        raise ValueError(f"opset {opset}")
+        raise ValueError("opset older than the operator")
     return usable[-1]
 
 
 def _check_common(data: np.ndarray, indices: np.ndarray, axis: int, bf16: bool) -> int:
     if data.ndim < 1:
-        raise ValueError("rank")
+        raise ValueError("data of rank 0")
     allowed = TYPES | ({"bfloat16"} if bf16 else set())
     if _dtype_name(data.dtype) not in allowed:
         raise TypeError(data.dtype)
     if _dtype_name(indices.dtype) not in INDEX_DTYPES:
         raise TypeError(indices.dtype)
     if not -data.ndim <= axis < data.ndim:
-        raise ValueError("axis")
+        raise ValueError("axis out of range")
     return axis % data.ndim
 
 
@@ -82,19 +84,28 @@ def gather(data: Any, indices: Any, axis: int = 0, opset: int = 13) -> np.ndarra
     return out
 
 
-def gather_elements(data: Any, indices: Any, axis: int = 0, opset: int | None = 13) -> np.ndarray:
-    """ONNX GatherElements-11/13, or OpenVINO GatherElements-6 when ``opset`` is None."""
+def gather_elements(data: Any, indices: Any, axis: int = 0, opset: int = 13) -> np.ndarray:
+    """ONNX GatherElements-11/13."""
+    return _gather_elements(data, indices, axis, _version(opset, (11, 13)), openvino=False)
+
+
+def openvino_gather_elements(data: Any, indices: Any, axis: int, opset: Any = None) -> np.ndarray:
+    """OpenVINO GatherElements-6 (one version: ``opset`` is ignored)."""
+    return _gather_elements(data, indices, axis, 13, openvino=True)
+
+
+def _gather_elements(
+    data: Any, indices: Any, axis: int, version: int, openvino: bool
+) -> np.ndarray:
     data, indices = np.asarray(data), np.asarray(indices)
-    openvino = opset is None
-    version = 13 if opset is None else _version(opset, (11, 13))
     axis = _check_common(data, indices, axis, version >= 13)
     if indices.ndim != data.ndim:
-        raise ValueError("rank")
+        raise ValueError("indices of another rank than data")
     for d in range(data.ndim):
-        if d != axis and (
-            indices.shape[d] > data.shape[d] or (openvino and indices.shape[d] != data.shape[d])
-        ):
-            raise ValueError(f"dim {d}")
+        if d != axis and openvino and indices.shape[d] != data.shape[d]:
+            raise ValueError("indices dims differ from data off the axis (OpenVINO)")
+        if d != axis and indices.shape[d] > data.shape[d]:
+            raise ValueError("indices larger than data off the axis")
     size = data.shape[axis]
     for pos in itertools.product(*map(range, indices.shape)):
         _resolve(int(indices[pos]), size)
@@ -103,3 +114,25 @@ def gather_elements(data: Any, indices: Any, axis: int = 0, opset: int | None = 
         k = _resolve(int(indices[pos]), size)
         out[pos] = data[(*pos[:axis], k, *pos[axis + 1 :])]
     return out
+
+
+def _size_along_axis(data_shape: Sequence[int], attributes: dict[str, Any], position: Any) -> int:
+    return int(data_shape[attributes.get("axis", 0) % len(data_shape)])
+
+
+class Oracle(NamedTuple):
+    """One operator read from its spec: the registry's ``oracle`` names one.
+
+    ``run(data, indices, opset=..., **attributes)`` computes it (or raises the spec's
+    exception type); ``size_at(data_shape, attributes, position)`` is the size of the axis
+    the index at ``position`` of ``indices`` addresses, which an IndexError's message
+    must name a value outside of.
+    """
+
+    run: Callable[..., np.ndarray]
+    size_at: Callable[[Sequence[int], dict[str, Any], Any], int]
+
+
+GATHER = Oracle(gather, _size_along_axis)
+GATHER_ELEMENTS = Oracle(gather_elements, _size_along_axis)
+OPENVINO_GATHER_ELEMENTS = Oracle(openvino_gather_elements, _size_along_axis)

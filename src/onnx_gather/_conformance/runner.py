@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from onnx_gather._conformance import oracle
+from onnx_gather import _ops
 from onnx_gather._conformance.libraries import Library
+from onnx_gather._conformance.oracle import Oracle
 from onnx_gather._conformance.strategies import Example, Layout
 from onnx_gather._memo import Memo
-from onnx_gather._ops import GATHER, call
 
 
 @dataclass(frozen=True)
@@ -35,16 +35,39 @@ class Outcome:
         return "value" if self.error is None else type(self.error).__name__
 
 
+def oracle_of(op: str) -> Oracle:
+    """The loop oracle of the operator named ``op`` (the registry's ``oracle``)."""
+    found: Oracle = _ops.get(op).load("oracle")
+    return found
+
+
+def run_oracle(
+    op: str, data: Any, indices: Any, attributes: dict[str, Any], opset: int | None
+) -> np.ndarray:
+    """The operator's loop oracle on these inputs (``opset`` None: the operator's default)."""
+    operator = _ops.get(op)
+    chosen = operator.default_opset if opset is None else opset
+    return oracle_of(op).run(data, indices, opset=chosen, **attributes)
+
+
+def call(lib_data: Any, indices: Any, example: Example) -> Any:
+    """Run ``example``'s operator through its public function on these inputs."""
+    return _ops.call(
+        example.op,
+        lib_data,
+        indices,
+        opset=example.opset,
+        check_bounds=example.check_bounds,
+        **example.attributes,
+    )
+
+
 def expected(example: Example) -> Outcome:
     """What the loop oracle says: the spec's value or exception."""
     try:
-        if example.op == GATHER:
-            assert example.opset is not None
-            value = oracle.gather(example.data, example.indices, example.axis, example.opset)
-        else:
-            value = oracle.gather_elements(
-                example.data, example.indices, example.axis, example.opset
-            )
+        value = run_oracle(
+            example.op, example.data, example.indices, example.attributes, example.opset
+        )
     except (IndexError, ValueError, TypeError) as exc:
         return Outcome(error=exc)
     return Outcome(value=value)
@@ -116,7 +139,7 @@ def actual(lib: Library, example: Example) -> tuple[Outcome, str | None, bool]:
     """
     data, indices, plain = inputs(lib, example)
     try:
-        result = call(example.op, data, indices, example.axis, example.opset, example.check_bounds)
+        result = call(data, indices, example)
         # Inside the try: a lazy library (Dask) raises when the result is computed.
         outcome = Outcome(value=lib.to_numpy(result))
     except Exception as exc:  # judged by mismatch(): only the oracle's type conforms
@@ -161,6 +184,7 @@ def difference(got: np.ndarray, want: np.ndarray) -> str | None:
 
 
 _NAMED = re.compile(r"index (-?\d+) at position \(([-\d, ]*)\)")
+_SIZE = re.compile(r"for axis \d+ of size (\d+)")
 
 
 def _names_a_bad_index(example: Example, text: str) -> str | None:
@@ -179,9 +203,12 @@ def _names_a_bad_index(example: Example, text: str) -> str | None:
         return f"IndexError message {text!r}: no position {position} in indices"
     if int(example.indices[position]) != value:
         return f"IndexError message {text!r}: indices{list(position)} is not {value}"
-    size = example.data.shape[example.axis]
+    size = oracle_of(example.op).size_at(example.data.shape, example.attributes, position)
     if -size <= value < size:
         return f"IndexError message {text!r} names the valid index {value}"
+    named_size = _SIZE.search(text)
+    if named_size is None or int(named_size.group(1)) != size:
+        return f"IndexError message {text!r} does not name the size {size} of the axis it addresses"
     return None
 
 

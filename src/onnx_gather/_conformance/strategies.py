@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from hypothesis import strategies as st
 
+from onnx_gather import _ops
 from onnx_gather._conformance.libraries import bfloat16
-from onnx_gather._ops import GATHER, GATHER_ELEMENTS, OPENVINO_GATHER_ELEMENTS
 
 #: Every ONNX data type, in the order a failing example shrinks towards.
 DTYPES = (
@@ -198,14 +198,16 @@ class Layout:
 class Example:
     """One call of an operator, with its inputs as NumPy arrays and how to present them.
 
-    ``indices_form`` is ``"array"`` (an array of the data's library where it can hold the
-    index type, else NumPy), ``"numpy"`` or ``"list"`` (a Python int or nested list).
+    ``op`` is a registry name (:data:`onnx_gather._ops.OPS`); ``attributes`` its
+    attributes by name; ``opset`` the model's opset (None: the operator's default).
+    ``indices_form`` is ``"array"`` (an array of the data's library where it can hold
+    the index type, else NumPy), ``"numpy"`` or ``"list"`` (a Python int or nested list).
     """
 
     op: str
     data: np.ndarray
     indices: np.ndarray
-    axis: int
+    attributes: dict[str, int]
     opset: int | None
     check_bounds: bool = True
     data_layout: Layout = field(default_factory=Layout)
@@ -245,24 +247,30 @@ def _dims(
 def _index_values(
     draw: Callable[[st.SearchStrategy[Any]], Any],
     shape: tuple[int, ...],
-    size: int,
+    sizes: tuple[int, ...],
     dtype: str,
     seed: int,
 ) -> np.ndarray:
-    """Indices for an axis of ``size``: valid values, then a few drawn bad ones.
+    """Indices for axes of ``sizes``: valid values, then a few drawn bad ones.
 
-    Valid is ``[-size, size-1]`` in every version of every operator, so negative values
-    are drawn as often everywhere (mostly mixed-sign, sometimes non-negative only).
+    One size: every index addresses that axis. Several (coordinates): the last dim of
+    ``shape`` enumerates them, and coordinate ``j`` addresses an axis of ``sizes[j]``.
+    Valid is ``[-s, s-1]`` in every version of every operator, so negative values are
+    drawn as often everywhere (mostly mixed-sign, sometimes non-negative only).
     """
     rng = np.random.default_rng(seed + 1)
-    low = draw(_weighted((-size, 3), (0, 1)))
+    signed = draw(_weighted((True, 3), (False, 1)))
     out = np.zeros(shape, dtype=np.int64)
-    if size > 0:
-        out = rng.integers(low, size, shape, dtype=np.int64)
+    per = np.broadcast_to(np.asarray(sizes, np.int64), shape) if shape else np.int64(sizes[0])
+    if out.size and (per > 0).all():
+        low = -per if signed else np.zeros_like(per)
+        out = np.array(rng.integers(low, per, shape, dtype=np.int64))  # 0-d: an array too
     flat = out.reshape(-1)
+    flat_sizes = np.asarray(per).reshape(-1)
     info = np.iinfo(np.dtype(dtype))
     for _ in range(draw(_weighted((0, 10), (1, 2), (2, 1))) if flat.size else 0):
         position = draw(st.integers(0, flat.size - 1))
+        size = int(flat_sizes[position])
         flat[position] = draw(
             st.one_of(
                 st.integers(-2 * size - 2, 2 * size + 1),
@@ -282,35 +290,25 @@ def _layout(draw: Callable[[st.SearchStrategy[Any]], Any], rank: int) -> Layout:
     return Layout(perm if perm != tuple(range(rank)) else (), steps, offsets)
 
 
-@st.composite
-def examples(
-    draw: Callable[[st.SearchStrategy[Any]], Any], op: str, dtypes: Sequence[str]
-) -> Example:
-    """Examples of ``op`` with data of one of ``dtypes`` (ONNX type names).
+class Shapes(NamedTuple):
+    """What an operator's shape strategy draws: the rest of an example is common."""
 
-    Parameters
-    ----------
-    draw : callable
-        Supplied by ``hypothesis.strategies.composite``; callers pass only the rest.
-    op : {"gather", "gather_elements", "openvino.gather_elements"}
-        The operator.
-    dtypes : sequence of str
-        The data types to draw from (those the libraries under test can hold).
+    data: tuple[int, ...]
+    indices: tuple[int, ...]
+    attributes: dict[str, int]
+    #: The size of the axis each index component addresses (one, or one per coordinate).
+    sizes: tuple[int, ...]
+
+
+Draw = Callable[[st.SearchStrategy[Any]], Any]
+
+
+def _axis_and_data(draw: Draw) -> tuple[int, int, tuple[int, ...], bool, int]:
+    """An axis (sometimes out of range) and data around it: (axis, ax, shape, large, outer).
+
+    About one example in five has an axis of 64-300 (where the ONNX reference evaluator's
+    GatherElements breaks) with the other dims at most 2.
     """
-    order = [d for d in DTYPES if d in dtypes]
-    dtype_name = draw(st.sampled_from(order))
-    kind = draw(st.sampled_from(string_kinds())) if dtype_name == "string" else "object"
-    dtype = numpy_dtype(dtype_name, kind)
-
-    if op == OPENVINO_GATHER_ELEMENTS:
-        opset: int | None = None
-    else:
-        first = 1 if op == GATHER else 11
-        if draw(_weighted((True, 9), (False, 1))):
-            opset = draw(st.integers(first, 22))
-        else:
-            opset = draw(st.integers(0, first - 1))
-
     rank = draw(st.integers(1, 5))
     if draw(_weighted((True, 15), (False, 1))):
         axis = draw(st.integers(-rank, rank - 1))
@@ -318,43 +316,82 @@ def examples(
         axis = draw(st.sampled_from([rank, -rank - 1]))
     ax = axis % rank if -rank <= axis < rank else 0
     large = draw(_weighted((False, 4), (True, 1)))
-
     others = _dims(draw, rank - 1, 2 if large else MAX_DIM, BUDGET)
     size = draw(st.integers(*LARGE_AXIS)) if large else draw(st.integers(0, MAX_DIM))
     data_shape = (*others[:ax], size, *others[ax:])
     outer = int(np.prod(others, dtype=np.int64)) if others else 1
+    return axis, ax, data_shape, large, outer
 
-    if op == GATHER:
-        q = draw(st.integers(0, 3))
-        index_shape = tuple(_dims(draw, q, MAX_DIM, BUDGET // max(outer, 1)))
-    else:
-        # About one example in twelve breaks the shape rule in one dim off the axis.
-        off_axis = [d for d in range(rank) if d != ax]
-        broken = None
-        if off_axis and draw(_weighted((False, 11), (True, 1))):
-            broken = draw(st.sampled_from(off_axis))
-        shape = []
-        for d, n in enumerate(data_shape):
-            if d == ax:
-                shape.append(-1)
-            elif d == broken:
-                # Larger is wrong for both; smaller is wrong only for OpenVINO.
-                if op == OPENVINO_GATHER_ELEMENTS and n > 0 and draw(st.booleans()):
-                    shape.append(draw(st.integers(0, n - 1)))
-                else:
-                    shape.append(n + draw(st.integers(1, 2)))
-            elif op == GATHER_ELEMENTS and n > 0 and draw(_weighted((False, 6), (True, 5))):
-                shape.append(draw(st.integers(0, n - 1)))  # smaller than data: allowed
+
+def _gather_shapes(draw: Draw, op: _ops.Operator) -> Shapes:
+    """Gather: any indices shape of rank 0-3."""
+    axis, ax, data_shape, _, outer = _axis_and_data(draw)
+    q = draw(st.integers(0, 3))
+    index_shape = tuple(_dims(draw, q, MAX_DIM, BUDGET // max(outer, 1)))
+    return Shapes(data_shape, index_shape, {"axis": axis}, (data_shape[ax],))
+
+
+def _elements_shapes(draw: Draw, op: _ops.Operator) -> Shapes:
+    """GatherElements (ONNX, or OpenVINO's equal dims off the axis): data's rank.
+
+    About one example in twelve breaks the shape rule in one dim off the axis.
+    """
+    axis, ax, data_shape, large, _ = _axis_and_data(draw)
+    off_axis = [d for d in range(len(data_shape)) if d != ax]
+    broken = None
+    if off_axis and draw(_weighted((False, 11), (True, 1))):
+        broken = draw(st.sampled_from(off_axis))
+    shape = []
+    for d, n in enumerate(data_shape):
+        if d == ax:
+            shape.append(-1)
+        elif d == broken:
+            # Larger is wrong for both; smaller is wrong only for OpenVINO.
+            if op.equal_off_axis and n > 0 and draw(st.booleans()):
+                shape.append(draw(st.integers(0, n - 1)))
             else:
-                shape.append(n)
-        across = int(np.prod([n for n in shape if n >= 0], dtype=np.int64))
-        longest = LARGE_AXIS[1] if large else MAX_DIM
-        length = draw(st.integers(0, max(0, min(longest, BUDGET * 4 // max(across, 1)))))
-        index_shape = tuple(length if n < 0 else n for n in shape)
+                shape.append(n + draw(st.integers(1, 2)))
+        elif not op.equal_off_axis and n > 0 and draw(_weighted((False, 6), (True, 5))):
+            shape.append(draw(st.integers(0, n - 1)))  # smaller than data: allowed
+        else:
+            shape.append(n)
+    across = int(np.prod([n for n in shape if n >= 0], dtype=np.int64))
+    longest = LARGE_AXIS[1] if large else MAX_DIM
+    length = draw(st.integers(0, max(0, min(longest, BUDGET * 4 // max(across, 1)))))
+    index_shape = tuple(length if n < 0 else n for n in shape)
+    return Shapes(data_shape, index_shape, {"axis": axis}, (data_shape[ax],))
 
+
+@st.composite
+def _examples(
+    draw: Draw,
+    op: _ops.Operator,
+    shapes: Callable[[Draw, _ops.Operator], Shapes],
+    dtypes: Sequence[str],
+) -> Example:
+    """Examples of ``op`` with data of one of ``dtypes``, shaped by ``shapes``.
+
+    Common to every operator: the data type, the opset (about one in ten older than the
+    operator), element values, index values (valid, with a few bad ones), views, the
+    indices' form and ``check_bounds``. ``shapes`` draws the operator's own part.
+    """
+    order = [d for d in DTYPES if d in dtypes]
+    dtype_name = draw(st.sampled_from(order))
+    kind = draw(st.sampled_from(string_kinds())) if dtype_name == "string" else "object"
+    dtype = numpy_dtype(dtype_name, kind)
+
+    opset: int | None = None
+    if op.default_opset is not None:
+        first = op.numbers[0]
+        if draw(_weighted((True, 9), (False, 1))):
+            opset = draw(st.integers(first, 22))
+        else:
+            opset = draw(st.integers(0, first - 1))
+
+    drawn = shapes(draw, op)
     seed = draw(st.integers(0, SEED_MAX))
     mode = draw(st.sampled_from(("counting", "bits", "specials")))
-    data = values(dtype, data_shape, mode, seed)
+    data = values(dtype, drawn.data, mode, seed)
     if data.size:
         # A few edge values at drawn places: these shrink, unlike the seeded ones.
         if dtype.kind not in "OUST":
@@ -367,7 +404,7 @@ def examples(
             position = draw(st.integers(0, flat.size - 1))
             flat[position : position + 1] = pool[draw(st.integers(0, pool.size - 1))]
     index_dtype = draw(st.sampled_from(("int64", "int32")))
-    indices = _index_values(draw, index_shape, size, index_dtype, seed)
+    indices = _index_values(draw, drawn.indices, drawn.sizes, index_dtype, seed)
 
     form = draw(_weighted(("array", 4), ("numpy", 1), ("list", 1)))
     if form == "list" and (
@@ -375,14 +412,35 @@ def examples(
     ):
         form = "numpy"  # a list of ints is int64 indices, and [] loses the shape of (0, 2)
     return Example(
-        op=op,
+        op=op.name,
         data=data,
         indices=indices,
-        axis=axis,
+        attributes=drawn.attributes,
         opset=opset,
         check_bounds=draw(_weighted((True, 9), (False, 1))),
-        data_layout=draw(_layout(rank)),
-        indices_layout=draw(_layout(len(index_shape))) if form != "list" else Layout(),
+        data_layout=draw(_layout(len(drawn.data))),
+        indices_layout=draw(_layout(len(drawn.indices))) if form != "list" else Layout(),
         indices_form=form,
         seed=seed,
     )
+
+
+def gather_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
+    """Gather examples (the registry's strategy for it)."""
+    return _examples(_ops.GATHER, _gather_shapes, dtypes)
+
+
+def gather_elements_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
+    """GatherElements examples (the registry's strategy for it)."""
+    return _examples(_ops.GATHER_ELEMENTS, _elements_shapes, dtypes)
+
+
+def openvino_gather_elements_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
+    """OpenVINO GatherElements-6 examples (the registry's strategy for it)."""
+    return _examples(_ops.OPENVINO_GATHER_ELEMENTS, _elements_shapes, dtypes)
+
+
+def examples(op: str | _ops.Operator, dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
+    """Examples of ``op`` (a registry name) with data of one of ``dtypes`` (ONNX names)."""
+    strategy: Callable[[Sequence[str]], st.SearchStrategy[Example]] = _ops.get(op).load("strategy")
+    return strategy(dtypes)

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import jax
@@ -61,10 +62,29 @@ def fill_value(dtype: Any) -> Any:
     return info.min if jnp.issubdtype(dtype, jnp.signedinteger) else info.max
 
 
+#: An operator's gather in fill mode: ``kernel(data, indices, plan, fill) -> out``.
+Take = Callable[[jax.Array, jax.Array, Any, Any], jax.Array]
+
+
+def take(data: jax.Array, indices: jax.Array, plan: Plan, fill: Any) -> jax.Array:
+    """Gather's fill-mode kernel."""
+    return jnp.take(data, indices, axis=plan.axis, mode="fill", fill_value=fill)
+
+
+def take_along_axis(data: jax.Array, indices: jax.Array, plan: Plan, fill: Any) -> jax.Array:
+    """GatherElements' fill-mode kernel."""
+    return jnp.take_along_axis(data, indices, axis=plan.axis, mode="fill", fill_value=fill)
+
+
 def fill_take(
-    data: jax.Array, indices: jax.Array, plan: Plan, fill: Any = None, guard: bool = True
+    kernel: Take,
+    data: jax.Array,
+    indices: jax.Array,
+    plan: Plan,
+    fill: Any = None,
+    guard: bool = True,
 ) -> jax.Array:
-    """The plan's gather in fill mode, any index beyond ``[-size, size-1]`` read as ``fill``.
+    """``kernel`` in fill mode, any index beyond ``[-size, size-1]`` read as ``fill``.
 
     ``data`` is already trimmed to the block the output reads. ``fill`` defaults to
     :func:`fill_value` of ``data``'s dtype. ``plan.size`` may be symbolic (``jax.export``).
@@ -72,7 +92,7 @@ def fill_take(
     whose indices are known to be in range or whose result is discarded if one is not (a
     checked eager call).
     """
-    axis, size, out_shape = plan.axis, plan.size, plan.out_shape
+    size, out_shape = plan.size, plan.out_shape
     if 0 in out_shape:
         # Nothing to read. jnp.take returns `data` itself when its axis and the indices
         # are both empty: the wrong shape (jax 0.10.2; no upstream report found).
@@ -86,9 +106,7 @@ def fill_take(
         # (A symbolic size beyond an int32 index type's range wraps here, but then every
         # index is in range and the replacement is never taken.)
         indices = jnp.where((indices >= -size) & (indices < size), indices, size)
-    if plan.elements:
-        return jnp.take_along_axis(data, indices, axis=axis, mode="fill", fill_value=fill)
-    return jnp.take(data, indices, axis=axis, mode="fill", fill_value=fill)
+    return kernel(data, indices, plan, fill)
 
 
 # Float types whose NaN payloads XLA's gather rewrites, with the same-width integer type.
@@ -100,7 +118,9 @@ def nan_bits(dtype: Any) -> int:
     return int(np.asarray(np.nan, dtype).view(BITS[dtype]))
 
 
-def exact_take(data: jax.Array, indices: jax.Array, plan: Plan, guard: bool = True) -> jax.Array:
+def exact_take(
+    kernel: Take, data: jax.Array, indices: jax.Array, plan: Plan, guard: bool = True
+) -> jax.Array:
     """:func:`fill_take`, bit for bit: bfloat16 goes as its int16 bits (module docstring).
 
     The bits gather has the float gather's derivative (a :func:`jax.custom_jvp`, linear in
@@ -108,7 +128,7 @@ def exact_take(data: jax.Array, indices: jax.Array, plan: Plan, guard: bool = Tr
     """
     bits = BITS.get(data.dtype)
     if bits is None:
-        return fill_take(data, indices, plan, guard=guard)
+        return fill_take(kernel, data, indices, plan, guard=guard)
     nan = nan_bits(data.dtype)
 
     @jax.custom_jvp
@@ -116,13 +136,13 @@ def exact_take(data: jax.Array, indices: jax.Array, plan: Plan, guard: bool = Tr
         # The barriers keep XLA from folding the bitcasts into a bfloat16 gather, which
         # it otherwise does in some fusions (quieting NaNs, flushing subnormals to 0).
         raw = jax.lax.optimization_barrier(jax.lax.bitcast_convert_type(x, bits))
-        out = jax.lax.optimization_barrier(fill_take(raw, i, plan, nan, guard))
+        out = jax.lax.optimization_barrier(fill_take(kernel, raw, i, plan, nan, guard))
         return jax.lax.bitcast_convert_type(out, x.dtype)
 
     @bits_take.defjvp
     def _take_jvp(primals: Any, tangents: Any) -> Any:
         x, i = primals
         # A fill position's tangent is 0, as in jax's own gather rule.
-        return bits_take(x, i), fill_take(tangents[0], i, plan, 0)
+        return bits_take(x, i), fill_take(kernel, tangents[0], i, plan, 0)
 
     return bits_take(data, indices)

@@ -1,26 +1,35 @@
 """Indices for torch's own kernels: checked, counted from the end, on ``data``'s device.
 
-``torch.gather`` and ``torch.index_select`` want non-negative int64 indices and, on CUDA,
-answer an out-of-range one with a device-side assert that kills the process' CUDA context.
-So every index reaches them checked (``_spec``'s IndexError) or, without ``check_bounds``,
-clamped into the axis, and counted from the end, in a new tensor (the caller's is never
+``torch.gather`` and ``torch.index_select`` want non-negative indices and, on CUDA,
+answer an out-of-range one with a device-side assert that kills the process' CUDA
+context. So every index reaches them through the family's one normalisation
+(:func:`onnx_gather._indices.counted`, with ``torch.aminmax`` for the range: one pass, one
+host synchronisation): checked (``_spec``'s IndexError) or, without ``check_bounds``,
+clamped into the axis, counted from the end, in a new int64 tensor (the caller's is never
 touched). Host indices are checked on the host, before they travel.
 
 Under ``torch.compile`` and ``torch.func`` transforms the index values cannot be read while
 tracing, so the check goes into the graph as the custom operator
-``onnx_gather::checked_indices``: opaque to the compiler, it runs on the real indices when
-the graph runs, raises the same IndexError as an eager call (one host synchronisation, as
-eagerly) and returns them counted, so no index is read unchecked.
+``onnx_gather::checked_indices_v1``: opaque to the compiler, it runs on the real indices
+when the graph runs, raises the same IndexError as an eager call (one host
+synchronisation, as eagerly) and returns them counted, so no index is read unchecked. Its
+schema is generic over the family (the plan's range rule: the axis the first component
+addresses, the size each addresses, whether the last dim holds coordinates) and carries a
+version in its name, so graphs exported today keep their meaning when it changes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import array_api_compat.torch as xp
 import numpy as np
 import torch
 
 from onnx_gather import _host, _spec
+from onnx_gather._indices import CLAMP, RAISE
+from onnx_gather._indices import counted as _counted
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -44,6 +53,11 @@ def _index_range(indices: torch.Tensor) -> tuple[int, int]:
     return both[0], both[1]
 
 
+def _to_host(indices: torch.Tensor) -> np.ndarray:
+    # (tolist: inside torch.func.grad even a plain tensor's .numpy() fails.)
+    return np.array(indices.detach().cpu().tolist(), dtype=np.int64).reshape(indices.shape)
+
+
 def counted(indices: torch.Tensor, plan: Plan) -> torch.Tensor:
     """Indices as int64 in ``[0, size)``: checked (``_spec``'s IndexError) or clamped.
 
@@ -51,18 +65,11 @@ def counted(indices: torch.Tensor, plan: Plan) -> torch.Tensor:
     index out of range is clamped into the axis: it must never reach a CUDA kernel, whose
     answer is a device-side assert that kills the process' CUDA context.
     """
-    size = plan.size
     if plan.check_bounds:
-        if indices.numel():
-            lo, hi = _index_range(indices)
-            # (tolist: inside torch.func.grad even a plain tensor's .numpy() fails.)
-            _spec.check_range(plan, lo, hi, lambda: np.array(indices.detach().cpu().tolist()))
-            if lo >= 0:
-                return indices if indices.dtype == torch.int64 else indices.to(torch.int64)
-        indices = indices.to(torch.int64)
-        return torch.where(indices < 0, indices + size, indices)
-    indices = indices.to(torch.int64)
-    return torch.where(indices < 0, indices + size, indices).clamp(0, max(size - 1, 0))
+        out = _counted(xp, indices, plan, RAISE, extremes=_index_range, to_host=_to_host)
+    else:
+        out = _counted(xp, indices, plan, CLAMP)
+    return out.to(torch.int64)
 
 
 # The host synchronisation inside cannot be captured in a CUDA graph; this tag makes
@@ -73,24 +80,25 @@ _TAGS: dict[str, Any] = (
 )
 
 
-@torch.library.custom_op("onnx_gather::checked_indices", mutates_args=(), **_TAGS)
+@torch.library.custom_op("onnx_gather::checked_indices_v1", mutates_args=(), **_TAGS)
 def _checked_indices(
-    indices: torch.Tensor, op: str, elements: bool, axis: int, size: int
+    indices: torch.Tensor, op: str, axis: int, sizes: Sequence[int], coordinates: bool
 ) -> torch.Tensor:
     """Under tracing: :func:`counted` with the check, as an operator opaque to the compiler.
 
     It runs on the real indices when the graph runs and raises the same IndexError as an
-    eager call. The arguments are the fields of the call's Plan that its message names.
+    eager call. The arguments are the plan's range rule (:class:`onnx_gather._spec.Bounds`):
+    the operator's name for messages, the axis its first index component addresses, the
+    size each component addresses, and whether the last dim of ``indices`` holds them.
     """
-    plan = _spec.Plan(
-        op=op, elements=elements, axis=axis, size=size, out_shape=(), check_bounds=True
-    )
+    sizes = tuple(sizes)
+    plan = _spec.Bounds(op, True, (), axis, min(sizes, default=0), sizes, coordinates)
     return counted(indices, plan).clone()  # a custom op's output never aliases its input
 
 
 @_checked_indices.register_fake
 def _checked_indices_fake(
-    indices: torch.Tensor, op: str, elements: bool, axis: int, size: int
+    indices: torch.Tensor, op: str, axis: int, sizes: Sequence[int], coordinates: bool
 ) -> torch.Tensor:
     return torch.empty_like(indices, dtype=torch.int64)
 
@@ -108,10 +116,11 @@ def _checked_indices_vmap(
 
 
 def placed(indices: Any, data: torch.Tensor, plan: Plan) -> torch.Tensor:
-    """Indices on ``data``'s device as int64 in ``[0, size)`` (see :func:`counted`).
+    """Indices on ``data``'s device in ``[0, size)`` (see :func:`counted`).
 
-    Host indices are checked on the host, before they travel: no device synchronisation.
-    Traced indices are checked in the graph by ``onnx_gather::checked_indices``.
+    Host indices are checked on the host, before they travel: no device synchronisation
+    (they keep their int32 or int64 type, which torch's kernels take).
+    Traced indices are checked in the graph by ``onnx_gather::checked_indices_v1``.
     """
     if isinstance(indices, np.ndarray):
         host = _host.checked(plan, indices)
@@ -123,8 +132,7 @@ def placed(indices: Any, data: torch.Tensor, plan: Plan) -> torch.Tensor:
     if indices.device != data.device:
         indices = indices.to(data.device, non_blocking=True)
     if indices.is_meta:  # no values to check (data is on meta too: nothing is read)
-        indices = indices.to(torch.int64)
-        return torch.where(indices < 0, indices + plan.size, indices)
+        return _counted(xp, indices, plan, CLAMP).to(torch.int64)
     if plan.check_bounds and values_unknown(indices):
-        return _checked_indices(indices, plan.op, plan.elements, plan.axis, plan.size)
+        return _checked_indices(indices, plan.op, plan.axis, plan.sizes, plan.coordinates)
     return counted(indices, plan)

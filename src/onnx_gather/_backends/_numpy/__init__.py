@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import numpy as np
 
 from onnx_gather import _host, _spec
-from onnx_gather._backends import _numpy_fallback as fallback
-from onnx_gather._dtypes import numpy_dtype_name
+from onnx_gather._backends._base import Backend
+from onnx_gather._backends._numpy import _fallback as fallback
 
 if TYPE_CHECKING:
     from types import ModuleType
 
     from onnx_gather._spec import Plan
+    from onnx_gather._spec.gather_elements import GatherElementsPlan
 
 _kernels: ModuleType | None
 try:
@@ -56,7 +57,7 @@ def gather(data: Any, indices: np.ndarray, plan: Plan, out: np.ndarray | None = 
 
 
 def gather_elements(
-    data: Any, indices: np.ndarray, plan: Plan, out: np.ndarray | None = None
+    data: Any, indices: np.ndarray, plan: GatherElementsPlan, out: np.ndarray | None = None
 ) -> Any:
     """ONNX GatherElements; ``out`` as for :func:`gather`."""
     if type(data) is not np.ndarray:
@@ -88,8 +89,8 @@ def _out_of_range(plan: Plan, indices: np.ndarray) -> NoReturn:
     raise AssertionError(msg)
 
 
-class NumpyBackend:
-    """The NumPy backend."""
+class NumpyBackend(Backend):
+    """The NumPy backend: the compiled kernel, or pure NumPy, for every operator."""
 
     name = "numpy"
 
@@ -100,9 +101,6 @@ class NumpyBackend:
 
     def shape(self, x: Any, /) -> tuple[int, ...]:
         return x.shape  # NumPy shapes are tuples of ints already
-
-    def dtype_name(self, x: Any, /) -> str:
-        return numpy_dtype_name(x.dtype)
 
     gather = staticmethod(gather)
     gather_elements = staticmethod(gather_elements)

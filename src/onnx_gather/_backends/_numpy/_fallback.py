@@ -27,13 +27,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from onnx_gather import _spec
-from onnx_gather._backends._pool import in_parallel, parts
+from onnx_gather._backends._numpy._pool import in_parallel, parts
 from onnx_gather._host import checked, value_range
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from onnx_gather._spec import Plan
+    from onnx_gather._spec.gather_elements import GatherElementsPlan
 
 #: Indices per block of the GatherElements kernel (measured best of 16/64/256/1024 Ki).
 _BLOCK = 1 << 18
@@ -117,7 +118,9 @@ def _gather_threaded(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Any
     return out
 
 
-def gather_elements(data: Any, indices: np.ndarray, plan: Plan, out: np.ndarray | None) -> Any:
+def gather_elements(
+    data: Any, indices: np.ndarray, plan: GatherElementsPlan, out: np.ndarray | None
+) -> Any:
     """ONNX GatherElements in NumPy; ``out`` as for :func:`gather`."""
     if not plan.check_bounds:
         if plan.size == 0:  # nothing to read: zeros, as the compiled kernel gives
@@ -131,7 +134,8 @@ def gather_elements(data: Any, indices: np.ndarray, plan: Plan, out: np.ndarray 
         if _by_rows(data, indices, plan):
             return _gather_rows(data, indices, plan, out)
         return _gather_blocked(data, indices, plan, out)
-    source = data[plan.trim] if plan.trim is not None else data
+    block = plan.block()
+    source = data[block] if block is not None else data
     return _checked_by_take(
         lambda: np.take_along_axis(source, indices, axis=plan.axis), plan, indices, out
     )

@@ -23,11 +23,16 @@ import numpy as np
 import torch
 
 from onnx_gather._backends import _numpy as numpy_kernels
-from onnx_gather._backends._torch_exact import SIGNED_VIEW, exact
-from onnx_gather._backends._torch_indices import placed, values_unknown, wrapped
+from onnx_gather._backends._base import Backend
+from onnx_gather._backends._torch._exact import SIGNED_VIEW, exact
+from onnx_gather._backends._torch._indices import placed, values_unknown, wrapped
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from onnx_gather._spec import Plan
+    from onnx_gather._spec.gather import GatherPlan
+    from onnx_gather._spec.gather_elements import GatherElementsPlan
 
 _NAMES: dict[torch.dtype, str] = {
     torch.bool: "bool",
@@ -56,17 +61,14 @@ _NUMPY_VIEW = {**SIGNED_VIEW, torch.bfloat16: torch.int16}
 _FALLBACK_FROM = 1 << 13
 
 
-def _numpy_route(data: torch.Tensor, indices: Any, plan: Plan) -> bool:
+def _numpy_route(data: torch.Tensor, indices: Any, numpy_wins: bool) -> bool:
     """Whether a call runs the NumPy backend's kernels on zero-copy views of the tensors.
 
-    Always where the compiled kernel was built (one pass, faster than torch's kernels and
-    their separate range pass); without it only where NumPy's pure kernels beat torch's.
+    ``numpy_wins``: whether they beat torch's here, as the operator's method says: always
+    where the compiled kernel was built (one pass, faster than torch's kernels and their
+    separate range pass); without it only where NumPy's pure kernels do.
     """
-    if not numpy_kernels.compiled_available() and not (
-        plan.elements
-        and plan.axis != len(plan.out_shape) - 1
-        and math.prod(plan.out_shape) >= _FALLBACK_FROM
-    ):
+    if not numpy_wins:
         return False
     return (
         type(data) is torch.Tensor
@@ -119,7 +121,7 @@ def _check_servable(data: torch.Tensor, indices: Any) -> None:
 _TRITON: Any = None
 
 
-def _triton() -> Any:
+def _triton_kernels() -> Any:
     """The fused Triton kernels (``_triton``), or False where triton is not installed.
 
     Imported once, at the first large call on a CUDA tensor: large CUDA calls run one fused
@@ -129,15 +131,15 @@ def _triton() -> Any:
     global _TRITON
     if _TRITON is None:
         try:
-            from onnx_gather._backends import _triton
+            from onnx_gather._backends._torch import _triton as kernels
         except ImportError:
             _TRITON = False
         else:
-            _TRITON = _triton
+            _TRITON = kernels
     return _TRITON
 
 
-class TorchBackend:
+class TorchBackend(Backend):
     """The PyTorch backend."""
 
     name = "torch"
@@ -175,34 +177,76 @@ class TorchBackend:
     def dtype_name(self, x: torch.Tensor, /) -> str:
         return _NAMES.get(x.dtype, str(x.dtype).removeprefix("torch."))
 
-    def gather(self, data: torch.Tensor, indices: Any, plan: Plan, /) -> torch.Tensor:
-        """Both operators: one route, chosen by the call; ``plan.elements`` says which."""
-        if _numpy_route(data, indices, plan):
-            return _on_numpy(data, indices, plan)
-        if data.is_cuda and (fused := _triton()) and fused.serves(data, indices, plan):
-            return (fused.gather_elements if plan.elements else fused.gather)(data, indices, plan)
-        _check_servable(data, indices)
-        indices = placed(indices, data, plan)
-        if plan.elements:
-            return exact(data if plan.trim is None else data[plan.trim], plan.axis, indices, True)
+    def gather(self, data: torch.Tensor, indices: Any, plan: GatherPlan, /) -> torch.Tensor:
+        """ONNX Gather: the compiled kernel on CPU views, Triton on large CUDA calls.
+
+        Elsewhere ``index_select`` of checked indices.
+        """
+        if _numpy_route(data, indices, numpy_kernels.compiled_available()):
+            return _on_numpy(numpy_kernels.gather, data, indices, plan, plan.out_shape)
+        fused = _fused(data, indices, plan, data.shape)
+        if fused is not None:
+            return fused.gather(data, indices, plan)
+        indices = _counted(data, indices, plan)
         out = exact(data, plan.axis, indices.reshape(-1), False)
         return out.reshape(plan.out_shape) if indices.dim() != 1 else out
 
-    gather_elements = gather
+    def gather_elements(
+        self, data: torch.Tensor, indices: Any, plan: GatherElementsPlan, /
+    ) -> torch.Tensor:
+        """ONNX GatherElements (and OpenVINO's): as :meth:`gather`, with ``torch.gather``.
+
+        Without the compiled kernel, large calls off the last axis run NumPy's blocked
+        kernel on views (``_FALLBACK_FROM``).
+        """
+        numpy_wins = numpy_kernels.compiled_available() or (
+            plan.axis != len(plan.out_shape) - 1 and math.prod(plan.out_shape) >= _FALLBACK_FROM
+        )
+        if _numpy_route(data, indices, numpy_wins):
+            return _on_numpy(numpy_kernels.gather_elements, data, indices, plan, None)
+        fused = _fused(data, indices, plan, plan.out_shape)
+        if fused is not None:
+            return fused.gather_elements(data, indices, plan)
+        indices = _counted(data, indices, plan)
+        block = plan.block()
+        return exact(data if block is None else data[block], plan.axis, indices, True)
 
 
-def _on_numpy(data: torch.Tensor, indices: Any, plan: Plan) -> torch.Tensor:
-    """The NumPy backend's kernel on views of the tensors, into a tensor torch allocates.
+def _fused(data: torch.Tensor, indices: Any, plan: Plan, walk: Sequence[int]) -> Any:
+    """The Triton kernels' module where they serve this CUDA call, else None.
+
+    ``walk``: the shape the operator's kernel walks over data (``_triton._rest``).
+    """
+    if data.is_cuda and (fused := _triton_kernels()) and fused.serves(data, indices, plan, walk):
+        return fused
+    return None
+
+
+def _counted(data: torch.Tensor, indices: Any, plan: Plan) -> torch.Tensor:
+    """Indices for torch's own kernels: checked, counted, int64, on data's device."""
+    _check_servable(data, indices)
+    return placed(indices, data, plan)
+
+
+def _on_numpy(
+    kernel: Callable[..., Any],
+    data: torch.Tensor,
+    indices: Any,
+    plan: Plan,
+    shape: tuple[int, ...] | None,
+) -> torch.Tensor:
+    """The NumPy backend's ``kernel`` on views of the tensors, into a tensor torch allocates.
 
     The memory is torch's own, so the result behaves like any tensor (resizable, too).
+    ``shape``: the output's, or None where it is the indices' (then ``empty_like`` of a
+    tensor of indices: faster than ``torch.empty``).
     """
-    if plan.elements and type(indices) is torch.Tensor:
-        # Faster than torch.empty; C order whatever the indices' strides.
+    if shape is None and type(indices) is torch.Tensor:
+        # C order whatever the indices' strides.
         out = torch.empty_like(indices, dtype=data.dtype, memory_format=torch.contiguous_format)
     else:
         out = torch.empty(plan.out_shape, dtype=data.dtype)
     host = indices if isinstance(indices, np.ndarray) else indices.numpy()
-    kernel = numpy_kernels.gather_elements if plan.elements else numpy_kernels.gather
     kernel(_as_numpy(data), host, plan, _as_numpy(out))
     return out
 

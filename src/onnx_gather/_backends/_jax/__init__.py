@@ -24,15 +24,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from onnx_gather import _host, _spec
-from onnx_gather._backends._jax_take import (
+from onnx_gather._backends._base import Backend
+from onnx_gather._backends._jax._take import (
     BITS,
+    Take,
     exact_take,
     fill_take,
     nan_bits,
     record_out_of_range,
+    take,
+    take_along_axis,
     traced,
 )
-from onnx_gather._dtypes import numpy_dtype_name
 from onnx_gather._host import value_range
 from onnx_gather._memo import Memo
 
@@ -40,33 +43,33 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from onnx_gather._spec import Plan
+    from onnx_gather._spec.gather import GatherPlan
+    from onnx_gather._spec.gather_elements import GatherElementsPlan
 
 
-def _eager_fn(plan: Plan, bounds: bool, fill: Any) -> Callable[[jax.Array, jax.Array], Any]:
+def _eager_fn(
+    kernel: Take, plan: Plan, block: Any, bounds: bool, fill: Any
+) -> Callable[[jax.Array, jax.Array], Any]:
     """The eager call of ``plan``, jitted once; with ``bounds`` also the indices' min and max.
 
     A closure over the plan rather than static arguments: ``jax.jit``'s fast dispatch path
     then serves every call (measured 0.7 us less per call than static keyword arguments).
-    ``fill``: the bits of bfloat16's NaN where the data arrives as its int16 bits, else None
-    (the dtype's own fill value).
+    ``kernel``: the operator's fill-mode gather; ``block``: slices cutting data to what
+    the output reads (None: all of it), which the plan determines; ``fill``: the bits of
+    bfloat16's NaN where the data arrives as its int16 bits, else None (the dtype's own
+    fill value).
     """
-    # The plan's fields (its trim, slices, is unhashable before Python 3.12): out_shape
-    # tells the trim.
-    key = (
-        plan.elements, plan.axis, plan.size, plan.out_shape, plan.trim is not None,
-        plan.check_bounds, bounds, fill,
-    )  # fmt: skip
+    key = (kernel, plan, bounds, fill)
     fn = _EAGER.get(key)
     if fn is not None:
         return fn
-    trim = plan.trim
     # Checked: the indices are in range, or the result is discarded for the IndexError.
     guard = not plan.check_bounds
 
     def call(data: jax.Array, indices: jax.Array) -> Any:
-        if trim is not None:
-            data = data[trim]
-        out = fill_take(data, indices, plan, fill, guard)
+        if block is not None:
+            data = data[block]
+        out = fill_take(kernel, data, indices, plan, fill, guard)
         if not bounds or indices.size == 0:
             return out, None
         return out, jnp.stack([jnp.min(indices), jnp.max(indices)])
@@ -118,7 +121,7 @@ def _on_cpu(sharding: Any) -> bool:
     )
 
 
-class JaxBackend:
+class JaxBackend(Backend):
     """The JAX backend."""
 
     name = "jax"
@@ -126,73 +129,79 @@ class JaxBackend:
     def owns(self, x: Any, /) -> bool:
         return isinstance(x, jax.Array)
 
-    def shape(self, x: jax.Array, /) -> tuple[int, ...]:
-        return tuple(x.shape)
+    def gather(self, data: jax.Array, indices: Any, plan: GatherPlan, /) -> jax.Array:
+        """ONNX Gather: ``jnp.take`` in fill mode (see the module docstring)."""
+        return _run(take, data, indices, plan, None)
 
-    def dtype_name(self, x: jax.Array, /) -> str:
-        return numpy_dtype_name(x.dtype)
+    def gather_elements(
+        self, data: jax.Array, indices: Any, plan: GatherElementsPlan, /
+    ) -> jax.Array:
+        """ONNX GatherElements (and OpenVINO's): ``jnp.take_along_axis`` in fill mode."""
+        return _run(take_along_axis, data, indices, plan, plan.block())
 
-    def gather(self, data: jax.Array, indices: Any, plan: Plan, /) -> jax.Array:
-        """Both operators: one path; ``plan.elements`` says which gather runs."""
-        checked = False  # whether the values were read and found in range
-        if type(plan.size) is int and plan.size > _INT32_MAX:  # (not a symbolic size)
-            indices = _wide(indices, plan)
-        if isinstance(indices, np.ndarray):
-            indices, checked = _from_host(indices, data, plan)
-        elif (
-            plan.check_bounds
-            and not traced(indices)
-            and traced(data)
-            and indices.size
-            and _static(plan)
-        ):
-            # Concrete indices inside a trace (closed over): a constant, checked now.
-            values = np.asarray(indices)
-            _spec.check_range(plan, *value_range(values), lambda: values)
-            checked = True
-        if traced(data) or traced(indices):
-            if plan.check_bounds and not checked:
-                record_out_of_range(plan, indices)
-            if plan.trim is not None:
-                data = data[plan.trim]
-            return exact_take(data, indices, plan)
-        if indices.sharding != data.sharding and len(data.devices()) == 1:
-            indices = jax.device_put(indices, data.sharding)
-        if (
-            plan.check_bounds
-            and not checked
-            and indices.size >= _HOST_CHECK_FROM
-            and _on_cpu(indices.sharding)
-        ):
-            # Host memory: NumPy reads it in place, in one reduction when no index is
-            # negative (timeit, 2-core EPYC: 0.2 ms for 4M int64 indices against 1-5 ms
-            # for XLA's min/max in the jitted call).
-            values = np.asarray(indices)
-            _spec.check_range(plan, *value_range(values), lambda: values)
-            checked = True
-        # bfloat16 goes in and out as its int16 bits, converted outside the jitted call:
-        # inside it, XLA's CPU code quiets signalling NaNs where the bitcast fuses with
-        # the gather and the fill (0x7F81 came back 0x7FC1; jax 0.10.2), barrier or not.
-        bits = BITS.get(data.dtype)
-        fill = None
-        if bits is not None:
-            fill = nan_bits(data.dtype)
-            data_dtype, data = data.dtype, jax.lax.bitcast_convert_type(data, bits)
-        fn = _eager_fn(plan, plan.check_bounds and not checked, fill)
-        out, bounds = fn(data, indices)
-        if bounds is not None:
-            if traced(bounds):
-                # Concrete arrays inside a trace (checkify passes them through) give traced
-                # results: evaluate the call now instead.
-                with jax.ensure_compile_time_eval():
-                    out, bounds = fn(data, indices)
-            lo, hi = np.asarray(bounds).tolist()  # the one transfer of a checked call
-            _spec.check_range(plan, int(lo), int(hi), lambda: np.asarray(indices))
-        if bits is not None:
-            out = jax.lax.bitcast_convert_type(out, data_dtype)
-        return out
 
-    gather_elements = gather
+def _run(kernel: Take, data: jax.Array, indices: Any, plan: Plan, block: Any) -> jax.Array:
+    """Any gather: check what can be read now, record the rest for checkify, run ``kernel``.
+
+    ``block``: slices cutting data to the part the output reads, or None for all of it.
+    """
+    checked = False  # whether the values were read and found in range
+    if type(plan.size) is int and plan.size > _INT32_MAX:  # (not a symbolic size)
+        indices = _wide(indices, plan)
+    if isinstance(indices, np.ndarray):
+        indices, checked = _from_host(indices, data, plan)
+    elif (
+        plan.check_bounds
+        and not traced(indices)
+        and traced(data)
+        and indices.size
+        and _static(plan)
+    ):
+        # Concrete indices inside a trace (closed over): a constant, checked now.
+        values = np.asarray(indices)
+        _spec.check_range(plan, *value_range(values), lambda: values)
+        checked = True
+    if traced(data) or traced(indices):
+        if plan.check_bounds and not checked:
+            record_out_of_range(plan, indices)
+        if block is not None:
+            data = data[block]
+        return exact_take(kernel, data, indices, plan)
+    if indices.sharding != data.sharding and len(data.devices()) == 1:
+        indices = jax.device_put(indices, data.sharding)
+    if (
+        plan.check_bounds
+        and not checked
+        and indices.size >= _HOST_CHECK_FROM
+        and _on_cpu(indices.sharding)
+    ):
+        # Host memory: NumPy reads it in place, in one reduction when no index is
+        # negative (timeit, 2-core EPYC: 0.2 ms for 4M int64 indices against 1-5 ms
+        # for XLA's min/max in the jitted call).
+        values = np.asarray(indices)
+        _spec.check_range(plan, *value_range(values), lambda: values)
+        checked = True
+    # bfloat16 goes in and out as its int16 bits, converted outside the jitted call:
+    # inside it, XLA's CPU code quiets signalling NaNs where the bitcast fuses with
+    # the gather and the fill (0x7F81 came back 0x7FC1; jax 0.10.2), barrier or not.
+    bits = BITS.get(data.dtype)
+    fill = None
+    if bits is not None:
+        fill = nan_bits(data.dtype)
+        data_dtype, data = data.dtype, jax.lax.bitcast_convert_type(data, bits)
+    fn = _eager_fn(kernel, plan, block, plan.check_bounds and not checked, fill)
+    out, bounds = fn(data, indices)
+    if bounds is not None:
+        if traced(bounds):
+            # Concrete arrays inside a trace (checkify passes them through) give traced
+            # results: evaluate the call now instead.
+            with jax.ensure_compile_time_eval():
+                out, bounds = fn(data, indices)
+        lo, hi = np.asarray(bounds).tolist()  # the one transfer of a checked call
+        _spec.check_range(plan, int(lo), int(hi), lambda: np.asarray(indices))
+    if bits is not None:
+        out = jax.lax.bitcast_convert_type(out, data_dtype)
+    return out
 
 
 def _wide(indices: Any, plan: Plan) -> Any:

@@ -8,7 +8,7 @@ holds (strings, bfloat16) moves bit-exactly. Below, ``a`` is the axis and a data
 Gather
     An output block is (data's off-axis block before ``a``, one indices block, data's
     off-axis block after ``a``); the indices are cut to keep it within dask's
-    ``array.chunk-size`` (:mod:`onnx_gather._backends._dask_chunks` sizes every chunk).
+    ``array.chunk-size`` (:mod:`onnx_gather._backends._dask._chunks` sizes every chunk).
 
     * Data in one chunk along ``a``: one task per output block, ``np.take`` of one data
       block with one indices block.
@@ -19,7 +19,7 @@ Gather
       ``n`` times as many tasks, so data is first merged along ``a`` within the budget.
 
 GatherElements
-    Data is cut to the indices' extent off the axis (``plan.trim``) and rechunked to one
+    Data is cut to the indices' extent off the axis (``plan.block()``) and rechunked to one
     chunk along ``a``; the indices are rechunked off the axis to data's chunks. One task per
     indices block runs the NumPy backend's kernel on the full-axis data block of the
     matching off-axis block: data's off-axis chunk sizes times ``data.shape[a]`` elements,
@@ -47,10 +47,11 @@ import numpy as np
 from dask.array.utils import meta_from_array
 
 from onnx_gather import _spec
-from onnx_gather._backends import _dask_chunks as chunking
 from onnx_gather._backends import _numpy as numpy_kernels
-from onnx_gather._dtypes import numpy_dtype_name
+from onnx_gather._backends._base import Backend
+from onnx_gather._backends._dask import _chunks as chunking
 from onnx_gather._host import checked
+from onnx_gather._spec.gather_elements import GatherElementsPlan
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -127,10 +128,7 @@ def _take_along_block(block: np.ndarray, indices: np.ndarray, axis: int) -> np.n
     checked: it reads any strides and any rank (np.take_along_axis stops at 31 index
     arrays on NumPy 1.x, 63 on NumPy 2).
     """
-    plan = _spec.Plan(
-        op=_spec.GATHER_ELEMENTS, elements=True, axis=axis, size=block.shape[axis],
-        out_shape=indices.shape, check_bounds=False,
-    )  # fmt: skip
+    plan = GatherElementsPlan("GatherElements", False, indices.shape, axis, block.shape[axis], None)
     return numpy_kernels.gather_elements(block, indices, plan)
 
 
@@ -165,7 +163,7 @@ def _take_along_axis(data: da.Array, indices: da.Array, a: int) -> da.Array:
     )  # fmt: skip
 
 
-class DaskBackend:
+class DaskBackend(Backend):
     """The Dask backend."""
 
     name = "dask"
@@ -181,9 +179,6 @@ class DaskBackend:
             )
             raise ValueError(msg)
         return tuple(int(n) for n in x.shape)
-
-    def dtype_name(self, x: da.Array, /) -> str:
-        return numpy_dtype_name(x.dtype)
 
     def gather(self, data: da.Array, indices: Any, plan: Plan, /) -> da.Array:
         if _reads_nothing(indices, plan):
@@ -221,12 +216,15 @@ class DaskBackend:
             dtype=data.dtype, meta=meta,
         )  # fmt: skip
 
-    def gather_elements(self, data: da.Array, indices: Any, plan: Plan, /) -> da.Array:
+    def gather_elements(
+        self, data: da.Array, indices: Any, plan: GatherElementsPlan, /
+    ) -> da.Array:
         if _reads_nothing(indices, plan):
             return da.zeros_like(data, shape=plan.out_shape)
         indices = _counted_indices(indices, plan, chunking.like_data(data))
-        if plan.trim is not None:
-            data = data[plan.trim]
+        block = plan.block()
+        if block is not None:
+            data = data[block]
         rank = data.ndim
         if rank <= _RECHUNK_RANK:
             return _take_along_axis(data, indices, plan.axis)

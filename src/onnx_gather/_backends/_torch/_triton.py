@@ -32,6 +32,8 @@ import triton.language as tl
 from onnx_gather import _spec
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from onnx_gather._spec import Plan
 
 #: Below this many output elements torch's own kernels (index_select, gather, plus the
@@ -149,16 +151,19 @@ def _collapsed(sizes: list[int], strides: list[int]) -> list[tuple[int, int]] | 
     return dims if len(dims) <= MAX_REST_DIMS else None
 
 
-def _rest(data: torch.Tensor, indices: torch.Tensor, plan: Plan) -> list[tuple[int, int]] | None:
-    """The output's dims off the axis (sizes) with the data's strides, collapsed."""
+def _rest(data: torch.Tensor, shape: Sequence[int], plan: Plan) -> list[tuple[int, int]] | None:
+    """The output's dims off the axis (``shape``'s) with the data's strides, collapsed.
+
+    ``shape`` is the operator's walk over data: data's own (Gather), or the indices'
+    (GatherElements: the output's, which may be smaller than data's off the axis).
+    """
     ax = plan.axis
-    shape = indices.shape if plan.elements else data.shape
     sizes = [n for d, n in enumerate(shape) if d != ax]
     strides = [s for d, s in enumerate(data.stride()) if d != ax]
     return _collapsed(sizes, strides)
 
 
-def supports(data: Any, indices: Any, plan: Plan) -> bool:
+def supports(data: Any, indices: Any, plan: Plan, walk: Sequence[int]) -> bool:
     """Whether the kernels can take these tensors, wherever they are (no device test)."""
     return (
         type(data) is torch.Tensor
@@ -170,14 +175,15 @@ def supports(data: Any, indices: Any, plan: Plan) -> bool:
         and data.device == indices.device
         and not data.is_conj()
         and not data.is_neg()
-        and _rest(data, indices, plan) is not None
+        and _rest(data, walk, plan) is not None
     )
 
 
-def serves(data: Any, indices: Any, plan: Plan) -> bool:
+def serves(data: Any, indices: Any, plan: Plan, walk: Sequence[int]) -> bool:
     """Whether a torch call runs here: CUDA tensors outside autograd and tracing, large enough.
 
     The size test (:data:`MIN_OUTPUTS`) comes first: small calls stay on torch's kernels.
+    ``walk``: the shape the operator's kernel walks over data (see :func:`_rest`).
     """
     if int(np.prod(plan.out_shape, dtype=np.int64)) < MIN_OUTPUTS:
         return False
@@ -192,12 +198,17 @@ def serves(data: Any, indices: Any, plan: Plan) -> bool:
             and torch._C._functorch.is_functorch_wrapped_tensor(indices)
         )
         and not (data.requires_grad and torch.is_grad_enabled())
-        and supports(data, indices, plan)
+        and supports(data, indices, plan, walk)
     )
 
 
 def _launch(
-    kernel: Any, data: torch.Tensor, indices: torch.Tensor, plan: Plan, middle: int
+    kernel: Any,
+    data: torch.Tensor,
+    indices: torch.Tensor,
+    plan: Plan,
+    middle: int,
+    walk: Sequence[int],
 ) -> torch.Tensor:
     """Run ``kernel``; raise ``_spec``'s IndexError for the first bad index when checked."""
     bits = BITS[data.dtype]
@@ -205,19 +216,18 @@ def _launch(
     n_out = out.numel()
     flat = indices.contiguous().reshape(-1)
     if n_out == 0:
-        if plan.check_bounds and not plan.elements and flat.numel():
+        if plan.check_bounds and flat.numel():
             # Gather with an empty dim off the axis: nothing to gather, every index to check.
             lo, hi = torch.aminmax(flat)
             both: list[int] = torch.stack((lo, hi)).tolist()
             _spec.check_range(plan, both[0], both[1], lambda: indices.cpu().numpy())
         return out.view(data.dtype)
-    rest = _rest(data, indices, plan)
+    rest = _rest(data, walk, plan)
     assert rest is not None  # supports() said so
     pad = [(1, 0)] * (MAX_REST_DIMS - len(rest)) + rest
     (_, s0), (d1, s1), (d2, s2), (d3, s3) = pad
     ax = plan.axis
-    post_dims = indices.shape[ax + 1 :] if plan.elements else data.shape[ax + 1 :]
-    post = int(np.prod(post_dims, dtype=np.int64))
+    post = int(np.prod(walk[ax + 1 :], dtype=np.int64))
     bad = torch.full((1,), INT64_MAX, dtype=torch.int64, device=data.device)
     grid = (triton.cdiv(n_out, BLOCK),)
     kernel[grid](
@@ -237,7 +247,7 @@ def _launch(
 
 def gather(data: torch.Tensor, indices: torch.Tensor, plan: Plan) -> torch.Tensor:
     """ONNX Gather of a plan :func:`supports`, in one kernel."""
-    return _launch(_gather_kernel, data, indices, plan, max(indices.numel(), 1))
+    return _launch(_gather_kernel, data, indices, plan, max(indices.numel(), 1), data.shape)
 
 
 def gather_elements(data: torch.Tensor, indices: torch.Tensor, plan: Plan) -> torch.Tensor:
@@ -246,4 +256,5 @@ def gather_elements(data: torch.Tensor, indices: torch.Tensor, plan: Plan) -> to
     The indices may be smaller than data off the axis (``plan.trim``): the kernel walks
     the indices' shape with the data's strides, so no trimmed view is needed.
     """
-    return _launch(_gather_elements_kernel, data, indices, plan, max(indices.shape[plan.axis], 1))
+    middle = max(indices.shape[plan.axis], 1)
+    return _launch(_gather_elements_kernel, data, indices, plan, middle, indices.shape)

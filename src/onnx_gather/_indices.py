@@ -1,0 +1,164 @@
+"""Index normalisation, written once against the array API: the family's one bounds policy.
+
+Every index component addresses a data axis of size ``s`` (the plan says which:
+:meth:`onnx_gather._spec.Plan.addressed`) and is valid in ``[-s, s-1]``. :func:`counted`
+counts negative values from the end and applies one policy to the rest:
+
+* ``RAISE`` (every checked call): the plan's IndexError, naming the first bad value, its
+  position (coordinate included) and the axis it addresses;
+* ``CLAMP`` (gathers without the check): into ``[0, s-1]``, so it reads some element of
+  the data and never outside it (0 on an empty axis: callers read nothing there);
+* ``DROP`` (scatters without the check): the index tuples with a bad component are
+  marked, and the backend writes nothing for them.
+
+Every backend without a fused kernel calls it, with its own namespace ``xp`` (any
+array-API namespace; ``array_api_compat``'s for NumPy, PyTorch and CuPy) and, where its
+library has a cheaper way to read an array's extremes (``torch.aminmax``: one pass and one
+host synchronisation), its own ``extremes``. Fused kernels (the compiled C kernel, the
+Triton kernels, JAX's fill-mode gathers under tracing) run the same rule in their own
+loop, one pass over the indices instead of two; each says so where it does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from onnx_gather import _spec
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import numpy as np
+
+    from onnx_gather._spec import Plan
+
+RAISE = "raise"
+CLAMP = "clamp"
+DROP = "drop"
+
+#: The largest value an int32 holds: a size beyond it needs int64 indices once counted.
+_INT32_MAX = 2**31 - 1
+
+
+def default_extremes(xp: Any, indices: Any) -> tuple[int, int]:
+    """The smallest and largest value of non-empty ``indices``, as Python ints."""
+    return int(xp.min(indices)), int(xp.max(indices))
+
+
+def counted(
+    xp: Any,
+    indices: Any,
+    plan: Plan,
+    policy: str,
+    *,
+    extremes: Callable[[Any], tuple[int, int]] | None = None,
+    to_host: Callable[[Any], np.ndarray] | None = None,
+) -> Any:
+    """``indices`` with negatives counted from the end and the rest per ``policy``.
+
+    Parameters
+    ----------
+    xp : namespace
+        ``indices``' array-API namespace.
+    indices : array
+        int32 or int64 indices, any shape; for plans with ``coordinates`` the last dim
+        enumerates the coordinates.
+    plan : Plan
+        The checked call: which axis, of which size, each component addresses.
+    policy : {RAISE, CLAMP, DROP}
+        What an out-of-range index gets (the module docstring).
+    extremes : callable, optional
+        ``extremes(indices) -> (lo, hi)``, the smallest and largest value (``lo`` may be
+        any value <= the smallest where none is negative); default ``xp.min``/``xp.max``.
+        RAISE always reads them; CLAMP only where given (a cheap host read): then valid
+        non-negative indices come back as they are. Without it CLAMP reads no value, so
+        an unchecked call on a device makes no host synchronisation.
+    to_host : callable, optional
+        ``indices`` as a NumPy array, to find the bad one for the message; default
+        ``numpy.asarray`` (through DLPack where the array has no buffer).
+
+    Returns
+    -------
+    array
+        For RAISE and CLAMP, the indices in ``[0, s)`` per component: ``indices`` itself
+        where nothing needs changing, else a new array of their dtype (int64 where a
+        size is beyond int32's range). For DROP, ``(indices, keep)``: bad components
+        counted as 0 and ``keep`` False for every index (tuple) that had one.
+    """
+    if policy == RAISE or (extremes is not None and policy == CLAMP):
+        if not _empty(indices):
+            lo, hi = (extremes or (lambda x: default_extremes(xp, x)))(indices)
+            admitted = plan.admits(lo, hi)
+            if not admitted and policy == RAISE:
+                _spec.raise_out_of_range(plan, (to_host or _host)(indices))
+                admitted = True  # coordinates of several sizes: none was out of range
+            if admitted and lo >= 0:
+                return indices
+            if admitted:
+                indices = _widened(xp, indices, plan)
+                return xp.where(indices < 0, indices + _bound(xp, plan, indices), indices)
+        elif policy == RAISE:
+            return indices
+    indices = _widened(xp, indices, plan)
+    bound = _bound(xp, plan, indices)
+    plus = xp.where(indices < 0, indices + bound, indices)
+    if policy == CLAMP:
+        if _per_coordinate(plan):  # coordinates of axes of different sizes
+            top = _bound(xp, plan, indices, [max(s - 1, 0) for s in plan.sizes])
+            return xp.minimum(xp.maximum(plus, xp.zeros_like(top)), top)
+        return xp.clip(plus, 0, max(bound - 1, 0))
+    if policy != DROP:
+        msg = f"unknown bounds policy {policy!r}; known: {RAISE}, {CLAMP}, {DROP}"
+        raise ValueError(msg)
+    bad = plan.outside(indices, xp)
+    keep = ~bad
+    if plan.coordinates:
+        keep = xp.all(keep, axis=-1)
+    return xp.where(bad, xp.zeros_like(plus), plus), keep
+
+
+def _empty(indices: Any) -> bool:
+    return any(n == 0 for n in indices.shape)
+
+
+def _widened(xp: Any, indices: Any, plan: Plan) -> Any:
+    """int32 indices as int64 where a size is beyond int32 (``i + s`` would wrap), else as given.
+
+    Left as they are otherwise: a library without 64-bit integers (array-api-strict's
+    device without them, JAX without x64) still takes int32 indices.
+    """
+    largest = max(plan.sizes) if plan.coordinates else plan.size
+    if indices.dtype != xp.int64 and largest > _INT32_MAX:
+        return xp.astype(indices, xp.int64)
+    return indices
+
+
+def _bound(xp: Any, plan: Plan, like: Any, values: list[int] | None = None) -> Any:
+    """The size each index component addresses (or ``values`` per coordinate).
+
+    A number where every component addresses an axis of one size, else an array of
+    ``like``'s dtype and device that broadcasts along the last (coordinate) dim.
+    """
+    if values is None and not _per_coordinate(plan):
+        return plan.size if not plan.coordinates else plan.sizes[0]
+    sizes = plan.sizes
+    device = getattr(like, "device", None)
+    extra = {} if device is None else {"device": device}
+    return xp.asarray(sizes if values is None else values, dtype=like.dtype, **extra)
+
+
+def _per_coordinate(plan: Plan) -> bool:
+    """Whether index components address axes of different sizes (a bound per coordinate).
+
+    Compared one by one, never hashed: under ``torch.compile`` sizes may be symbolic.
+    """
+    return plan.coordinates and any(s != plan.sizes[0] for s in plan.sizes)
+
+
+def _host(indices: Any) -> np.ndarray:
+    import numpy as np
+
+    try:
+        return np.asarray(indices)
+    except (TypeError, RuntimeError, ValueError):
+        return np.from_dlpack(indices)
