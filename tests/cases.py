@@ -22,6 +22,7 @@ from onnx_gather._examples import EXAMPLES
 GATHER = _ops.GATHER.name
 ELEMENTS = _ops.GATHER_ELEMENTS.name
 OPENVINO = _ops.OPENVINO_GATHER_ELEMENTS.name
+ND = _ops.GATHER_ND.name
 
 
 @dataclass(frozen=True)
@@ -108,9 +109,12 @@ def _special_values(name: str) -> np.ndarray:
     raise AssertionError(name)
 
 
+_DTYPE_NAMES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                "float16", "float32", "float64", "complex64", "complex128", "string"]  # fmt: skip
+
+
 def _dtype_cases() -> list[Case]:
-    names = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-             "float16", "float32", "float64", "complex64", "complex128", "string"]  # fmt: skip
+    names = list(_DTYPE_NAMES)
     if BFLOAT16 is not None:
         names.append("bfloat16")
     cases = []
@@ -420,6 +424,100 @@ def _campaign_cases() -> list[Case]:
     ]  # fmt: skip
 
 
+def _gather_nd_cases() -> list[Case]:
+    """GatherND: every rule of its text and of DESIGN's family section, coordinate by coordinate."""
+    d2 = np.arange(10, dtype=np.float32).reshape(2, 5)  # axes of different sizes
+    d3 = np.arange(60, dtype=np.int32).reshape(3, 4, 5)
+    d4 = np.arange(2 * 3 * 4 * 2, dtype=np.float64).reshape(2, 3, 4, 2)
+    msg = r"index {v} at position \({p}\) of indices is out of range for axis {ax} of size {n}"
+    cases = [
+        # Negatives count from the end per coordinate: -5 is valid for axis 1 (size 5) only.
+        case("nd-negative-per-coordinate", ND, d2, i64([[-1, -5], [-2, 4], [1, -1]])),
+        case("nd-int32", ND, d2, i32([[1, 0], [0, -3]])),
+        case("nd-slices-k1", ND, d3, i64([[2], [-3], [0]])),
+        case("nd-slices-k2", ND, d3, i64([[[2, -1]], [[0, 3]]])),
+        case("nd-full-coordinates-k3", ND, d3, i64([[2, 3, 4], [-3, -4, -5], [1, 0, 2]])),
+        case("nd-1d-indices", ND, d3, i64([1, -1])),
+        case("nd-1d-indices-k3", ND, d3, i64([0, 1, 2])),
+        case("nd-repeated-tuples", ND, d3, i64([[1, 1], [1, 1], [0, 0]])),
+        case("nd-batch-1", ND, d4, RNG.integers(-3, 3, (2, 5, 1)), batch_dims=1),
+        case("nd-batch-1-k2", ND, d4, i64([[[0, 3], [-1, -4]], [[2, 0], [1, 1]]]), batch_dims=1),
+        case("nd-batch-2", ND, d4, np.stack([RNG.integers(-4, 4, (2, 3)), RNG.integers(-2, 2, (2, 3))], -1),
+             batch_dims=2),
+        case("nd-batch-2-k2", ND, d4, RNG.integers(-2, 2, (2, 3, 4, 2)).clip(-2, 1), batch_dims=2),
+        case("nd-batch-1-2d-data", ND, d2, i64([[4], [-5]]), batch_dims=1),
+        case("nd-opset-12-batch", ND, d4, i64([[1], [2]]), batch_dims=1, opset=12),
+        case("nd-opset-11-no-batch", ND, d3, i64([[0, 1]]), opset=11),
+        case("nd-opset-18", ND, d3, i64([[0, 1]]), opset=18),
+        case("nd-unchecked-valid", ND, d3, i64([[2, -1], [0, 0]]), check_bounds=False),
+        # Empty outputs: no tuples, or slices of zero elements; every index still checked.
+        case("nd-no-tuples", ND, d3, np.zeros((0, 2), np.int64)),
+        case("nd-no-tuples-empty-axis", ND, np.zeros((0, 3), np.float32), np.zeros((0, 1), np.int64)),
+        case("nd-empty-slices", ND, np.zeros((3, 0), np.float32), i64([[2], [-3]])),
+        # Out of range: the first and the last coordinate, named with its position and axis.
+        case("nd-bounds-first-coordinate", ND, d2, i64([[0, 0], [2, 1]]), raises=IndexError,
+             match="GatherND-13: " + msg.format(v=2, p="1, 0", ax=0, n=2)),
+        case("nd-bounds-last-coordinate", ND, d2, i64([[1, 4], [0, -6]]), raises=IndexError,
+             match=msg.format(v=-6, p="1, 1", ax=1, n=5)),
+        # 4 is valid for axis 1 (size 5), not for axis 0 (size 2), where it stands here.
+        case("nd-bounds-valid-for-another-axis", ND, d2, i64([[4, 0]]), raises=IndexError,
+             match=msg.format(v=4, p="0, 0", ax=0, n=2)
+             + re.escape("; valid indices are [-2, 1]")),
+        case("nd-bounds-batch-axis-named", ND, d4, i64([[[0, 0]], [[0, 4]]]), batch_dims=1,
+             raises=IndexError, match="GatherND-13: " + msg.format(v=4, p="1, 0, 1", ax=2, n=4)),
+        case("nd-bounds-first-bad-in-c-order", ND, d3, i64([[0, 9], [7, 0]]), raises=IndexError,
+             match=msg.format(v=9, p="0, 1", ax=1, n=4)),
+        case("nd-bounds-empty-output", ND, np.zeros((3, 0), np.float32), i64([[3]]),
+             raises=IndexError, match=msg.format(v=3, p="0, 0", ax=0, n=3)),
+        case("nd-bounds-empty-axis", ND, np.zeros((2, 0), np.float32), i64([[0, 0]]),
+             raises=IndexError, match=msg.format(v=0, p="0, 1", ax=1, n=0)
+             + "; the axis is empty"),
+        case("nd-bounds-int64-min", ND, d2, i64([[np.iinfo(np.int64).min, 0]]), raises=IndexError,
+             match=msg.format(v=np.iinfo(np.int64).min, p="0, 0", ax=0, n=2)),
+        case("nd-bounds-opset-11", ND, d2, i64([[-3, 0]]), opset=11, raises=IndexError,
+             match="GatherND-11: " + msg.format(v=-3, p="0, 0", ax=0, n=2)),
+        # Shape rules, each a ValueError saying which one failed.
+        case("nd-k-too-big", ND, d3, i64([[0, 0, 0, 0]]), raises=ValueError,
+             match=r"indices.shape\[-1\] is 4, .* in \[1, 3\]"),
+        case("nd-k-too-big-with-batch", ND, d3, i64([[0, 0, 0]] * 3), batch_dims=1,
+             raises=ValueError, match=r"indices.shape\[-1\] is 3, .* in \[1, 2\]"),
+        case("nd-k-zero", ND, d3, np.zeros((2, 0), np.int64), raises=ValueError,
+             match=r"indices.shape\[-1\] is 0"),
+        case("nd-indices-0d", ND, d3, i64(1), raises=ValueError, match="indices must have rank >= 1"),
+        case("nd-data-0d", ND, np.array(1.0, np.float32), i64([0]), raises=ValueError, match="rank"),
+        case("nd-batch-dims-equal-ranks", ND, d2, i64([[0], [1]]), batch_dims=2,
+             raises=ValueError, match="batch_dims 2 is out of range"),
+        case("nd-batch-dims-negative", ND, d3, i64([[0]]), batch_dims=-1, raises=ValueError,
+             match="batch_dims -1 is out of range"),
+        case("nd-batch-dims-differ", ND, d4, i64([[0], [1], [0]]), batch_dims=1,
+             raises=ValueError, match=r"first batch_dims=1 dims .* data \(2, 3, 4, 2\) and indices \(3, 1\)"),
+        case("nd-batch-dims-opset-11", ND, d4, i64([[1], [2]]), batch_dims=1, opset=11,
+             raises=ValueError, match="batch_dims 1 needs version 12"),
+        case("nd-opset-10", ND, d3, i64([[0]]), opset=10, raises=ValueError, match="opset 10"),
+    ]  # fmt: skip
+    for name in ["int8", "uint64", "float32", "bool"]:
+        cases.append(case(f"nd-indices-{name}", ND, d3, np.zeros((1, 2), dtype=name),
+                          raises=TypeError, match=name))  # fmt: skip
+    for name in _DTYPE_NAMES + (["bfloat16"] if BFLOAT16 is not None else []):
+        data = _special_values(name).reshape(2, 2, 2)
+        cases += [
+            case(f"dtype-{name}-nd", ND, data, i64([[1, -1], [0, 0], [-2, 1]])),
+            case(f"dtype-{name}-nd-scalars", ND, data, i64([[1, -1, 0], [0, 1, -1]])),
+            case(f"dtype-{name}-nd-batch", ND, data, i32([[[1]], [[0]]]), batch_dims=1),
+        ]
+    if BFLOAT16 is not None:
+        bf = _special_values("bfloat16").reshape(2, 2, 2)
+        cases.append(case("dtype-bfloat16-nd-opset12", ND, bf, i64([[0]]), opset=12,
+                          raises=TypeError, match="bfloat16"))  # fmt: skip
+    for cid, written, value, position in [
+        ("2**70", [[0, 2**70]], 2**70, "0, 1"),
+        ("-2**63-1", [[-(2**63) - 1, 0]], -(2**63) - 1, "0, 0"),
+    ]:
+        cases.append(case(f"beyond-int64-nd-{cid}", ND, d2, _written(written), raises=IndexError,
+                          written=written, match=msg.format(v=value, p=position, ax=".", n=".")))  # fmt: skip
+    return cases
+
+
 def all_cases() -> list[Case]:
     cases = (
         _spec_examples()
@@ -430,6 +528,7 @@ def all_cases() -> list[Case]:
         + _shape_cases()
         + _dtype_cases()
         + _campaign_cases()
+        + _gather_nd_cases()
     )
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "duplicate case ids"

@@ -21,7 +21,7 @@ from onnx_gather import _ops
 from onnx_gather._api import run
 from onnx_gather._version import __version__
 
-__all__ = ["__version__", "gather", "gather_elements"]
+__all__ = ["__version__", "gather", "gather_elements", "gather_nd"]
 
 
 def gather(
@@ -150,3 +150,75 @@ def gather_elements(
            [4, 3]])
     """
     return run(_ops.GATHER_ELEMENTS, opset, (data, indices), (axis,), check_bounds)
+
+
+def gather_nd(
+    data: Any, indices: Any, /, batch_dims: int = 0, *, opset: int = 13, check_bounds: bool = True
+) -> Any:
+    """ONNX ``GatherND``: the slices of ``data`` that index tuples address.
+
+    The last dim of ``indices`` holds ``k`` coordinates into the data dims after the first
+    ``b = batch_dims``, which data and indices share: ``out[batch, j..., rest...] =
+    data[batch, indices[batch, j..., 0], ..., indices[batch, j..., k-1], rest...]``.
+
+    Parameters
+    ----------
+    data : array
+        A NumPy, PyTorch, JAX, Dask or CuPy array, or an array of any array-API library,
+        of rank ``r >= 1`` and an ONNX data type (bfloat16 from version 13; strings where
+        the library has them).
+    indices : array or sequence of ints
+        int32 or int64 indices of rank ``q >= 1``: an array of ``data``'s library, a NumPy
+        array, or a (nested) sequence of ints. ``indices.shape[-1]`` is ``k``, in
+        ``[1, r - b]``; the first ``b`` dims equal data's.
+    batch_dims : int, optional
+        The number of leading batch dims ``b``, in ``[0, min(q, r))``. Version 11 has none:
+        a non-zero value is a ValueError there. Default 0.
+    opset : int, optional
+        The model's opset import: GatherND-11 serves opset 11, -12 serves 12, -13 serves
+        13 and newer. Below 11 is a ValueError. Default 13.
+    check_bounds : bool, optional
+        Raise IndexError for a coordinate outside ``[-s, s-1]``, where ``s`` is the size
+        of the data axis it addresses (coordinate ``j``: axis ``b + j``); negative
+        coordinates count from the end. With False the check is skipped for speed and an
+        out-of-range coordinate gives an unspecified result (never a crash, never a read
+        outside ``data``). Default True.
+
+    Returns
+    -------
+    array
+        Of ``data``'s library, dtype and device, with shape ``indices.shape[:-1] +
+        data.shape[b + k:]``. It never aliases an input, and the inputs are never
+        modified.
+
+    Raises
+    ------
+    IndexError
+        A coordinate is out of range; the message names the operator, the value, its
+        position in ``indices`` (its last entry: which coordinate), the axis it addresses
+        and that axis' size.
+    TypeError
+        ``indices`` is not int32/int64, ``data``'s type is not allowed in this version,
+        ``batch_dims`` is not an int, or ``indices`` belongs to another array library.
+    ValueError
+        ``opset`` below 11; 0-d ``data`` or ``indices``; ``batch_dims`` non-zero before
+        version 12, negative, or not below both ranks; batch dims that differ; or
+        ``indices.shape[-1]`` outside ``[1, r - b]``.
+
+    Notes
+    -----
+    Gradients flow to ``data``: the scatter-add of the upstream gradient at the gathered
+    slices (repeated index tuples accumulate). Tracing and the out-of-range policy under
+    tracing: as for :func:`gather`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import onnx_gather as og
+    >>> og.gather_nd(np.array([[0, 1], [2, 3]]), [[0, 0], [1, -1]])
+    array([0, 3])
+    >>> og.gather_nd(np.arange(8).reshape(2, 2, 2), [[1], [0]], batch_dims=1)
+    array([[2, 3],
+           [4, 5]])
+    """
+    return run(_ops.GATHER_ND, opset, (data, indices), (batch_dims,), check_bounds)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from onnx_gather._spec import gather as _gather
 from onnx_gather._spec import gather_elements as _gather_elements
+from onnx_gather._spec import gather_nd as _gather_nd
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -258,9 +259,25 @@ OPENVINO_GATHER_ELEMENTS = Operator(
     onnx_opset=13,
     equal_off_axis=True,
 )
+GATHER_ND = Operator(
+    name="gather_nd",
+    op_type="GatherND",
+    label="GatherND",
+    versions={11: "the operator", 12: "batch_dims", 13: "bfloat16"},
+    bfloat16_from=13,
+    default_opset=13,
+    inputs=("data", "indices"),
+    attributes=(("batch_dims", 0),),
+    attribute_since={"batch_dims": 12},
+    planner=_gather_nd.plan,
+    method="gather_nd",
+    oracle=_ORACLE + "GATHER_ND",
+    strategy=_STRATEGY + "gather_nd_examples",
+    adjoint="scatter_nd",
+)
 
 #: Every operator, in the order tables list them.
-OPERATORS: tuple[Operator, ...] = (GATHER, GATHER_ELEMENTS, OPENVINO_GATHER_ELEMENTS)
+OPERATORS: tuple[Operator, ...] = (GATHER, GATHER_ELEMENTS, OPENVINO_GATHER_ELEMENTS, GATHER_ND)
 #: Operators by public name.
 BY_NAME: Mapping[str, Operator] = {op.name: op for op in OPERATORS}
 #: The public names, in table order (the column headers of ``python -m onnx_gather check``).

@@ -18,6 +18,7 @@ out of range raises ``_spec``'s IndexError; unchecked, a gather clamps it into t
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,10 +31,12 @@ from onnx_gather._indices import CLAMP, RAISE, counted
 if TYPE_CHECKING:
     from onnx_gather._spec.gather import GatherPlan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
+    from onnx_gather._spec.gather_nd import GatherNDPlan
 
 #: Ranks above which GatherElements runs as ``take`` of linear indices: NumPy-based
 #: namespaces index with one array per dimension, at most 63.
 _LINEAR_RANK = 32
+_INT32_MAX = 2**31 - 1
 
 
 class Backend:
@@ -124,6 +127,43 @@ class Backend:
         if version >= "2024.12" and hasattr(xp, "take_along_axis") and data.ndim <= _LINEAR_RANK:
             return xp.take_along_axis(data, indices, axis=plan.axis)
         return _take_linear(xp, data, indices, plan.axis)
+
+    def gather_nd(self, data: Any, indices: Any, plan: GatherNDPlan, /) -> Any:
+        """ONNX GatherND: one ``take`` of linear indices (see :func:`nd_take`)."""
+        xp = self.namespace(data)
+        indices = self.counted(indices, data, plan)
+        return nd_take(xp, data, indices, plan)
+
+
+def nd_take(xp: Any, data: Any, indices: Any, plan: GatherNDPlan) -> Any:
+    """GatherND of counted (in range) ``indices`` as one ``take``, in namespace ``xp``.
+
+    Data becomes ``(B * M,) + rest``: its ``b`` batch dims and the ``k`` addressed dims
+    (``M`` elements) flattened into one; each index tuple becomes the linear position of
+    its slice there. Zeros where unchecked indices address an empty axis (nothing to read).
+    """
+    b, sizes = plan.batch_dims, plan.sizes
+    k = len(sizes)
+    rest = tuple(data.shape[b + k :])
+    tuples = math.prod(indices.shape[:-1])
+    if 0 in sizes or not tuples or 0 in rest:  # nothing to read
+        return xp.zeros(plan.out_shape, dtype=data.dtype, device=data.device)
+    batch = math.prod(data.shape[:b])
+    cells = math.prod(sizes)
+    wide = batch * cells > _INT32_MAX
+    linear = xp.astype(indices[..., 0], xp.int64) if wide else indices[..., 0]
+    for j in range(1, k):
+        linear = linear * sizes[j] + indices[..., j]
+    if b:
+        # The batch position of every tuple, times the cells of one batch entry.
+        lead = xp.reshape(
+            xp.arange(batch, dtype=linear.dtype, device=data.device),
+            tuple(indices.shape[:b]) + (1,) * (indices.ndim - 1 - b),
+        )
+        linear = linear + lead * cells
+    flat = xp.reshape(data, (batch * cells, *rest))
+    out = xp.take(flat, xp.reshape(linear, (-1,)), axis=0)
+    return xp.reshape(out, plan.out_shape)
 
 
 def _take_linear(xp: Any, data: Any, indices: Any, axis: int) -> Any:

@@ -116,6 +116,50 @@ def _gather_elements(
     return out
 
 
+def gather_nd(data: Any, indices: Any, batch_dims: int = 0, opset: int = 13) -> np.ndarray:
+    """ONNX GatherND-11/12/13, one index tuple at a time.
+
+    Checks in the library's order (rank, types, ``batch_dims``, the indices' shape), so
+    an example that breaks two rules gets the same exception type from both. Every
+    coordinate is checked against the axis it addresses, also when the output is empty.
+    """
+    data, indices = np.asarray(data), np.asarray(indices)
+    version = _version(opset, (11, 12, 13))
+    if data.ndim < 1:
+        raise ValueError("data of rank 0")
+    allowed = TYPES | ({"bfloat16"} if version >= 13 else set())
+    if _dtype_name(data.dtype) not in allowed:
+        raise TypeError(data.dtype)
+    if _dtype_name(indices.dtype) not in INDEX_DTYPES:
+        raise TypeError(indices.dtype)
+    if isinstance(batch_dims, bool) or not isinstance(batch_dims, int | np.integer):
+        raise TypeError(batch_dims)
+    b = int(batch_dims)
+    if b != 0 and version < 12:
+        raise ValueError("batch_dims before version 12")
+    r, q = data.ndim, indices.ndim
+    if q < 1:
+        raise ValueError("indices of rank 0")
+    if not 0 <= b < min(q, r):
+        raise ValueError("batch_dims out of range")
+    if data.shape[:b] != indices.shape[:b]:
+        raise ValueError("batch dims of data and indices differ")
+    k = indices.shape[-1]
+    if not 1 <= k <= r - b:
+        raise ValueError("indices.shape[-1] out of range")
+    tuples = list(itertools.product(*map(range, indices.shape[:-1])))
+    for pos in tuples:
+        for j in range(k):
+            _resolve(int(indices[(*pos, j)]), data.shape[b + j])
+    out = np.empty(indices.shape[:-1] + data.shape[b + k :], dtype=data.dtype)
+    for pos in tuples:
+        coordinate = tuple(_resolve(int(indices[(*pos, j)]), data.shape[b + j]) for j in range(k))
+        # data[batch, coordinate] is a slice of the dims after b + k: element by element.
+        for rest in itertools.product(*map(range, data.shape[b + k :])):
+            out[(*pos, *rest)] = data[(*pos[:b], *coordinate, *rest)]
+    return out
+
+
 def _size_along_axis(data_shape: Sequence[int], attributes: dict[str, Any], position: Any) -> int:
     return int(data_shape[attributes.get("axis", 0) % len(data_shape)])
 
@@ -133,6 +177,13 @@ class Oracle(NamedTuple):
     size_at: Callable[[Sequence[int], dict[str, Any], Any], int]
 
 
+def _size_of_coordinate(
+    data_shape: Sequence[int], attributes: dict[str, Any], position: Any
+) -> int:
+    return int(data_shape[attributes.get("batch_dims", 0) + position[-1]])
+
+
 GATHER = Oracle(gather, _size_along_axis)
 GATHER_ELEMENTS = Oracle(gather_elements, _size_along_axis)
 OPENVINO_GATHER_ELEMENTS = Oracle(openvino_gather_elements, _size_along_axis)
+GATHER_ND = Oracle(gather_nd, _size_of_coordinate)

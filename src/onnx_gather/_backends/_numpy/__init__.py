@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from onnx_gather._spec import Plan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
+    from onnx_gather._spec.gather_nd import GatherNDPlan
 
 _kernels: ModuleType | None
 try:
@@ -69,6 +70,15 @@ def gather_elements(
     return fallback.gather_elements(data, indices, plan, out)
 
 
+def gather_nd(
+    data: Any, indices: np.ndarray, plan: GatherNDPlan, out: np.ndarray | None = None
+) -> Any:
+    """ONNX GatherND; ``out`` as for :func:`gather`."""
+    if type(data) is not np.ndarray:
+        data = _plain(data)
+    return fallback.gather_nd(data, indices, plan, out)
+
+
 def _plain(data: Any) -> np.ndarray:
     """``data`` as a plain ndarray: a zero-copy view of a subclass; TypeError if masked.
 
@@ -104,6 +114,7 @@ class NumpyBackend(Backend):
 
     gather = staticmethod(gather)
     gather_elements = staticmethod(gather_elements)
+    gather_nd = staticmethod(gather_nd)
 
 
 backend = NumpyBackend()

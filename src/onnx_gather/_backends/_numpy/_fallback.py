@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from onnx_gather import _spec
+from onnx_gather._backends._base import nd_take
 from onnx_gather._backends._numpy._pool import in_parallel, parts
 from onnx_gather._host import checked, value_range
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
     from onnx_gather._spec import Plan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
+    from onnx_gather._spec.gather_nd import GatherNDPlan
 
 #: Indices per block of the GatherElements kernel (measured best of 16/64/256/1024 Ki).
 _BLOCK = 1 << 18
@@ -223,3 +225,26 @@ def _gather_blocked(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Any)
 
     in_parallel([partial(blocks, a, b) for a, b in parts(shape[split], out.nbytes)])
     return out
+
+
+def gather_nd(data: Any, indices: np.ndarray, plan: GatherNDPlan, out: np.ndarray | None) -> Any:
+    """ONNX GatherND in NumPy: advanced indexing with the counted coordinates.
+
+    One index array per batch dim (an ``arange``) and per coordinate; NumPy reads data in
+    place whatever its strides. Above NumPy's limit of index arrays, ``take`` of linear
+    indices on a C-ordered copy (such data is tiny). ``out`` as for :func:`gather`.
+    """
+    counted = checked(plan, indices)  # raises, or clamps without the check
+    b, k = plan.batch_dims, len(plan.sizes)
+    lead = indices.shape[:-1]
+    if b + k > _FANCY_RANK or 0 in plan.sizes:
+        return _into(out, nd_take(np, np.ascontiguousarray(data), counted, plan))
+    batch = tuple(
+        np.arange(n).reshape(tuple(n if e == d else 1 for e in range(len(lead))))
+        for d, n in enumerate(lead[:b])
+    )
+    result = data[(*batch, *(counted[..., j] for j in range(k)))]
+    if not lead:
+        # 0-d index arrays index like ints: a scalar or a view of data, never our result.
+        result = np.array(result, dtype=data.dtype, copy=True).reshape(plan.out_shape)
+    return _into(out, result)

@@ -1,0 +1,107 @@
+"""ONNX GatherND (versions 11, 12, 13): the shape rules and the plan.
+
+``indices`` is a tensor of index tuples: its last dim ``k`` holds coordinates into the
+``k`` data dims after the ``b = batch_dims`` leading ones, which data and indices share.
+Coordinate ``j`` addresses data axis ``b + j`` and is valid in ``[-s, s-1]`` for that
+axis' size ``s`` (ScatterND-18's text says so of its twin; ONNX Runtime's CPU kernel reads
+GatherND so). Each index tuple selects the slice ``data[batch, i_0, ..., i_{k-1}, ...]``:
+
+``out[batch, j..., rest...] = data[batch, indices[batch, j..., 0], ...,
+indices[batch, j..., k-1], rest...]``, of shape ``indices.shape[:-1] + data.shape[b+k:]``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from onnx_gather import _spec
+
+if TYPE_CHECKING:
+    from onnx_gather._ops import Operator
+
+
+class _Fields(NamedTuple):
+    op: str
+    check_bounds: bool
+    out_shape: tuple[int, ...]
+    axis: int  # = batch_dims: the axis coordinate 0 addresses
+    size: int  # the smallest of sizes (0 for none)
+    sizes: tuple[int, ...]
+    batch_dims: int
+
+
+class GatherNDPlan(_Fields, _spec.Plan):
+    """A checked GatherND call (see the module docstring).
+
+    Coordinate ``j`` (the last dim of ``indices``) addresses data axis ``axis + j`` of size
+    ``sizes[j]``; ``axis`` is ``batch_dims``. The output is ``indices.shape[:-1] +
+    data.shape[batch_dims + len(sizes):]``.
+    """
+
+    __slots__ = ()
+    coordinates = True
+
+
+def plan(
+    op: Operator,
+    version: int,
+    shapes: tuple[tuple[int, ...], ...],
+    dtypes: tuple[str, ...],
+    attributes: tuple[Any, ...],
+    check_bounds: bool,
+) -> GatherNDPlan:
+    """Check a GatherND call and return its plan.
+
+    Parameters as for :func:`onnx_gather._spec.gather.plan`; ``attributes`` is
+    ``(batch_dims,)``.
+
+    Raises
+    ------
+    TypeError
+        A data or index type the version does not list, or a ``batch_dims`` that is not
+        an int.
+    ValueError
+        0-d data or indices; ``batch_dims`` other than 0 before version 12, negative, or
+        not below both ranks; data and indices that differ in a batch dim; or
+        ``indices.shape[-1]`` outside ``[1, r - batch_dims]``.
+    """
+    name = op.message_name(version)
+    (data_shape, indices_shape), (data_dtype, indices_dtype) = shapes, dtypes
+    if not data_shape:
+        raise _spec.rank_0(name)
+    _spec.check_types(name, version, op.bfloat16_from, data_dtype, indices_dtype)
+    b = _spec.integer(name, "batch_dims", attributes[0])
+    since = op.attribute_since["batch_dims"]
+    if b != 0 and version < since:
+        msg = (
+            f"{name}: batch_dims {b} needs version {since} or newer (opset {since}); "
+            f"version {version} has no batch_dims"
+        )
+        raise ValueError(msg)
+    r, q = len(data_shape), len(indices_shape)
+    if not q:
+        msg = f"{name}: indices must have rank >= 1 (the last dim holds coordinates), got a rank-0 array"
+        raise ValueError(msg)
+    if not 0 <= b < min(q, r):
+        msg = (
+            f"{name}: batch_dims {b} is out of range: it must be >= 0 and below both ranks "
+            f"(data {r}, indices {q})"
+        )
+        raise ValueError(msg)
+    if indices_shape[:b] != data_shape[:b]:
+        msg = (
+            f"{name}: the first batch_dims={b} dims of data and indices must be equal, got "
+            f"data {data_shape} and indices {indices_shape}"
+        )
+        raise ValueError(msg)
+    k = indices_shape[-1]
+    if not 1 <= k <= r - b:
+        msg = (
+            f"{name}: indices.shape[-1] is {k}, the number of coordinates per index; it must "
+            f"be in [1, {r - b}] (data rank {r} - batch_dims {b}); indices {indices_shape}, "
+            f"data {data_shape}"
+        )
+        raise ValueError(msg)
+    sizes = tuple(data_shape[b : b + k])
+    out_shape = tuple(indices_shape[:-1]) + tuple(data_shape[b + k :])
+    return GatherNDPlan(name, check_bounds, out_shape, b, min(sizes), sizes, b)
