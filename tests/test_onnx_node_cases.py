@@ -1,4 +1,4 @@
-"""The official ONNX node test cases for Gather and GatherElements, on every library."""
+"""The official ONNX node test cases of every operator of the registry, on every library."""
 
 from __future__ import annotations
 
@@ -8,16 +8,20 @@ from libs import Library
 
 pytest.importorskip("onnx.backend.test.case.node")
 
+from onnx_gather import _ops
 from onnx_gather._conformance.official import official_cases, official_runs
 from onnx_gather._ops import call
 
 CASES = official_cases()
 
 
-def test_the_suite_has_both_operators() -> None:
+def test_the_suite_has_every_operator() -> None:
     names = {c.name for c in CASES}
     assert {"test_gather_0", "test_gather_negative_indices", "test_gather_elements_0",
-            "test_gather_elements_negative_indices"} <= names, names  # fmt: skip
+            "test_gather_elements_negative_indices", "test_gathernd_example_int32",
+            "test_gathernd_example_float32", "test_gathernd_example_int32_batch_dim1"} <= names, names  # fmt: skip
+    node_types = {c.model.graph.node[0].op_type for c in CASES}
+    assert node_types == set(_ops.BY_ONNX_OP_TYPE), node_types
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)

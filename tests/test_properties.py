@@ -49,6 +49,7 @@ from onnx_gather._conformance.strategies import (
 GATHER = _ops.GATHER.name
 ELEMENTS = _ops.GATHER_ELEMENTS.name
 OPENVINO = _ops.OPENVINO_GATHER_ELEMENTS.name
+ND = _ops.GATHER_ND.name
 
 EXAMPLES = int(os.environ.get("ONNX_GATHER_EXAMPLES", "100"))
 REPORT = os.environ.get("ONNX_GATHER_CONFORMANCE_REPORT")
@@ -140,6 +141,12 @@ def test_gather_elements(example: Example) -> None:
 @BUDGET
 @given(examples(OPENVINO, HOLDS))
 def test_openvino_gather_elements(example: Example) -> None:
+    _conforms(example)
+
+
+@BUDGET
+@given(examples(ND, HOLDS))
+def test_gather_nd(example: Example) -> None:
     _conforms(example)
 
 

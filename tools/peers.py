@@ -8,6 +8,7 @@ a fixed seed, so every run sees the same inputs), runs each one through
 * OpenVINO's own runtime (CPU plugin) on the OpenVINO GatherElements-6 examples,
 * the naive native calls: ``np.take`` / ``np.take_along_axis``, ``torch.index_select`` /
   ``torch.gather``, ``jnp.take`` / ``jnp.take_along_axis`` (JAX with its default config),
+  and for GatherND advanced indexing ``data[batch aranges, indices[..., 0], ...]``,
 * and onnx_gather itself on NumPy, as a control,
 
 and sorts each outcome into a class relative to the loop oracle: ``agrees``, ``WRONG
@@ -48,16 +49,37 @@ OPS = _ops.OPS
 #: Peers that run only some operators (the others run every one).
 ONLY = {"openvino (CPU)": {_ops.OPENVINO_GATHER_ELEMENTS.name}}
 Peer = Callable[[Example], Outcome]
-#: The naive native call of each operator, per library: ``(module, function name)`` and
-#: how it takes the example's attributes. An operator without an entry for a library has
-#: no such call there (a ``gap``).
-NAIVE: dict[str, dict[str, str]] = {
-    "gather": {"numpy": "take", "torch": "index_select", "jax": "take"},
-    "gather_elements": {"numpy": "take_along_axis", "torch": "gather", "jax": "take_along_axis"},
-    "openvino.gather_elements": {
-        "numpy": "take_along_axis", "torch": "gather", "jax": "take_along_axis",
+#: The naive native call of each operator per library: ``call(module, data, indices,
+#: attributes)`` with the library's module (numpy, torch, jax.numpy). An operator without
+#: an entry for a library has no such call there (a ``gap``).
+Naive = Callable[[Any, Any, Any, dict[str, Any]], Any]
+
+
+def _nd_index(module: Any, indices: Any, batch_dims: int) -> tuple[Any, ...]:
+    """``data[...]``'s advanced index for GatherND: batch aranges, then the coordinates."""
+    lead = indices.shape[:-1]
+    batch = [
+        module.arange(n).reshape([n if e == d else 1 for e in range(len(lead))])
+        for d, n in enumerate(lead[:batch_dims])
+    ]
+    return (*batch, *(indices[..., j] for j in range(indices.shape[-1])))
+
+
+_TAKE: Naive = lambda m, d, i, a: m.take(d, i, axis=a["axis"])  # noqa: E731
+_ALONG: Naive = lambda m, d, i, a: m.take_along_axis(d, i, axis=a["axis"])  # noqa: E731
+_INDEX_ND: Naive = lambda m, d, i, a: d[_nd_index(m, i, a["batch_dims"])]  # noqa: E731
+NAIVE: dict[str, dict[str, Naive]] = {
+    "gather": {
+        "numpy": _TAKE, "jax": _TAKE,
+        "torch": lambda m, d, i, a: m.index_select(d, a["axis"], i),
     },
+    "gather_elements": {
+        "numpy": _ALONG, "jax": _ALONG,
+        "torch": lambda m, d, i, a: m.gather(d, a["axis"], i),
+    },
+    "gather_nd": {"numpy": _INDEX_ND, "jax": _INDEX_ND, "torch": _INDEX_ND},
 }  # fmt: skip
+NAIVE["openvino.gather_elements"] = NAIVE["gather_elements"]
 
 
 def _guard(run: Callable[[], Any]) -> Outcome:
@@ -70,17 +92,16 @@ def _guard(run: Callable[[], Any]) -> Outcome:
     return Outcome(value=np.asarray(value))
 
 
-def _naive(example: Example, library: str) -> str | None:
+def _naive(example: Example, library: str) -> Naive | None:
     return NAIVE.get(example.op, {}).get(library)
 
 
 def numpy_peer(example: Example) -> Outcome:
-    """``np.take`` / ``np.take_along_axis``."""
-    name = _naive(example, "numpy")
-    if name is None:
+    """``np.take`` / ``np.take_along_axis`` / advanced indexing."""
+    fn = _naive(example, "numpy")
+    if fn is None:
         return Outcome(error=onnx_peers.Gap("no NumPy function"))
-    fn = getattr(np, name)
-    return _guard(lambda: fn(example.data, example.indices, axis=example.attributes["axis"]))
+    return _guard(lambda: fn(np, example.data, example.indices, example.attributes))
 
 
 def torch_peer() -> Peer:
@@ -92,10 +113,10 @@ def torch_peer() -> Peer:
     def run(example: Example) -> Outcome:
         def go() -> Any:
             data, indices = tensor(example.data), tensor(example.indices)
-            return back(getattr(torch, name)(data, example.attributes["axis"], indices))
+            return back(fn(torch, data, indices, example.attributes))
 
-        name = _naive(example, "torch")
-        if name is None:
+        fn = _naive(example, "torch")
+        if fn is None:
             return Outcome(error=onnx_peers.Gap("no torch function"))
         if example.dtype_name == "string":
             return Outcome(error=onnx_peers.Gap("no string tensors"))
@@ -111,10 +132,10 @@ def jax_peer() -> Peer:
     def run(example: Example) -> Outcome:
         def go() -> Any:
             data, indices = jnp.asarray(example.data), jnp.asarray(example.indices)
-            return np.asarray(getattr(jnp, name)(data, indices, axis=example.attributes["axis"]))
+            return np.asarray(fn(jnp, data, indices, example.attributes))
 
-        name = _naive(example, "jax")
-        if name is None:
+        fn = _naive(example, "jax")
+        if fn is None:
             return Outcome(error=onnx_peers.Gap("no jax.numpy function"))
         if example.dtype_name == "string":
             return Outcome(error=onnx_peers.Gap("no string arrays"))

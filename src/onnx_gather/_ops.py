@@ -69,6 +69,10 @@ class Operator:
         call's own opset.
     equal_off_axis : bool
         GatherElements' variant rule: off the axis the indices' dims must equal data's.
+    onnx_index_types : tuple of str
+        The index types ONNX lists for the operator (the library takes int32 and int64 for
+        all: int32 is JAX's default integer and exact in int64); an ONNX model of the
+        operator takes its indices as the widest of these.
     """
 
     name: str
@@ -87,6 +91,7 @@ class Operator:
     attribute_since: dict[str, int] = field(default_factory=dict)
     onnx_opset: int | None = None
     equal_off_axis: bool = False
+    onnx_index_types: tuple[str, ...] = ("int32", "int64")
     #: The version each opset resolves to: a table made once, for opsets that exist and
     #: some to come (every call asks; any other opset takes :meth:`resolve`'s checking path).
     newest: dict[int | None, int] = field(init=False, repr=False)
@@ -174,14 +179,23 @@ class Operator:
         def elem(name: str) -> int:
             return int(getattr(tensor_types, _ONNX_TYPE_NAMES.get(name, "UNDEFINED")))
 
-        node = helper.make_node(self.op_type, list(self.inputs), ["out"], **dict(attributes))
+        number = self.onnx_opset or (self.default_opset if opset is None else opset)
+        assert number is not None  # an operator without a default opset has onnx_opset
+        version = self.resolve(number) if self.onnx_opset is None else number
+        # An attribute a later version introduced does not exist in this one: left out
+        # (the planner has made sure that it holds its default then).
+        given = {
+            name: value
+            for name, value in attributes.items()
+            if self.attribute_since.get(name, 0) <= version
+        }
+        node = helper.make_node(self.op_type, list(self.inputs), ["out"], **given)
         inputs = [
             helper.make_tensor_value_info(role, elem(kind), None if dims is None else list(dims))
             for role, kind, dims in zip(self.inputs, types, shapes, strict=True)
         ]
         output = helper.make_tensor_value_info("out", elem(types[0]), None)
         graph = helper.make_graph([node], self.name, inputs, [output])
-        number = self.onnx_opset or (self.default_opset if opset is None else opset)
         opsets = [helper.make_opsetid("", number)]
         try:
             ir_version = helper.find_min_ir_version_for(opsets)
@@ -274,6 +288,7 @@ GATHER_ND = Operator(
     oracle=_ORACLE + "GATHER_ND",
     strategy=_STRATEGY + "gather_nd_examples",
     adjoint="scatter_nd",
+    onnx_index_types=("int64",),
 )
 
 #: Every operator, in the order tables list them.

@@ -44,12 +44,21 @@ def model(example: Example) -> Any:
     Its dims are symbolic, so one model serves every example of the same signature.
     """
     op = _ops.get(example.op)
-    arrays = (example.data, example.indices)
-    types = [example.dtype_name, str(example.indices.dtype)]
-    shapes = [
-        [f"{role[0]}{i}" for i in range(a.ndim)] for role, a in zip(op.inputs, arrays, strict=True)
-    ]
+    indices = _onnx_indices(example)
+    types = [example.dtype_name, str(indices.dtype)]
+    shapes = [[f"d{i}" for i in range(example.data.ndim)], [f"i{i}" for i in range(indices.ndim)]]
     return op.onnx_model(example.opset, types, shapes, example.attributes)
+
+
+def _onnx_indices(example: Example) -> np.ndarray:
+    """The example's indices in a type ONNX lists for the operator (same values).
+
+    ONNX lists int64 alone for GatherND; the library also takes int32.
+    """
+    allowed = _ops.get(example.op).onnx_index_types
+    if str(example.indices.dtype) in allowed or str(example.indices.dtype) not in ("int32",):
+        return example.indices
+    return example.indices.astype(allowed[-1])
 
 
 def _key(example: Example) -> tuple[Any, ...]:
@@ -57,7 +66,7 @@ def _key(example: Example) -> tuple[Any, ...]:
         _ops.get(example.op).op_type,
         _opset(example),
         example.dtype_name,
-        str(example.indices.dtype),
+        str(_onnx_indices(example).dtype),
         example.data.ndim,
         example.indices.ndim,
         tuple(sorted(example.attributes.items())),
@@ -69,7 +78,7 @@ def _feed(example: Example) -> dict[str, np.ndarray]:
     data = example.data.copy(order="C")
     if data.dtype.kind in "SUT" or data.dtype.kind == "O":
         data = np.array([_text(x) for x in data.reshape(-1)], dtype=object).reshape(data.shape)
-    return {"data": data, "indices": example.indices.copy(order="C")}
+    return {"data": data, "indices": _onnx_indices(example).copy(order="C")}
 
 
 def _text(x: Any) -> str:

@@ -362,6 +362,37 @@ def _elements_shapes(draw: Draw, op: _ops.Operator) -> Shapes:
     return Shapes(data_shape, index_shape, {"axis": axis}, (data_shape[ax],))
 
 
+def _gather_nd_shapes(draw: Draw, op: _ops.Operator) -> Shapes:
+    """GatherND: data of rank 1-5, ``batch_dims`` mostly 0, ``k`` coordinates per tuple.
+
+    About one example in ten breaks a shape rule (``batch_dims`` out of range, batch dims
+    that differ, ``k`` of 0 or beyond ``r - b``); about one in five has an addressed axis of
+    64-300 with the other dims at most 2.
+    """
+    rank = draw(st.integers(1, 5))
+    large = draw(_weighted((False, 4), (True, 1)))
+    data_shape = _dims(draw, rank, 2 if large else MAX_DIM, BUDGET)
+    broken = draw(_weighted((None, 18), ("batch", 1), ("k", 1)))
+    b = draw(_weighted((0, 4), (min(1, rank - 1), 2), (min(2, rank - 1), 1)))
+    k = draw(st.integers(1, rank - b))
+    if large:
+        data_shape[b + draw(st.integers(0, k - 1))] = draw(st.integers(*LARGE_AXIS))
+    outer = int(np.prod(data_shape[:b], dtype=np.int64))
+    middle = _dims(draw, draw(st.integers(0, 2)), MAX_DIM, BUDGET // max(outer, 1))
+    batch = list(data_shape[:b])
+    if broken == "batch":
+        if b and draw(st.booleans()):
+            batch[-1] += 1  # batch dims that differ
+        else:
+            b = draw(st.sampled_from([-1, rank, len(batch) + len(middle) + 1]))
+    elif broken == "k":
+        k = draw(st.sampled_from([0, rank - b + 1]))
+    index_shape = (*batch, *middle, k)
+    # The size each coordinate addresses (1 for coordinates beyond data's rank).
+    sizes = tuple(data_shape[max(b, 0) + j] if 0 <= b + j < rank else 1 for j in range(k))
+    return Shapes(tuple(data_shape), index_shape, {"batch_dims": b}, sizes)
+
+
 @st.composite
 def _examples(
     draw: Draw,
@@ -438,6 +469,11 @@ def gather_elements_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example
 def openvino_gather_elements_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
     """OpenVINO GatherElements-6 examples (the registry's strategy for it)."""
     return _examples(_ops.OPENVINO_GATHER_ELEMENTS, _elements_shapes, dtypes)
+
+
+def gather_nd_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
+    """GatherND examples (the registry's strategy for it)."""
+    return _examples(_ops.GATHER_ND, _gather_nd_shapes, dtypes)
 
 
 def examples(op: str | _ops.Operator, dtypes: Sequence[str]) -> st.SearchStrategy[Example]:

@@ -34,6 +34,7 @@ from onnx_gather._backends._jax._take import (
     record_out_of_range,
     take,
     take_along_axis,
+    take_nd,
     traced,
 )
 from onnx_gather._host import value_range
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from onnx_gather._spec import Plan
     from onnx_gather._spec.gather import GatherPlan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
+    from onnx_gather._spec.gather_nd import GatherNDPlan
 
 
 def _eager_fn(
@@ -139,6 +141,10 @@ class JaxBackend(Backend):
         """ONNX GatherElements (and OpenVINO's): ``jnp.take_along_axis`` in fill mode."""
         return _run(take_along_axis, data, indices, plan, plan.block())
 
+    def gather_nd(self, data: jax.Array, indices: Any, plan: GatherNDPlan, /) -> jax.Array:
+        """ONNX GatherND: advanced indexing in fill mode (``.at[...].get(mode="fill")``)."""
+        return _run(take_nd, data, indices, plan, None)
+
 
 def _run(kernel: Take, data: jax.Array, indices: Any, plan: Plan, block: Any) -> jax.Array:
     """Any gather: check what can be read now, record the rest for checkify, run ``kernel``.
@@ -146,7 +152,8 @@ def _run(kernel: Take, data: jax.Array, indices: Any, plan: Plan, block: Any) ->
     ``block``: slices cutting data to the part the output reads, or None for all of it.
     """
     checked = False  # whether the values were read and found in range
-    if type(plan.size) is int and plan.size > _INT32_MAX:  # (not a symbolic size)
+    largest = max(plan.sizes)
+    if type(largest) is int and largest > _INT32_MAX:  # (not a symbolic size)
         indices = _wide(indices, plan)
     if isinstance(indices, np.ndarray):
         indices, checked = _from_host(indices, data, plan)
@@ -213,8 +220,10 @@ def _wide(indices: Any, plan: Plan) -> Any:
     the axis cannot be addressed at all.
     """
     if not jax.config.read("jax_enable_x64"):
+        size = max(plan.sizes)
+        axis, _ = plan.addressed([plan.sizes.index(size)])
         msg = (
-            f"{plan.op}: axis {plan.axis} has {plan.size} elements, more than int32 "
+            f"{plan.op}: axis {axis} has {size} elements, more than int32 "
             f"indices reach, and JAX without x64 has no int64; enable it with "
             f"jax.config.update('jax_enable_x64', True)"
         )

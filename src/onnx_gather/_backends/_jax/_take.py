@@ -35,21 +35,32 @@ def traced(x: Any) -> bool:
 
 
 def record_out_of_range(plan: Plan, indices: jax.Array) -> None:
-    """Under tracing: register the plan's IndexError text with checkify."""
+    """Under tracing: register the plan's IndexError text with checkify.
+
+    The text of the first bad index in C order, as an eager call raises it. Coordinates
+    (GatherND) address axes of their own, so the axis and size in the text depend on which
+    coordinate is bad: one check per coordinate, each with its own text, of which only the
+    one for the first bad index's coordinate can fail.
+    """
     if indices.size == 0:
         return
-    bad = plan.outside(indices).reshape(-1)
+    bad = plan.outside(indices, jnp).reshape(-1)
     first = jnp.argmax(bad)
     position = jnp.unravel_index(first, indices.shape)
     names = [f"p{d}" for d in range(indices.ndim)]
-    # The text comes from _spec, with format fields where the traced values go.
-    template = str(_spec.out_of_range(plan, "{value}", ["{" + n + "}" for n in names]))
-    checkify.debug_check(
-        ~jnp.any(bad),
-        template,
-        value=indices.reshape(-1)[first],
+    fields = {
+        "value": indices.reshape(-1)[first],
         **dict(zip(names, position, strict=True)),
-    )
+    }
+    any_bad = jnp.any(bad)
+    # The text comes from _spec, with format fields where the traced values go.
+    where = ["{" + n + "}" for n in names]
+    if not plan.coordinates:
+        checkify.debug_check(~any_bad, str(_spec.out_of_range(plan, "{value}", where)), **fields)
+        return
+    for j in range(len(plan.sizes)):
+        text = str(_spec.out_of_range(plan, "{value}", where, coordinate=j))
+        checkify.debug_check(~(any_bad & (position[-1] == j)), text, **fields)
 
 
 def fill_value(dtype: Any) -> Any:
@@ -76,6 +87,23 @@ def take_along_axis(data: jax.Array, indices: jax.Array, plan: Plan, fill: Any) 
     return jnp.take_along_axis(data, indices, axis=plan.axis, mode="fill", fill_value=fill)
 
 
+def take_nd(data: jax.Array, indices: jax.Array, plan: Plan, fill: Any) -> jax.Array:
+    """GatherND's fill-mode kernel: advanced indexing, one array per batch dim and coordinate.
+
+    Fill mode fills the whole slice of an index tuple with any coordinate out of range.
+    """
+    b = plan.batch_dims  # type: ignore[attr-defined]
+    tuples = indices.reshape(1, -1) if indices.ndim == 1 else indices
+    lead = tuples.shape[:-1]
+    batch = [
+        jnp.arange(n).reshape([n if e == d else 1 for e in range(len(lead))])
+        for d, n in enumerate(lead[:b])
+    ]
+    coordinates = [tuples[..., j] for j in range(tuples.shape[-1])]
+    out = data.at[(*batch, *coordinates)].get(mode="fill", fill_value=fill)
+    return out.reshape(plan.out_shape)
+
+
 def fill_take(
     kernel: Take,
     data: jax.Array,
@@ -92,7 +120,7 @@ def fill_take(
     whose indices are known to be in range or whose result is discarded if one is not (a
     checked eager call).
     """
-    size, out_shape = plan.size, plan.out_shape
+    size, out_shape = plan.size, plan.out_shape  # size: the smallest addressed size
     if 0 in out_shape:
         # Nothing to read. jnp.take returns `data` itself when its axis and the indices
         # are both empty: the wrong shape (jax 0.10.2; no upstream report found).
@@ -104,8 +132,12 @@ def fill_take(
     if guard and (not isinstance(size, int) or size <= jnp.iinfo(indices.dtype).max):
         # fill mode adds size to a negative index: near -2**63 that wraps into range.
         # (A symbolic size beyond an int32 index type's range wraps here, but then every
-        # index is in range and the replacement is never taken.)
-        indices = jnp.where((indices >= -size) & (indices < size), indices, size)
+        # index is in range and the replacement is never taken.) Coordinates go to their
+        # own axis' size: the whole index tuple then reads the fill.
+        bound: Any = size
+        if plan.coordinates and any(s != size for s in plan.sizes):
+            bound = jnp.asarray(plan.sizes, dtype=indices.dtype)
+        indices = jnp.where((indices >= -bound) & (indices < bound), indices, bound)
     return kernel(data, indices, plan, fill)
 
 

@@ -24,7 +24,7 @@ import torch
 
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._base import Backend
-from onnx_gather._backends._torch._exact import SIGNED_VIEW, exact
+from onnx_gather._backends._torch._exact import SIGNED_VIEW, exact, exact_nd
 from onnx_gather._backends._torch._indices import placed, values_unknown, wrapped
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from onnx_gather._spec import Plan
     from onnx_gather._spec.gather import GatherPlan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
+    from onnx_gather._spec.gather_nd import GatherNDPlan
 
 _NAMES: dict[torch.dtype, str] = {
     torch.bool: "bool",
@@ -210,6 +211,19 @@ class TorchBackend(Backend):
         indices = _counted(data, indices, plan)
         block = plan.block()
         return exact(data if block is None else data[block], plan.axis, indices, True)
+
+    def gather_nd(self, data: torch.Tensor, indices: Any, plan: GatherNDPlan, /) -> torch.Tensor:
+        """ONNX GatherND: the compiled kernel on CPU views, else advanced indexing.
+
+        Advanced indexing (CUDA, autograd, ``torch.compile``, ``torch.func``) of indices
+        checked and counted per coordinate; its backward accumulates repeated tuples.
+        """
+        if _numpy_route(data, indices, numpy_kernels.compiled_available()):
+            return _on_numpy(numpy_kernels.gather_nd, data, indices, plan, plan.out_shape)
+        indices = _counted(data, indices, plan)
+        if 0 in plan.sizes or 0 in plan.out_shape:  # nothing to read (unchecked): zeros
+            return data.new_zeros(plan.out_shape)
+        return exact_nd(data, indices, plan.batch_dims).reshape(plan.out_shape)
 
 
 def _fused(data: torch.Tensor, indices: Any, plan: Plan, walk: Sequence[int]) -> Any:

@@ -72,3 +72,68 @@ class _BitsGather(torch.autograd.Function):  # type: ignore[misc]
         if ctx.elements:
             return zeros.scatter_add(ctx.axis, indices, grad), None, None, None
         return zeros.index_add(ctx.axis, indices, grad), None, None, None
+
+
+def exact_nd(data: torch.Tensor, indices: torch.Tensor, batch_dims: int) -> torch.Tensor:
+    """GatherND by advanced indexing of counted ``indices`` (int64, in range), bit for bit.
+
+    ``data[batch aranges..., indices[..., 0], ..., indices[..., k-1]]``: torch reads data
+    in place whatever its strides. The types :func:`exact` moves as bits move as bits here
+    too (advanced indexing has no unsigned kernels either); data of float16 or bfloat16
+    that needs a gradient goes through :class:`_BitsIndex`.
+    """
+    view = _GATHER_VIEW.get(data.dtype)
+    if view is not None and data.requires_grad and data.dtype.is_floating_point:
+        out: torch.Tensor = _BitsIndex.apply(data, indices, batch_dims)
+        return out
+    source = data.view(view) if view is not None else data
+    out = source[nd_index(source, indices, batch_dims)]
+    return out.view(data.dtype) if view is not None else out
+
+
+def nd_index(data: torch.Tensor, indices: torch.Tensor, batch_dims: int) -> tuple[Any, ...]:
+    """The advanced index of a GatherND: one ``arange`` per batch dim, one tensor per coordinate.
+
+    With 1-D indices (one tuple) the coordinates are made 1-element tensors: 0-d tensors
+    index like ints, which would return a view of ``data``.
+    """
+    if indices.dim() == 1:
+        indices = indices.reshape(1, -1)
+    lead = indices.shape[:-1]
+    batch = [
+        torch.arange(n, device=indices.device).reshape(
+            [n if e == d else 1 for e in range(len(lead))]
+        )
+        for d, n in enumerate(lead[:batch_dims])
+    ]
+    return (*batch, *indices.unbind(-1))
+
+
+class _BitsIndex(torch.autograd.Function):  # type: ignore[misc]
+    """GatherND of float16 or bfloat16 data that needs a gradient, bit for bit.
+
+    The forward indexes the int16 bits; the backward accumulates the gradient at the
+    gathered slices (``index_put`` with ``accumulate``), made of differentiable operators,
+    so double backward works too.
+    """
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(data: torch.Tensor, indices: torch.Tensor, batch_dims: int) -> torch.Tensor:
+        return exact_nd(data.detach(), indices, batch_dims)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+        data, indices, batch_dims = inputs
+        ctx.save_for_backward(indices)
+        ctx.batch_dims, ctx.data_shape = batch_dims, data.shape
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        (indices,) = ctx.saved_tensors
+        zeros = grad.new_zeros(ctx.data_shape)
+        if indices.dim() == 1:
+            grad = grad.unsqueeze(0)
+        index = nd_index(zeros, indices, ctx.batch_dims)
+        return zeros.index_put(index, grad, accumulate=True), None, None
