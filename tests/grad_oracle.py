@@ -9,11 +9,19 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+import onnx_gather as og
+from onnx_gather._conformance.runner import run_oracle
+
 GATHER = "gather"
 ELEMENTS = "gather_elements"
+ND = "gather_nd"
+#: Each operator's public function, by registry name (the tests call them directly: a
+#: compiler traces these, not a generic dispatcher).
+FUNCTIONS = {GATHER: og.gather, ELEMENTS: og.gather_elements, ND: og.gather_nd}
 
 
 def _resolve(i: int, size: int) -> int:
@@ -46,26 +54,49 @@ def gather_elements_grad(
     return out
 
 
+def gather_nd_grad(
+    data_shape: tuple[int, ...], indices: np.ndarray, batch_dims: int, upstream: np.ndarray
+) -> np.ndarray:
+    """d(sum(upstream * GatherND(data, indices, batch_dims))) / d(data)."""
+    b, k = batch_dims, indices.shape[-1]
+    out = np.zeros(data_shape, upstream.dtype)
+    for pos in itertools.product(*map(range, indices.shape[:-1])):
+        coordinate = tuple(_resolve(int(indices[(*pos, j)]), data_shape[b + j]) for j in range(k))
+        for rest in itertools.product(*map(range, data_shape[b + k :])):
+            out[(*pos[:b], *coordinate, *rest)] += upstream[(*pos, *rest)]
+    return out
+
+
+#: Each operator's gradient oracle: ``grad(data_shape, indices, attribute, upstream)``.
+GRADS = {GATHER: gather_grad, ELEMENTS: gather_elements_grad, ND: gather_nd_grad}
+
+
 @dataclass(frozen=True)
 class GradCase:
-    """One gradient case: an operator, a data shape, indices and an axis."""
+    """One gradient case: an operator, a data shape, indices and the attributes."""
 
     id: str
     op: str
     data_shape: tuple[int, ...]
     indices: np.ndarray
-    axis: int
+    attributes: dict[str, Any]
 
     @property
     def out_shape(self) -> tuple[int, ...]:
-        if self.op == ELEMENTS:
-            return self.indices.shape
-        a = self.axis % len(self.data_shape)
-        return self.data_shape[:a] + self.indices.shape + self.data_shape[a + 1 :]
+        """The output's shape: the loop oracle's, on zeros."""
+        zeros = np.zeros(self.data_shape, np.float32)
+        shape: tuple[int, ...] = run_oracle(
+            self.op, zeros, self.indices, self.attributes, None
+        ).shape
+        return shape
+
+    def apply(self, x: Any, indices: Any) -> Any:
+        """The operator's public function on ``x`` with this case's attributes."""
+        return FUNCTIONS[self.op](x, indices, **self.attributes)
 
     def grad(self, upstream: np.ndarray) -> np.ndarray:
-        fn = gather_grad if self.op == GATHER else gather_elements_grad
-        return fn(self.data_shape, self.indices, self.axis, upstream)
+        (value,) = self.attributes.values()
+        return GRADS[self.op](self.data_shape, self.indices, value, upstream)
 
 
 # Negative and repeated indices everywhere: repeats are where a wrong gradient (an
@@ -76,10 +107,10 @@ GRAD_CASES = [
         GATHER,
         (3, 4, 2),
         np.array([[0, -1, 3], [-4, 0, 0]], np.int64),
-        1,
+        {"axis": 1},
     ),
-    GradCase("gather-axis0-scalar", GATHER, (4, 3), np.array(-2, np.int32), 0),
-    GradCase("gather-last-axis", GATHER, (2, 3), np.array([2, -1, -3, 0, 2], np.int32), -1),
+    GradCase("gather-axis0-scalar", GATHER, (4, 3), np.array(-2, np.int32), {"axis": 0}),
+    GradCase("gather-last-axis", GATHER, (2, 3), np.array([2, -1, -3, 0, 2], np.int32), {"axis": -1}),
     GradCase(
         "elements-axis1",
         ELEMENTS,
@@ -92,7 +123,7 @@ GRAD_CASES = [
             ],
             np.int64,
         ),
-        1,
+        {"axis": 1},
     ),
     # Indices smaller than data off the axis: only that block of data gets gradient.
     GradCase(
@@ -100,9 +131,16 @@ GRAD_CASES = [
         ELEMENTS,
         (3, 4, 2),
         np.array([[[3, 0, -1, 3, 3]], [[-4, -4, 1, 2, 0]]], np.int32).transpose(0, 2, 1),
-        1,
+        {"axis": 1},
     ),
-]
+    # GatherND: repeated index tuples (the first and third read the same slice).
+    GradCase("nd-k2-repeats", ND, (3, 4, 2),
+             np.array([[0, -1], [2, 3], [0, 3], [-3, -1]], np.int64), {"batch_dims": 0}),
+    GradCase("nd-batch-1", ND, (3, 4, 2),
+             np.array([[[1], [-3]], [[0], [0]], [[3], [-1]]], np.int32), {"batch_dims": 1}),
+    GradCase("nd-full-coordinates", ND, (3, 4, 2),
+             np.array([[0, 1, 1], [0, 1, -1], [2, -1, 0], [0, 1, 1]], np.int64), {"batch_dims": 0}),
+]  # fmt: skip
 
 
 def upstream(case: GradCase, dtype: type = np.float64, seed: int = 0) -> np.ndarray:

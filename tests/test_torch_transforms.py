@@ -16,7 +16,7 @@ import numpy as np
 import oracle
 import pytest
 import torch
-from grad_oracle import ELEMENTS, GATHER, GRAD_CASES, GradCase, data, upstream
+from grad_oracle import ELEMENTS, FUNCTIONS, GATHER, GRAD_CASES, GradCase, data, upstream
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import onnx_gather as og
@@ -28,8 +28,7 @@ CUDA = pytest.param("cuda", marks=gpu, id="cuda")
 
 
 def apply(op: str, x: Any, idx: Any, axis: int, **kw: Any) -> Any:
-    fn = og.gather if op == GATHER else og.gather_elements
-    return fn(x, idx, axis, **kw)
+    return FUNCTIONS[op](x, idx, axis, **kw)
 
 
 def eager_error(fn: Any, *args: Any) -> str:
@@ -46,7 +45,7 @@ def eager_error(fn: Any, *args: Any) -> str:
 def test_backward_is_scatter_add(case: GradCase, dtype: torch.dtype) -> None:
     x = torch.from_numpy(data(case)).to(dtype).requires_grad_()
     g = upstream(case)
-    out = apply(case.op, x, torch.from_numpy(case.indices), case.axis)
+    out = case.apply(x, torch.from_numpy(case.indices))
     out.backward(torch.from_numpy(g).to(dtype))
     assert x.grad is not None
     assert x.grad.dtype == dtype
@@ -64,7 +63,7 @@ def test_backward_with_host_indices(form: str) -> None:
     }[form]
     x = torch.from_numpy(data(case)).requires_grad_()
     g = upstream(case)
-    (grad,) = torch.autograd.grad(apply(case.op, x, idx, case.axis), x, torch.from_numpy(g))
+    (grad,) = torch.autograd.grad(case.apply(x, idx), x, torch.from_numpy(g))
     np.testing.assert_array_equal(grad.numpy(), case.grad(g))
 
 
@@ -75,7 +74,7 @@ def test_gradcheck_and_double_backward(case: GradCase) -> None:
 
     def fn(t: torch.Tensor) -> torch.Tensor:
         # Squared, so the second derivative is not identically zero.
-        return apply(case.op, t, idx, case.axis) ** 2
+        return case.apply(t, idx) ** 2
 
     assert torch.autograd.gradcheck(fn, (x,))
     assert torch.autograd.gradgradcheck(fn, (x,))
@@ -88,11 +87,11 @@ def test_double_backward_against_oracle() -> None:
     u = upstream(case)
     v = np.random.default_rng(7).integers(-3, 4, case.data_shape).astype(np.float64)
     idx = torch.from_numpy(case.indices)
-    y = apply(case.op, x, idx, case.axis)
+    y = case.apply(x, idx)
     (g,) = torch.autograd.grad(y**2, x, torch.from_numpy(u), create_graph=True)
     (gg,) = torch.autograd.grad(g, x, torch.from_numpy(v))
     # g = scatter(2 u * gather(x)), so dg/dx applied to v is scatter(2 u * gather(v)).
-    gathered_v = oracle.gather_elements(v, case.indices, case.axis)
+    gathered_v = oracle.gather_elements(v, case.indices, **case.attributes)
     np.testing.assert_array_equal(gg.numpy(), case.grad(2 * u * gathered_v))
 
 
@@ -155,7 +154,7 @@ def test_compile_matches_eager_and_oracle_gradient(compiled: dict[str, Any], op:
     g = torch.from_numpy(np.random.default_rng(3).integers(-4, 5, got.shape).astype(np.float32))
     got.backward(g)
     assert x_comp.grad is not None
-    oracle = GradCase("", op, X.shape, INDICES[op], 1).grad(2 * g.numpy())
+    oracle = GradCase("", op, X.shape, INDICES[op], {"axis": 1}).grad(2 * g.numpy())
     np.testing.assert_array_equal(x_comp.grad.numpy(), oracle)
 
 
@@ -202,7 +201,7 @@ def test_func_grad_is_scatter_add(case: GradCase, dtype: torch.dtype) -> None:
     # float16 and bfloat16 are gathered as int16 bits when no gradient is wanted.
     g = torch.from_numpy(upstream(case)).to(dtype)
     idx = torch.from_numpy(case.indices)
-    grad = torch.func.grad(lambda t: (apply(case.op, t, idx, case.axis) * g).sum())(
+    grad = torch.func.grad(lambda t: (case.apply(t, idx) * g).sum())(
         torch.from_numpy(data(case)).to(dtype)
     )
     assert grad.dtype == dtype
@@ -221,7 +220,7 @@ def test_func_per_sample_grad() -> None:
 
     grads = torch.func.vmap(torch.func.grad(loss))(xs, torch.from_numpy(batch_idx))
     for b in range(2):
-        want = GradCase("", ELEMENTS, case.data_shape, batch_idx[b], 1).grad(g.numpy())
+        want = GradCase("", ELEMENTS, case.data_shape, batch_idx[b], {"axis": 1}).grad(g.numpy())
         np.testing.assert_array_equal(grads[b].numpy(), want)
 
 

@@ -21,27 +21,32 @@ import warnings
 from typing import Any
 
 import numpy as np
-import oracle
 import pytest
-from grad_oracle import ELEMENTS, GATHER, GradCase
+from grad_oracle import ELEMENTS, FUNCTIONS, GATHER, ND, GradCase
 
 import onnx_gather as og
 from onnx_gather import _api, _dispatch
+from onnx_gather._conformance.runner import run_oracle
 from onnx_gather._memo import Memo
 
 needs_torch = pytest.mark.backend("torch")
 needs_jax = pytest.mark.backend("jax")
 
 X = np.arange(15, dtype=np.float32).reshape(3, 5) / 8  # exact in float32
-AXIS = 1
 INDICES = {
     GATHER: np.array([[0, -1], [4, 0], [-5, 2]], np.int64),
     ELEMENTS: np.array([[0, -1], [4, 4], [-5, 2]], np.int64),
+    # One batch dim (data's rows), one coordinate into axis 1.
+    ND: np.array([[[0], [-1]], [[4], [0]], [[-5], [2]]], np.int64),
 }
+#: Every operator addresses axis 1 of X (size 5): the same index values are valid for all.
+ATTRIBUTES = {GATHER: {"axis": 1}, ELEMENTS: {"axis": 1}, ND: {"batch_dims": 1}}
+#: Rows of the second data shape each operator takes: GatherElements' indices may be
+#: smaller than data off the axis but not larger, GatherND's batch dim must match.
+SECOND_ROWS = {GATHER: 4, ELEMENTS: 3, ND: 3}
 FORMS = ["int", "list", "numpy", "own"]
-ROWS = [
-    (op, form) for op in (GATHER, ELEMENTS) for form in FORMS if (op, form) != (ELEMENTS, "int")
-]
+#: A Python int is a 0-d index: Gather's alone takes one.
+ROWS = [(op, form) for op in INDICES for form in FORMS if form != "int" or op == GATHER]
 ROW_IDS = [f"{op}-{form}" for op, form in ROWS]
 VALID = re.escape("valid indices are [-5, 4]")
 
@@ -60,17 +65,17 @@ def indices_array(op: str, form: str) -> np.ndarray:
     return np.asarray(host_indices(op, form))
 
 
-def apply(op: str, x: Any, idx: Any, axis: int = AXIS) -> Any:
-    return (og.gather if op == GATHER else og.gather_elements)(x, idx, axis)
+def apply(op: str, x: Any, idx: Any, **attributes: Any) -> Any:
+    """The operator's public function, with the table's attributes (or ``attributes``)."""
+    return FUNCTIONS[op](x, idx, **(attributes or ATTRIBUTES[op]))
 
 
 def want(op: str, form: str, x: np.ndarray = X) -> np.ndarray:
-    fn = oracle.gather if op == GATHER else oracle.gather_elements
-    return np.asarray(fn(x, indices_array(op, form), AXIS))
+    return run_oracle(op, x, indices_array(op, form), ATTRIBUTES[op], None)
 
 
 def want_grad(op: str, form: str, g: np.ndarray) -> np.ndarray:
-    return GradCase("", op, X.shape, indices_array(op, form), AXIS).grad(g)
+    return GradCase("", op, X.shape, indices_array(op, form), ATTRIBUTES[op]).grad(g)
 
 
 def upstream(op: str, form: str) -> np.ndarray:
@@ -91,7 +96,7 @@ def eager_calls(make: Any, to_index: Any) -> None:
         x = make(np.ones(shape, np.float32))
         for op, form in ROWS:
             idx = indices_array(op, form)
-            idx = idx[: shape[0]] if idx.ndim == 2 else idx
+            idx = idx[: shape[0]] if idx.ndim >= 2 else idx
             given = to_index(idx) if form == "own" else (idx.tolist() if form != "numpy" else idx)
             apply(op, x, given)
 
@@ -147,7 +152,7 @@ def test_torch_table(
         np.testing.assert_array_equal(fn(x).numpy(), want(op, form))
         # Another axis size (and, for Gather, batch size): a new graph when static, the
         # same one when dynamic. Rows beyond the indices' are trimmed by GatherElements.
-        x2 = (np.arange(4 * 7, dtype=np.float32).reshape(4, 7) / 8)[: 3 if op == ELEMENTS else 4]
+        x2 = (np.arange(4 * 7, dtype=np.float32).reshape(4, 7) / 8)[: SECOND_ROWS[op]]
         got2 = fn(torch.from_numpy(x2.copy()))
         np.testing.assert_array_equal(got2.numpy(), want(op, form, x2))
         # Eager calls afterwards must not invalidate the compiled code (no guard on a
@@ -362,6 +367,21 @@ PAYLOADS = {
 PERMUTATION = [[4, 0, 3, 1, 2, 2]]
 
 
+def _permuting(op: str, make: Any) -> Any:
+    """A call of ``op`` that reads row 0 of (1, 5) data in PERMUTATION's order: (1, 6) out.
+
+    ``make`` turns the indices (a nested list) into the library's array.
+    """
+    perm = PERMUTATION[0]
+    given = {
+        GATHER: (make(perm), {"axis": 1}),  # (1, 6)
+        ELEMENTS: (make(PERMUTATION), {"axis": 1}),  # (1, 6)
+        ND: (make([[[0, j] for j in perm]]), {"batch_dims": 0}),  # (1, 6) tuples of (row, col)
+    }
+    indices, attributes = given[op]
+    return lambda t: FUNCTIONS[op](t, indices, **attributes)
+
+
 def _torch_payload_data(dtype: str) -> Any:
     torch = _torch()
     bits = np.array([PAYLOADS[dtype]], np.uint16 if dtype != "float32" else np.uint32)
@@ -385,21 +405,12 @@ def _torch_bits(t: Any) -> list[list[int]]:
 # (torch 2.13.0): not our call.
 @pytest.mark.filterwarnings("ignore:.*should not be instantiated:DeprecationWarning")
 @pytest.mark.parametrize("dtype", list(PAYLOADS))
-@pytest.mark.parametrize("op", [GATHER, ELEMENTS])
+@pytest.mark.parametrize("op", [GATHER, ELEMENTS, ND])
 @pytest.mark.parametrize("path", ["requires_grad", "func.grad", "compile", "vmap"])
 def test_torch_nan_payloads_are_kept(op: str, dtype: str, path: str) -> None:
     torch = _torch()
     x = _torch_payload_data(dtype)
-    perm = torch.tensor(PERMUTATION)
-    if op == GATHER:
-
-        def fn(t: Any) -> Any:
-            return og.gather(t, perm[0], 1)
-
-    else:
-
-        def fn(t: Any) -> Any:
-            return og.gather_elements(t, perm, 1)
+    fn = _permuting(op, torch.tensor)
 
     if path == "requires_grad":
         out = fn(x.clone().requires_grad_())
@@ -444,7 +455,7 @@ def _jax_bits(a: Any) -> list[list[int]]:
 
 @needs_jax
 @pytest.mark.parametrize("dtype", list(PAYLOADS))
-@pytest.mark.parametrize("op", [GATHER, ELEMENTS])
+@pytest.mark.parametrize("op", [GATHER, ELEMENTS, ND])
 @pytest.mark.parametrize("path", ["eager", "jit", "vmap", "vjp"])
 def test_jax_nan_payloads_are_kept(op: str, dtype: str, path: str) -> None:
     jax = _jax()
@@ -452,10 +463,7 @@ def test_jax_nan_payloads_are_kept(op: str, dtype: str, path: str) -> None:
 
     bits = np.array([PAYLOADS[dtype]], np.uint16 if dtype != "float32" else np.uint32)
     x = jax.lax.bitcast_convert_type(jnp.asarray(bits), jnp.dtype(dtype))
-    perm = jnp.asarray(np.array(PERMUTATION, np.int32))
-
-    def fn(t: Any) -> Any:
-        return og.gather(t, perm[0], 1) if op == GATHER else og.gather_elements(t, perm, 1)
+    fn = _permuting(op, lambda a: jnp.asarray(np.asarray(a, np.int32)))
 
     if path == "eager":
         out = fn(x)
@@ -492,7 +500,7 @@ def test_jax_jit_far_out_of_range_gives_the_fill_value(op: str, values: str) -> 
     else:
         idx = jnp.array(INT32_EDGES, jnp.int32)
     x = jnp.arange(5.0) + 10
-    got = np.asarray(jax.jit(lambda a, i: apply(op, a, i, 0))(x, idx))
+    got = np.asarray(jax.jit(lambda a, i: apply(op, a, i, axis=0))(x, idx))
     assert got.shape == (4,)
     assert np.isnan(got).all(), got
 
@@ -506,11 +514,11 @@ def test_jax_jit_empty_axis(op: str) -> None:
 
     x = jnp.zeros((2, 0), jnp.float32)
     idx = jnp.zeros((2, 3), jnp.int32)
-    got = np.asarray(jax.jit(lambda a, i: apply(op, a, i, 1))(x, idx))
+    got = np.asarray(jax.jit(lambda a, i: apply(op, a, i, axis=1))(x, idx))
     assert got.shape == ((2, 2, 3) if op == GATHER else (2, 3))
     assert np.isnan(got).all(), got
-    ints = np.asarray(jax.jit(lambda a, i: apply(op, a, i, 1))(x.astype(jnp.int32), idx))
+    ints = np.asarray(jax.jit(lambda a, i: apply(op, a, i, axis=1))(x.astype(jnp.int32), idx))
     assert (ints == np.iinfo(np.int32).min).all(), ints
     # Nothing to read: empty indices on an empty axis give an empty result.
-    empty = jax.jit(lambda a, i: apply(op, a, i, 1))(x, jnp.zeros((2, 0), jnp.int32))
+    empty = jax.jit(lambda a, i: apply(op, a, i, axis=1))(x, jnp.zeros((2, 0), jnp.int32))
     assert empty.shape == ((2, 2, 0) if op == GATHER else (2, 0))
