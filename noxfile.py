@@ -140,22 +140,29 @@ def replay(session: nox.Session) -> None:
     """Real models replayed on every library, and OpenVINO's runtime on its cases.
 
     tests/test_torch_replay.py exports small torch models (embedding, shape arithmetic, gathers
-    with negative indices, top-k, index_select) at opsets 9-17, captures every Gather and
-    GatherElements node in ONNX Runtime and replays it on each library;
-    tests/test_openvino_runtime.py runs the OpenVINO cases on OpenVINO's CPU plugin. Needs
-    torch, so it installs every backend in one environment.
+    with negative indices, top-k, index_select) at opsets 9-17 with the TorchScript exporter,
+    tests/test_torch_replay_dynamo.py models with advanced indexing (GatherND) at opsets
+    17-20 with the dynamo exporter (onnxscript, installed here alone), captures every node of
+    the family in ONNX Runtime and replays it on each library; tests/test_openvino_runtime.py
+    runs the OpenVINO cases on OpenVINO's CPU plugin. Needs torch, so it installs every
+    backend in one environment.
     """
     libraries = ["numpy", "torch", "jax", "dask", "array-api-strict"]
     # The backends' own pins first, in one resolve, as install_backend does for one.
     session.install(*(arg for library in libraries for arg in ("-r", f"backends/{library}.txt")))
-    session.install("-e", ".[test]")
+    session.install("-e", ".[test]", "onnxscript")
     for env in VARIANTS["jax"]:  # JAX with and without x64 (int64 shape tensors need it)
         session.run(
             "pytest",
             "tests/test_torch_replay.py",
+            "tests/test_torch_replay_dynamo.py",
             "tests/test_openvino_runtime.py",
             *session.posargs,
-            env={"ONNX_GATHER_BACKENDS": ",".join(libraries), **env},
+            env={
+                "ONNX_GATHER_BACKENDS": ",".join(libraries),
+                "ONNX_GATHER_TOOLS": "onnxscript",
+                **env,
+            },
         )
 
 

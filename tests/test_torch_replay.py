@@ -22,55 +22,22 @@ the torch session, and ``nox -s replay``, which installs every library to replay
 
 from __future__ import annotations
 
-import copy
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 import torch
 from helpers import assert_identical
 from libs import Library
+from replay import Model, Node, opset_of, capture, counts, replay
 
-from onnx_gather import _ops
 from onnx_gather._conformance.libraries import type_name
 from onnx_gather._ops import call
 
 OPSETS = (9, 11, 13, 17)
-#: Our operator for each node type replayed: every ONNX operator of the registry.
-OPS = _ops.BY_ONNX_OP_TYPE
-
-
-@dataclass(frozen=True)
-class Model:
-    """A module to export: tracing inputs, input names, dynamic dims and the inputs ORT runs."""
-
-    name: str
-    module: Any
-    trace: tuple[Any, ...]
-    inputs: tuple[str, ...]
-    dynamic: dict[str, dict[int, str]]
-    feeds: dict[str, np.ndarray]
-    # Per opset: the (op_type, count) of nodes the export must contain, so the test cannot
-    # pass on a model that lost its nodes.
-    nodes: dict[int, tuple[tuple[str, int], ...]]
-
-
-@dataclass(frozen=True)
-class Node:
-    """One node of the family as ORT ran it."""
-
-    name: str
-    op_type: str
-    opset: int
-    attributes: dict[str, Any]
-    data: np.ndarray
-    indices: np.ndarray
-    output: np.ndarray
 
 
 def _models() -> list[Model]:
@@ -160,48 +127,6 @@ def _export(model: Model, opset: int, path: Path) -> None:
         )
 
 
-def _opset(onnx_model: Any) -> int:
-    return next(int(o.version) for o in onnx_model.opset_import if o.domain in ("", "ai.onnx"))
-
-
-def capture(path: Path, feeds: dict[str, np.ndarray]) -> list[Node]:
-    """Run the model in ORT with every Gather/GatherElements node's tensors as outputs."""
-    model = onnx.load(str(path))
-    graph = model.graph
-    inferred = onnx.shape_inference.infer_shapes(model).graph
-    types = {v.name: v for v in [*inferred.value_info, *inferred.input, *inferred.output]}
-    known = {t.name: onnx.numpy_helper.to_array(t) for t in graph.initializer}
-    known.update(feeds)
-    outputs = {o.name for o in graph.output}
-    nodes = [n for n in graph.node if n.op_type in OPS and n.domain in ("", "ai.onnx")]
-    for node in nodes:
-        for name in (node.input[0], node.input[1], node.output[0]):
-            if name not in known and name not in outputs:
-                graph.output.append(copy.deepcopy(types[name]))
-                outputs.add(name)
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.intra_op_num_threads = 1
-    session = ort.InferenceSession(
-        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
-    names = [o.name for o in session.get_outputs()]
-    values = {**dict(zip(names, session.run(None, feeds), strict=True)), **known}
-    opset = _opset(model)
-    return [
-        Node(
-            name=n.name,
-            op_type=n.op_type,
-            opset=opset,
-            attributes=_ops.node_attributes(OPS[n.op_type], n),
-            data=np.asarray(values[n.input[0]]),
-            indices=np.asarray(values[n.input[1]]),
-            output=np.asarray(values[n.output[0]]),
-        )
-        for n in nodes
-    ]
-
-
 @pytest.fixture(scope="session")
 def captured(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], list[Node]]:
     """Every model exported at every opset and run once in ORT (one export per session)."""
@@ -211,12 +136,9 @@ def captured(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], 
         for opset in OPSETS:
             path = folder / f"{model.name}-{opset}.onnx"
             _export(model, opset, path)
-            assert _opset(onnx.load(str(path))) == opset
+            assert opset_of(onnx.load(str(path))) == opset
             nodes = capture(path, model.feeds)
-            counts = tuple(
-                (op, n) for op in OPS if (n := sum(node.op_type == op for node in nodes))
-            )
-            assert counts == model.nodes[opset], (model.name, opset, counts)
+            assert counts(nodes) == model.nodes[opset], (model.name, opset, counts(nodes))
             out[model.name, opset] = nodes
     return out
 
@@ -226,15 +148,7 @@ def captured(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], 
 def test_replay(
     lib: Library, model: str, opset: int, captured: dict[tuple[str, int], list[Node]]
 ) -> None:
-    replayed = 0
-    for node in captured[model, opset]:
-        if type_name(node.data.dtype) not in lib.holds:
-            continue  # JAX without x64: no int64 shape tensors
-        arrays = (lib.asarray(node.data), lib.indices(node.indices))
-        got = call(OPS[node.op_type], *arrays, opset=opset, **node.attributes)
-        assert_identical(lib.to_numpy(got), node.output)
-        replayed += 1
-    if not replayed:
+    if not replay(lib, captured[model, opset], opset):
         types = sorted({type_name(n.data.dtype) for n in captured[model, opset]})
         pytest.skip(f"{lib.name} holds none of the nodes' data types {types}")
 

@@ -1,0 +1,123 @@
+"""Replay of real models from torch's dynamo exporter, which writes GatherND.
+
+``torch.onnx.export(..., dynamo=True)`` (it needs onnxscript) turns advanced indexing with
+several index tensors (``x[i, j]``, ``x[:, i, j]``, a row lookup ``x[rows, idx]``) into
+one GatherND node; the TorchScript exporter of test_torch_replay.py writes Flatten and
+Gather instead. Each model is exported at opsets 17, 18 and 20, run in ONNX Runtime with
+every node of the family captured (replay.py), and each node is replayed through
+onnx_gather on every library of the run, bit for bit. The indices the models compute are
+negative in the replayed run (``i - 3``), so GatherND's per-coordinate counting from the
+end is what ORT and we both do.
+
+Runs where ONNX_GATHER_TOOLS names onnxscript: ``nox -s replay`` installs it (conftest.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from libs import Library
+from replay import Model, Node, capture, counts, opset_of, replay
+
+pytestmark = pytest.mark.tool("onnxscript")
+
+OPSETS = (17, 18, 20)
+
+
+def _models() -> list[Model]:
+    rng = np.random.default_rng(20261123)
+
+    class TwoIndices(torch.nn.Module):
+        def forward(self, x: Any, i: Any, j: Any) -> Any:
+            return x[i - 3, j]  # GatherND over axes 0 and 1, slices of axis 2
+
+    class MiddleAxes(torch.nn.Module):
+        def forward(self, x: Any, i: Any, j: Any) -> Any:
+            return x[:, i, j - 5]  # Transpose, GatherND, Transpose
+
+    class RowLookup(torch.nn.Module):
+        def forward(self, x: Any, idx: Any) -> Any:
+            rows = torch.arange(x.shape[0]).unsqueeze(1)
+            return x[rows, idx - 6]  # per row: a batch coordinate and a column
+
+    nd = {opset: (("GatherND", 1),) for opset in OPSETS}
+    x453 = rng.standard_normal((4, 5, 3)).astype(np.float32)
+    return [
+        # Traced with i - 3 in [0, 3]; run with i in [0, 6]: coordinates in [-3, 3].
+        Model("two-indices", TwoIndices(),
+              (torch.from_numpy(x453), torch.tensor([[3, 4], [5, 6]]), torch.tensor([[0, 1], [2, 4]])),
+              ("x", "i", "j"), {}, {"x": x453, "i": np.array([[0, 6], [1, 3]], np.int64),
+                                    "j": np.array([[4, 0], [3, 3]], np.int64)}, nd),
+        Model("middle-axes", MiddleAxes(),
+              (torch.from_numpy(x453.reshape(3, 4, 5)), torch.tensor([0, 3, 1]), torch.tensor([5, 9, 6])),
+              ("x", "i", "j"), {}, {"x": x453.reshape(3, 4, 5), "i": np.array([3, 0, 2], np.int64),
+                                    "j": np.array([0, 4, 1], np.int64)}, nd),
+        Model("row-lookup", RowLookup(),
+              (torch.from_numpy(x453.reshape(6, 10)), torch.tensor([[6, 7], [8, 9], [6, 6], [7, 8], [9, 9], [6, 15]])),
+              ("x", "idx"), {}, {"x": x453.reshape(6, 10),
+                                 "idx": rng.integers(0, 12, (6, 2)).astype(np.int64)}, nd),
+    ]  # fmt: skip
+
+
+MODELS = ["two-indices", "middle-axes", "row-lookup"]
+
+
+def _export(model: Model, opset: int, path: Path) -> None:
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        # The exporter reports its progress on stdout and through logging, and warns
+        # about its own internals: none of it matters for a fixed small model.
+        warnings.simplefilter("ignore")
+        logging.disable(logging.WARNING)
+        try:
+            program = torch.onnx.export(
+                model.module, model.trace, dynamo=True, opset_version=opset,
+                input_names=list(model.inputs),
+            )  # fmt: skip
+        finally:
+            logging.disable(logging.NOTSET)
+    program.save(str(path))
+
+
+@pytest.fixture(scope="session")
+def captured(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], list[Node]]:
+    """Every model exported at every opset and run once in ORT (one export per session)."""
+    import onnx
+
+    folder = tmp_path_factory.mktemp("replay-dynamo")
+    out = {}
+    for model in _models():
+        for opset in OPSETS:
+            path = folder / f"{model.name}-{opset}.onnx"
+            _export(model, opset, path)
+            assert opset_of(onnx.load(str(path))) == opset
+            nodes = capture(path, model.feeds)
+            assert counts(nodes) == model.nodes[opset], (model.name, opset, counts(nodes))
+            out[model.name, opset] = nodes
+    return out
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("model", MODELS)
+def test_replay(
+    lib: Library, model: str, opset: int, captured: dict[tuple[str, int], list[Node]]
+) -> None:
+    assert replay(lib, captured[model, opset], opset) == len(captured[model, opset])
+
+
+def test_the_replay_has_negative_coordinates(
+    captured: dict[tuple[str, int], list[Node]],
+) -> None:
+    """Every model's GatherND node sees negative coordinates, in its first or last one."""
+    for model in MODELS:
+        for opset in OPSETS:
+            (node,) = captured[model, opset]
+            assert node.op_type == "GatherND"
+            assert (node.indices < 0).any(), (model, opset)
