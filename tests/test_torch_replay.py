@@ -32,7 +32,7 @@ import pytest
 import torch
 from helpers import assert_identical
 from libs import Library
-from replay import Model, Node, opset_of, capture, counts, replay
+from replay import Model, Node, capture, counts, opset_of, replay
 
 from onnx_gather._conformance.libraries import type_name
 from onnx_gather._ops import call
