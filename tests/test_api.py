@@ -39,7 +39,11 @@ def _shares_memory(lib: Library, a: Any, b: Any) -> bool:
 
 
 def test_signatures() -> None:
-    for fn in (og.gather, og.gather_elements):
+    for fn, attribute in (
+        (og.gather, "axis"),
+        (og.gather_elements, "axis"),
+        (og.gather_nd, "batch_dims"),
+    ):
         params = inspect.signature(fn).parameters
         assert [p.kind for p in params.values()] == [
             inspect.Parameter.POSITIONAL_ONLY,
@@ -48,7 +52,8 @@ def test_signatures() -> None:
             inspect.Parameter.KEYWORD_ONLY,
             inspect.Parameter.KEYWORD_ONLY,
         ]
-        assert params["axis"].default == 0
+        assert list(params)[2] == attribute
+        assert params[attribute].default == 0
         assert params["opset"].default == 13
         assert params["check_bounds"].default is True
     params = inspect.signature(openvino.gather_elements).parameters
@@ -145,16 +150,19 @@ def test_axis_accepts_integer_likes(lib: Library) -> None:
     assert_identical(got, np.array([[0.0], [3.0]], np.float32))
 
 
-@pytest.mark.parametrize("op", ["gather", "gather_elements", "openvino"])
+@pytest.mark.parametrize("op", ["gather", "gather_elements", "openvino", "gather_nd"])
 def test_inputs_untouched_and_result_not_aliased(lib: Library, op: str) -> None:
     data_np = np.arange(12, dtype=np.float32).reshape(3, 4)
     idx_np = np.array([[0, 1, 2, 3], [3, 2, 1, 0], [1, 1, 1, 1]], np.int32)
     idx_np = idx_np - 2  # negative indices are normalised: not in the caller's array
+    if op == "gather_nd":  # (3, 2, 1): batch dim 1, one coordinate into axis 1 (size 4)
+        idx_np = idx_np[:, :2, None]
     data, idx = lib.asarray(data_np), lib.asarray(idx_np)
     fn = {
         "gather": og.gather,
         "gather_elements": og.gather_elements,
         "openvino": openvino.gather_elements,
+        "gather_nd": og.gather_nd,
     }[op]
     out = fn(data, idx, 1)
     assert_identical(lib.to_numpy(data), data_np)
@@ -184,6 +192,11 @@ def test_non_contiguous_inputs(lib: Library) -> None:
     assert_identical(got, np.take_along_axis(view_np, idx_np, axis=1))
     got = lib.to_numpy(og.gather(view, idx, axis=1))
     assert_identical(got, np.take(view_np, idx_np, axis=1))
+    # GatherND: (6, 2) tuples into the view's two axes (6 and 5), negatives per coordinate.
+    got = lib.to_numpy(og.gather_nd(view, idx))
+    assert_identical(got, view_np[idx_np[:, 0], idx_np[:, 1]])
+    got = lib.to_numpy(og.gather_nd(view, idx[:, :1], 1))  # batch dim 1: row r, column idx
+    assert_identical(got, view_np[np.arange(6), idx_np[:, 0]])
 
 
 def test_numpy_negative_strides() -> None:

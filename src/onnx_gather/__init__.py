@@ -1,4 +1,4 @@
-"""ONNX-exact Gather and GatherElements on NumPy, PyTorch, JAX, Dask, CuPy and array-API arrays.
+"""ONNX-exact Gather, GatherElements and GatherND on NumPy, PyTorch, JAX, Dask, CuPy and array-API arrays.
 
 >>> import numpy as np
 >>> import onnx_gather as og
@@ -19,9 +19,17 @@ from typing import Any
 
 from onnx_gather import _ops
 from onnx_gather._api import run
+from onnx_gather._nodes import reference_ops, run_node
 from onnx_gather._version import __version__
 
-__all__ = ["__version__", "gather", "gather_elements", "gather_nd"]
+__all__ = [
+    "__version__",
+    "gather",
+    "gather_elements",
+    "gather_nd",
+    "reference_ops",
+    "run_node",
+]
 
 
 def gather(

@@ -1,0 +1,111 @@
+"""ONNX nodes of the family, run through the registry: for converter and runtime authors.
+
+:func:`run_node` runs one ``onnx.NodeProto`` (its op_type picks the operator, its
+attributes are read from the node) on arrays of any supported library;
+:func:`reference_ops` hands the family to ``onnx.reference.ReferenceEvaluator`` as
+``new_ops``, replacing its own implementations (its GatherElements wraps out-of-range
+indices around instead of raising). Neither imports onnx until it must: run_node reads the
+node's fields only, reference_ops needs onnx's ``OpRun`` base class.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from onnx_gather import _ops
+
+#: The ONNX domain names of the default operator set.
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def run_node(
+    node: Any, /, *inputs: Any, opset: int | None = None, check_bounds: bool = True
+) -> Any:
+    """Run one ONNX node of the family (Gather, GatherElements, GatherND) on ``inputs``.
+
+    Parameters
+    ----------
+    node : onnx.NodeProto
+        The node. Its ``op_type`` selects the operator and its attributes (``axis``,
+        ``batch_dims``) are read from it; attributes it leaves out take ONNX's defaults.
+    *inputs : array
+        The node's inputs in order (``data``, ``indices``), of any supported library; the
+        same rules as the public functions (indices may be NumPy or Python sequences).
+    opset : int, optional
+        The model's opset import for the default domain, which selects the operator's
+        version. Default: the operator's newest version.
+    check_bounds : bool, optional
+        As for the public functions. Default True.
+
+    Returns
+    -------
+    array
+        The node's one output, of ``data``'s library, dtype and device.
+
+    Raises
+    ------
+    ValueError
+        A node of another domain or op_type than the family's, an attribute the operator
+        does not have (or lacks a required one), or the wrong number of inputs; and every
+        error of the operator's public function.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onnx import helper
+    >>> import onnx_gather as og
+    >>> node = helper.make_node("GatherND", ["data", "indices"], ["out"], batch_dims=1)
+    >>> og.run_node(node, np.arange(8).reshape(2, 2, 2), np.array([[1], [0]]))
+    array([[2, 3],
+           [4, 5]])
+    """
+    op = operator_of(node)
+    if len(inputs) != len(op.inputs):
+        msg = (
+            f"{op.op_type} node {node.name!r} takes {len(op.inputs)} inputs "
+            f"({', '.join(op.inputs)}), got {len(inputs)}"
+        )
+        raise ValueError(msg)
+    attributes = _ops.node_attributes(op, node)
+    return _ops.call(op, *inputs, opset=opset, check_bounds=check_bounds, **attributes)
+
+
+def operator_of(node: Any) -> _ops.Operator:
+    """The registry's operator that runs ``node``; ValueError for any other node."""
+    op = _ops.BY_ONNX_OP_TYPE.get(node.op_type) if node.domain in _DEFAULT_DOMAINS else None
+    if op is None:
+        known = ", ".join(_ops.BY_ONNX_OP_TYPE)
+        domain = f" of domain {node.domain!r}" if node.domain not in _DEFAULT_DOMAINS else ""
+        msg = f"node {node.name!r} is a {node.op_type}{domain}; onnx_gather runs {known}"
+        raise ValueError(msg)
+    return op
+
+
+def reference_ops() -> list[type]:
+    """The family as operators for ``onnx.reference.ReferenceEvaluator(model, new_ops=...)``.
+
+    One ``OpRun`` subclass per ONNX operator of the registry, named after its op_type, each
+    running onnx_gather on the evaluator's NumPy arrays at the model's opset: exact, and
+    raising the library's IndexError for an out-of-range index where the evaluator's own
+    GatherElements wraps around. Needs onnx.
+
+    Examples
+    --------
+    >>> from onnx.reference import ReferenceEvaluator
+    >>> import onnx_gather as og
+    >>> evaluator = ReferenceEvaluator(model, new_ops=og.reference_ops())  # doctest: +SKIP
+    """
+    op_run = importlib.import_module("onnx.reference.op_run").OpRun
+    return [_op_run(op_run, op) for op in _ops.BY_ONNX_OP_TYPE.values()]
+
+
+def _op_run(base: type, op: _ops.Operator) -> type:
+    """An ``OpRun`` subclass that runs ``op`` at the evaluator's opset."""
+
+    def _run(self: Any, *inputs: Any, **attributes: Any) -> tuple[Any]:
+        opset = self.run_params["opsets"].get("", op.default_opset)
+        given = {name: value for name, value in attributes.items() if value is not None}
+        return (_ops.call(op, *inputs, opset=opset, **given),)
+
+    return type(op.op_type, (base,), {"op_domain": "", "_run": _run, "__module__": __name__})
