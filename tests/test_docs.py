@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import onnx_gather
-from onnx_gather import openvino
+from onnx_gather import _nodes, openvino
 
 README = Path(__file__).parents[1] / "README.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
@@ -34,7 +34,7 @@ def test_readme_example(block: str) -> None:
     assert runner.failures == 0, f"README example failed:\n{block}"
 
 
-@pytest.mark.parametrize("module", [onnx_gather, openvino], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [onnx_gather, openvino, _nodes], ids=lambda m: m.__name__)
 def test_docstring_examples(module: object) -> None:
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)  # type: ignore[arg-type]
     assert result.attempted > 0
