@@ -16,7 +16,10 @@ The yardsticks, exactly:
     int32 indices are passed as they are (torch 2.x takes them in both kernels);
   - jax: ``jnp.take_along_axis(data, indices, axis=axis)`` / ``jnp.take(data, indices,
     axis=axis)`` with JAX's default mode (which fills out-of-range reads instead of
-    raising: no check at all).
+    raising: no check at all);
+  - GatherND, in all three: advanced indexing ``data[batch aranges..., indices[..., 0],
+    ..., indices[..., k-1]]`` (each counts negatives from the end itself; JAX clamps
+    out-of-range coordinates).
 
 * ``careful``: on CUDA only, what a careful user writes for a checked call: the index
   range in one pass (torch: ``torch.aminmax``; jax: ``jnp.min`` and ``jnp.max``), one read
@@ -85,12 +88,31 @@ def _jnp_take_along(jnp: Any, data: Any, indices: Any, w: Workload) -> Call:
     return lambda: jnp.take_along_axis(data, indices, axis=w.attributes["axis"])
 
 
+def _advanced_index(module: Any, data: Any, indices: Any, w: Workload) -> Call:
+    """GatherND as a user writes it: ``data[batch aranges..., indices[..., 0], ...]``.
+
+    NumPy, torch and JAX indexing all count negative coordinates from the end themselves;
+    NumPy and torch raise on out-of-range ones, JAX clamps them.
+    """
+    b = w.attributes.get("batch_dims", 0)
+    k = indices.shape[-1]
+    lead = indices.shape[:-1]
+    shapes = [[n if e == d else 1 for e in range(len(lead))] for d, n in enumerate(lead[:b])]
+
+    def call() -> Any:
+        batch = [module.arange(n).reshape(shape) for n, shape in zip(lead, shapes, strict=False)]
+        return data[(*batch, *(indices[..., j] for j in range(k)))]
+
+    return call
+
+
 #: Each operator's native expression per library (see the module docstring).
 NATIVE: dict[str, dict[str, Native]] = {
     "gather": {"numpy": _np_take, "torch": _torch_index_select, "jax": _jnp_take},
     "gather_elements": {
         "numpy": _np_take_along, "torch": _torch_gather, "jax": _jnp_take_along,
     },
+    "gather_nd": {"numpy": _advanced_index, "torch": _advanced_index, "jax": _advanced_index},
 }  # fmt: skip
 
 

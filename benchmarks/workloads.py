@@ -18,6 +18,7 @@ from onnx_gather import _ops
 
 GATHER = _ops.GATHER.name
 ELEMENTS = _ops.GATHER_ELEMENTS.name
+ND = _ops.GATHER_ND.name
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,13 @@ WORKLOADS: tuple[Workload, ...] = (
              _axis(1), dtype="float16"),
     Workload("GatherElements 2000x2000 axis 0 int32 indices", ELEMENTS, (2000, 2000),
              (2000, 2000), _axis(0), index_dtype="int32", ort_target=0.8),
+    Workload("GatherND 2 tuples of 8x4", ND, (8, 4), (2, 2), {"batch_dims": 0}, tiny=True,
+             ort_target=None),
+    Workload("GatherND 4096 full coordinates of 8x256x56x56", ND, (8, 256, 56, 56), (4096, 4),
+             {"batch_dims": 0}, mixed=True),
+    Workload("GatherND batch_dims=1 128 rows of 32x1024x768", ND, (32, 1024, 768),
+             (32, 128, 1), {"batch_dims": 1}),
+    Workload("GatherND 4096 rows of 50000x256", ND, (50000, 256), (4096, 1), {"batch_dims": 0}),
     # GPU only (issue 12): large enough that a CUDA kernel's launch cost is noise.
     Workload("GatherElements 8192x8192 axis 1", ELEMENTS, (8192, 8192), (8192, 8192), _axis(1),
              gpu=True, bandwidth_target=True),
