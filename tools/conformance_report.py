@@ -15,7 +15,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-OPS = ("gather", "gather_elements", "openvino.gather_elements")
+from onnx_gather._ops import OPS
 
 
 def _library(name: str, path: Path) -> str:
