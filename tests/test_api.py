@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import inspect
 import re
 from typing import Any
@@ -70,21 +71,63 @@ def test_axis_by_keyword_and_position(lib: Library) -> None:
     assert_identical(by_pos, by_kw)
 
 
+class Channel(enum.IntEnum):
+    """An int subclass as an index (issue 23, item 10)."""
+
+    RED = 0
+    GREEN = 1
+
+
 @pytest.mark.parametrize(
     "indices",
-    [1, -1, np.int64(1), np.int32(-2), [1, 0], (1, 0), [[1], [0]], np.array([1, 0], np.int32)],
+    [1, -1, np.int64(1), np.int32(-2), [1, 0], (1, 0), [[1], [0]], np.array([1, 0], np.int32),
+     Channel.GREEN, [Channel.GREEN, Channel.RED], range(2), range(2, -1, -1)],
     ids=repr,
-)
+)  # fmt: skip
 def test_host_index_forms(lib: Library, indices: Any) -> None:
     data_np = np.arange(6, dtype=np.float32).reshape(2, 3)
     got = lib.to_numpy(og.gather(lib.asarray(data_np), indices, axis=1))
     assert_identical(got, np.take(data_np, np.asarray(indices), axis=1))
 
 
-def test_empty_list_indices(lib: Library) -> None:
+@pytest.mark.parametrize("empty", [[], range(0), range(5, 5)], ids=repr)
+def test_empty_list_indices(lib: Library, empty: Any) -> None:
     data_np = np.arange(6, dtype=np.float32).reshape(2, 3)
-    got = lib.to_numpy(og.gather(lib.asarray(data_np), [], axis=1))
+    got = lib.to_numpy(og.gather(lib.asarray(data_np), empty, axis=1))
     assert got.shape == (2, 0)
+    assert got.dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    ("indices", "value"),
+    [(range(2**63, 2**63 + 2), 2**63), (range(-(2**63) - 2, -(2**63)), -(2**63) - 2)],
+    ids=["above-int64", "below-int64"],
+)
+def test_range_beyond_int64_is_out_of_range(lib: Library, indices: range, value: int) -> None:
+    """A range no int64 holds is an out-of-range index, as the same Python ints are."""
+    data = lib.asarray(np.arange(6, dtype=np.float32).reshape(2, 3))
+    for check_bounds in (True, False):
+        with pytest.raises(IndexError, match=rf"index {value} at position \(0,\)"):
+            lib.to_numpy(og.gather(data, indices, axis=1, check_bounds=check_bounds))
+
+
+@pytest.mark.parametrize("flag", [None, "", [], 0, 1, "yes", 0.0], ids=repr)
+def test_check_bounds_must_be_a_bool(lib: Library, flag: Any) -> None:
+    """A falsy None or 0 forwarded by a wrapper must not turn the check off (issue 23, 12)."""
+    data = lib.asarray(np.arange(6, dtype=np.float32).reshape(2, 3))
+    for fn in (og.gather, og.gather_elements, og.gather_nd):
+        with pytest.raises(
+            TypeError, match=rf"check_bounds must be a bool, got {re.escape(repr(flag))}"
+        ):
+            fn(data, [[0]], check_bounds=flag)
+
+
+def test_check_bounds_takes_numpy_bools(lib: Library) -> None:
+    data = lib.asarray(np.arange(6, dtype=np.float32).reshape(2, 3))
+    with pytest.raises(IndexError, match="index 7"):
+        lib.to_numpy(og.gather(data, [7], axis=1, check_bounds=np.True_))
+    got = lib.to_numpy(og.gather(data, [1], axis=1, check_bounds=np.False_))
+    assert_identical(got, np.array([[1.0], [4.0]], np.float32))
 
 
 @pytest.mark.parametrize("bad", [[0.5, 1.0], [True, False], True, ["a"]], ids=repr)

@@ -58,7 +58,10 @@ def run(
     traced = backend.python_traced is not None and bool(backend.python_traced())
     if not backend.owns(arrays[1]):  # host indices (or another library's: TypeError)
         arrays = (arrays[0], _host_indices(backend, arrays[1], traced), *arrays[2:])
-    plan = _planned(op, version, backend, arrays, attributes, bool(check_bounds), not traced)
+    if check_bounds is not True and check_bounds is not False:
+        # Only a bool (or NumPy's): a falsy None or 0 must not turn the check off unseen.
+        check_bounds = _spec.check_flag("check_bounds", check_bounds)
+    plan = _planned(op, version, backend, arrays, attributes, check_bounds, not traced)
     if type(arrays[1]) is Unrepresentable:
         _spec.raise_out_of_range(plan, arrays[1].values)
     return getattr(backend, op.method)(*arrays, plan)

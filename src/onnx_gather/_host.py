@@ -75,7 +75,9 @@ def index_array(indices: Any) -> np.ndarray | Unrepresentable | None:
     elif isinstance(indices, bool):
         msg = f"indices must be int32 or int64, got bool {indices!r} (a bool is not an index)"
         raise TypeError(msg)
-    elif isinstance(indices, np.generic | range | array.array):
+    elif isinstance(indices, range):
+        return _range(indices)
+    elif isinstance(indices, np.generic | array.array):
         host = np.asarray(indices)
     elif isinstance(indices, int | list | tuple):
         parsed = _sequence(indices)
@@ -87,6 +89,19 @@ def index_array(indices: Any) -> np.ndarray | Unrepresentable | None:
     if not host.dtype.isnative:
         host = host.astype(host.dtype.newbyteorder("="))
     return host
+
+
+def _range(indices: range) -> np.ndarray | Unrepresentable:
+    """A ``range`` as int64 indices (NumPy would make ``range(0)`` float64).
+
+    Ends beyond int64 are out-of-range indices like any such Python int: the values go
+    through :func:`_sequence`, which reports them.
+    """
+    if not indices:
+        return np.zeros(0, np.int64)
+    if _INT64.min <= min(indices[0], indices[-1]) and max(indices[0], indices[-1]) <= _INT64.max:
+        return np.arange(indices.start, indices.stop, indices.step, dtype=np.int64)
+    return _sequence(list(indices))
 
 
 def masked(name: str, x: Any) -> str:
@@ -148,8 +163,8 @@ def _plain_ints(indices: int | list[Any] | tuple[Any, ...]) -> bool:
     Exactly ``int``: a bool (an int to NumPy, which silently makes True a 1) or any other
     type goes through the element-by-element check of :func:`_sequence`.
     """
-    if type(indices) is int:
-        return True
+    if isinstance(indices, int):  # an int subclass (IntEnum) takes the checking path
+        return type(indices) is int
     if all(type(v) is int for v in indices):  # type: ignore[union-attr]
         return True
     return all(
