@@ -57,24 +57,23 @@ def run(
     backend = backend_for(arrays[0])
     traced = backend.python_traced is not None and bool(backend.python_traced())
     if not backend.owns(arrays[1]):  # host indices (or another library's: TypeError)
-        arrays = (arrays[0], _host_indices(backend, arrays[1], traced), *arrays[2:])
+        arrays = (arrays[0], _host_indices(backend, arrays[1], arrays[0], traced), *arrays[2:])
     if check_bounds is not True and check_bounds is not False:
         # Only a bool (or NumPy's): a falsy None or 0 must not turn the check off unseen.
         check_bounds = _spec.check_flag("check_bounds", check_bounds)
     plan = _planned(op, version, backend, arrays, attributes, check_bounds, not traced)
     if type(arrays[1]) is Unrepresentable:
-        _spec.raise_out_of_range(plan, arrays[1].values)
+        arrays[1].raise_for(plan)
     return getattr(backend, op.method)(*arrays, plan)
 
 
-def _host_indices(backend: Backend, indices: Any, traced: bool) -> Any:
+def _host_indices(backend: Backend, indices: Any, data: Any, traced: bool) -> Any:
     """Indices not of ``data``'s library: host indices as a NumPy array, else TypeError.
 
     Under a Python-tracing compiler, host indices become the backend's own array (typed as
     NumPy would type them), which the compiler can trace.
     """
-    convert = backend.host_under_trace if traced else index_array  # type: ignore[attr-defined]
-    host = convert(indices)
+    host = backend.host_under_trace(indices, data) if traced else index_array(indices)  # type: ignore[attr-defined]
     if host is None:
         own = "" if backend.name == "numpy" else f"a {backend.name} array, "
         msg = (
@@ -123,7 +122,12 @@ def _planned(
     for x in arrays:
         own = backend.owns(x)
         shapes.append(backend.shape(x) if own else x.shape)
-        dtypes.append(backend.dtype_name(x) if own else numpy_dtype_name(x.dtype))
+        if own:
+            dtypes.append(backend.dtype_name(x))
+        elif type(x) is Unrepresentable:  # (its name without NumPy: a compiler may trace this)
+            dtypes.append(x.dtype_name)
+        else:
+            dtypes.append(numpy_dtype_name(x.dtype))
     plan = op.planner(op, version, tuple(shapes), tuple(dtypes), attributes, check_bounds)
     if key is not None:
         _PLANS.put(key, plan)

@@ -22,6 +22,8 @@ def numpy_dtype_name(dtype: Any) -> str:
         # A dtype without a NumPy kind (JAX's typed PRNG keys, "key<fry>") keeps its own
         # name, which the planner rejects as a type ONNX does not list.
         kind = getattr(dtype, "kind", None)
-        name = "string" if kind is not None and kind in "OUST" else str(getattr(dtype, "name", dtype))
+        name = (
+            "string" if kind is not None and kind in "OUST" else str(getattr(dtype, "name", dtype))
+        )
         name = _NAMES.put(dtype, name)
     return name

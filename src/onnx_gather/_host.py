@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import array_api_compat.numpy as _NUMPY
 import numpy as np
 
+from onnx_gather import _spec
 from onnx_gather._indices import CLAMP, RAISE, counted
 
 if TYPE_CHECKING:
@@ -27,21 +28,41 @@ _UNSIGNED: dict[np.dtype[Any], np.dtype[Any]] = {
 }
 _SIGN_BIT = {np.dtype(np.uint32): 1 << 31, np.dtype(np.uint64): 1 << 63}
 _INT64 = np.iinfo(np.int64)
+#: The same as plain ints, for code a compiler traces (it cannot read an np.iinfo).
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 class Unrepresentable:
-    """Python ints that no ONNX index type holds, as an object array of the written shape.
+    """Python ints that no ONNX index type holds: their values (flat) and written shape.
 
     Such an index is out of range for every axis there can be, so the caller reports it as
     one (an IndexError naming it, with or without ``check_bounds``) rather than as a wrong
-    index dtype. It is planned as int64 indices of the same shape.
+    index dtype. It is planned as int64 indices of the same shape. Plain Python, so that
+    a compiler tracing the call (``torch.compile``) can hold and report it too.
     """
 
     dtype = np.dtype(np.int64)
+    dtype_name = "int64"
 
-    def __init__(self, values: np.ndarray) -> None:
-        self.values = values
-        self.shape = values.shape
+    def __init__(self, flat: list[int], shape: tuple[int, ...]) -> None:
+        self.flat = flat
+        self.shape = shape
+
+    def raise_for(self, plan: Plan) -> None:
+        """Raise the plan's IndexError for the first value out of range, in C order."""
+        for position, value in enumerate(self.flat):
+            where = _unravel(position, self.shape)
+            _, size = plan.addressed(where)
+            if not -size <= value < size:
+                raise _spec.out_of_range(plan, value, where)
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    where = []
+    for n in reversed(shape):
+        flat, i = divmod(flat, n)
+        where.append(i)
+    return tuple(reversed(where))
 
 
 def index_array(indices: Any) -> np.ndarray | Unrepresentable | None:
@@ -118,16 +139,68 @@ def _kinds(flat: np.ndarray) -> str:
     return " and ".join(names) if names else "no elements"
 
 
+def _ragged(indices: Any) -> ValueError:
+    return ValueError(
+        f"indices must be a rectangular (nested) sequence of ints, got a ragged one "
+        f"(rows of different lengths): {_short(indices)}"
+    )
+
+
+def _not_an_index(value: Any, position: tuple[int, ...]) -> TypeError | None:
+    """The TypeError for element ``value`` of a sequence, or None where it may be an index.
+
+    Ints are indices; floats and complex numbers pass here (the plan names the dtype they
+    make); a bool (an int to Python and NumPy) and anything else are not.
+    """
+    is_bool = isinstance(value, bool | np.bool_)
+    if not is_bool and isinstance(value, int | np.integer | float | np.floating | complex):
+        return None
+    kind = "bool" if is_bool else "string" if isinstance(value, str) else type(value).__name__
+    note = " (a bool is not an index)" if is_bool else ""
+    return TypeError(
+        f"indices must be int32 or int64, got {kind} {value!r} at position {position}{note}"
+    )
+
+
+def python_indices(indices: Any) -> tuple[list[Any], tuple[int, ...]] | Unrepresentable | None:
+    """Host indices that are plain Python values, as their flat values and shape.
+
+    The rules of :func:`index_array` in plain Python (no NumPy), for a compiler that traces
+    the call's Python (``torch.compile``: it cannot trace NumPy's object arrays): the same
+    TypeError and ValueError, ints beyond int64 as :class:`Unrepresentable`. None for
+    anything but an int, a ``range`` or a (nested) list or tuple.
+    """
+    if isinstance(indices, bool):
+        raise TypeError(f"indices must be int32 or int64, got bool {indices!r} (a bool is not an index)")
+    if not isinstance(indices, int | range | list | tuple):
+        return None
+    flat, shape = _nested(indices, indices)
+    for position, value in enumerate(flat):
+        error = _not_an_index(value, _unravel(position, shape))
+        if error is not None:
+            raise error
+    if any(type(v) is int and not _INT64_MIN <= v <= _INT64_MAX for v in flat):
+        return Unrepresentable([int(v) for v in flat], shape)
+    return flat, shape
+
+
+def _nested(x: Any, whole: Any) -> tuple[list[Any], tuple[int, ...]]:
+    """Flat values and shape of a (nested) sequence; ValueError naming ``whole`` if ragged."""
+    if not isinstance(x, range | list | tuple):
+        return [x], ()
+    parts = [_nested(e, whole) for e in x]
+    if any(p[1] != parts[0][1] for p in parts):
+        raise _ragged(whole)
+    inner = parts[0][1] if parts else ()
+    return [v for p in parts for v in p[0]], (len(parts), *inner)
+
+
 def _sequence(indices: int | list[Any] | tuple[Any, ...]) -> np.ndarray | Unrepresentable:
     """An int or (nested) list or tuple of ints as an array; TypeError or ValueError if not."""
     try:
         host = np.asarray(indices)
     except ValueError:  # NumPy: "inhomogeneous shape"
-        msg = (
-            f"indices must be a rectangular (nested) sequence of ints, got a ragged one "
-            f"(rows of different lengths): {_short(indices)}"
-        )
-        raise ValueError(msg) from None
+        raise _ragged(indices) from None
     if host.size == 0:
         return host.astype(np.int64) if host.dtype == np.float64 else host
     if host.dtype.kind == "i" and _plain_ints(indices):
@@ -136,24 +209,14 @@ def _sequence(indices: int | list[Any] | tuple[Any, ...]) -> np.ndarray | Unrepr
     types = set(map(type, flat))
     if not all(issubclass(t, int | np.integer) and not issubclass(t, bool) for t in types):
         for position, v in enumerate(flat):
-            kind = "string" if isinstance(v, str) else type(v).__name__
-            if isinstance(v, bool | np.bool_):
-                kind = "bool"  # (NumPy 1.x names its scalar type bool_)
-            if isinstance(v, bool | np.bool_) or (
-                not isinstance(v, int | np.integer | float | np.floating | complex)
-            ):
-                where = tuple(int(i) for i in np.unravel_index(position, host.shape))
-                msg = f"indices must be int32 or int64, got {kind} {v!r} at position {where}" + (
-                    " (a bool is not an index)" if "bool" in kind else ""
-                )
-                raise TypeError(msg)
+            error = _not_an_index(v, _unravel(position, host.shape))
+            if error is not None:
+                raise error
         return host  # floats: the plan names the dtype NumPy made of them
     if host.dtype.kind in "uOf":  # ints that int64 does not hold
         ints = [int(v) for v in flat]
         if not all(_INT64.min <= v <= _INT64.max for v in ints):
-            values: np.ndarray = np.empty(host.shape, dtype=object)
-            values.reshape(-1)[:] = ints
-            return Unrepresentable(values)
+            return Unrepresentable(ints, host.shape)
     return host
 
 
@@ -165,11 +228,11 @@ def _plain_ints(indices: int | list[Any] | tuple[Any, ...]) -> bool:
     """
     if isinstance(indices, int):  # an int subclass (IntEnum) takes the checking path
         return type(indices) is int
-    if all(type(v) is int for v in indices):  # type: ignore[union-attr]
+    if all(type(v) is int for v in indices):
         return True
     return all(
         type(row) in (list, tuple) and all(type(v) is int for v in row)
-        for row in indices  # type: ignore[union-attr]
+        for row in indices
     )
 
 

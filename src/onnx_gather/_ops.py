@@ -303,6 +303,12 @@ BY_ONNX_OP_TYPE: Mapping[str, Operator] = {
 }
 
 
+#: Each operator and version by its name in messages and plans ("GatherND-13").
+BY_MESSAGE_NAME: Mapping[str, tuple[Operator, int]] = {
+    op.message_name(v): (op, v) for op in OPERATORS for v in op.numbers
+}
+
+
 def get(op: str | Operator) -> Operator:
     """The operator named ``op`` (a public name), or ``op`` itself."""
     if isinstance(op, Operator):

@@ -89,6 +89,14 @@ class Plan:
     #: Whether the last dim of ``indices`` enumerates coordinates of different axes.
     coordinates = False
 
+    def attributes(self) -> tuple[Any, ...]:
+        """The attributes that plan this call again (normalised), in the registry's order.
+
+        With the operator and version that ``op`` names, they make the same plan: what a
+        graph that records the call (torch's operator ``onnx_gather::run_v1``) stores.
+        """
+        raise NotImplementedError
+
     @property
     def sizes(self) -> tuple[int, ...]:
         """The size each index component addresses: one for every index alike."""

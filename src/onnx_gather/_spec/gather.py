@@ -26,6 +26,10 @@ class GatherPlan(_Fields, _spec.Plan):
 
     __slots__ = ()
 
+    def attributes(self) -> tuple[int, ...]:
+        """The attributes that plan this call again: ``(axis,)``, normalised."""
+        return (self.axis,)
+
 
 def plan(
     op: Operator,

@@ -35,6 +35,10 @@ class GatherElementsPlan(_Fields, _spec.Plan):
 
     __slots__ = ()
 
+    def attributes(self) -> tuple[int, ...]:
+        """The attributes that plan this call again: ``(axis,)``, normalised."""
+        return (self.axis,)
+
     def block(self) -> tuple[slice, ...] | None:
         """Slices that cut data to the block the output reads, or None for all of it."""
         if self.trim is None:

@@ -41,6 +41,10 @@ class GatherNDPlan(_Fields, _spec.Plan):
     __slots__ = ()
     coordinates = True
 
+    def attributes(self) -> tuple[int, ...]:
+        """The attributes that plan this call again: ``(batch_dims,)``."""
+        return (self.batch_dims,)
+
 
 def plan(
     op: Operator,

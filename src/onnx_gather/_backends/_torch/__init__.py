@@ -21,9 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
+import torch.autograd.forward_ad as _FORWARD_AD
 
 from onnx_gather._backends import _numpy as numpy_kernels
+from onnx_gather._host import Unrepresentable, python_indices
 from onnx_gather._backends._base import Backend
+from onnx_gather._backends._torch import _fused
 from onnx_gather._backends._torch._exact import SIGNED_VIEW, exact, exact_nd
 from onnx_gather._backends._torch._indices import placed, values_unknown, wrapped
 
@@ -74,6 +77,8 @@ def _numpy_route(data: torch.Tensor, indices: Any, numpy_wins: bool) -> bool:
     return (
         type(data) is torch.Tensor
         and not values_unknown(data)  # first: what follows must not be traced
+        and not _recording()  # a tracer sees torch's operations, never NumPy's
+        and _FORWARD_AD._current_level < 0  # dual tensors' tangents flow through torch ops
         and data.is_cpu
         and data.layout == torch.strided
         and not (data.requires_grad and torch.is_grad_enabled())
@@ -89,6 +94,56 @@ def _numpy_route(data: torch.Tensor, indices: Any, numpy_wins: bool) -> bool:
             )
         )
     )
+
+
+def _recording() -> bool:
+    """Whether a tracer records the torch operations this call runs.
+
+    ``torch.jit.trace`` (and the TorchScript ONNX exporter, which uses it) keeps a tracing
+    state; ``make_fx`` and fake-tensor propagation work through dispatch modes. (Checked
+    with torch's C functions: tens of nanoseconds on every eager call.)
+    """
+    return torch._C._get_tracing_state() is not None or torch._C._len_torch_dispatch_stack() > 0
+
+
+def _in_graph(data: torch.Tensor, indices: Any, plan: Plan) -> bool:
+    """Whether this call becomes one ``onnx_gather::run_v1`` operator of a recorded graph.
+
+    Under ``torch.jit.trace``, where the TorchScript ONNX exporter then writes the ONNX node
+    itself, always. Under ``torch.compile``, ``torch.export`` and ``make_fx`` when checked:
+    the operator runs the eager kernel and its check when the graph runs; an unchecked
+    call stays plain aten operations, for graphs bound for other runtimes. Inside a
+    ``torch.func`` transform (vmap, grad) torch's own kernels serve, whose batching and
+    gradient rules the transforms have; the check there is ``checked_indices_v1``.
+    """
+    if torch.compiler.is_compiling():  # (first: Dynamo cannot trace what follows)
+        return plan.check_bounds
+    if wrapped(data) or (isinstance(indices, torch.Tensor) and wrapped(indices)):
+        return False
+    if torch._C._get_tracing_state() is not None:
+        _fused.register_onnx_export()
+        return True
+    return plan.check_bounds and torch._C._len_torch_dispatch_stack() > 0
+
+
+def _recordable(
+    eager: Callable[[Any, torch.Tensor, Any, Any], torch.Tensor],
+) -> Callable[[Any, torch.Tensor, Any, Any], torch.Tensor]:
+    """An operator's method: one fused operator in a recorded graph, else ``eager``.
+
+    ``eager`` is also what the fused operator runs when the graph runs.
+    """
+
+    def method(self: Any, data: torch.Tensor, indices: Any, plan: Any, /) -> torch.Tensor:
+        if not _in_graph(data, indices, plan):
+            return eager(self, data, indices, plan)
+        if isinstance(indices, np.ndarray):  # host indices: a constant of the graph
+            indices = torch.as_tensor(indices.copy(), device=data.device)
+        return _fused.call(data, indices, plan)
+
+    _fused.EAGER[eager.__name__] = lambda data, indices, plan: eager(backend, data, indices, plan)
+    method.__name__, method.__doc__ = eager.__name__, eager.__doc__
+    return method
 
 
 def _as_numpy(x: torch.Tensor) -> np.ndarray:
@@ -152,22 +207,25 @@ class TorchBackend(Backend):
     python_traced = staticmethod(torch.compiler.is_compiling)
 
     @staticmethod
-    def host_under_trace(indices: Any) -> torch.Tensor | None:
-        """Host indices as a tensor typed as NumPy would type them, under ``torch.compile``.
+    def host_under_trace(indices: Any, data: torch.Tensor) -> Any:
+        """Host indices as a tensor on data's device, under ``torch.compile``.
 
         Dynamo models a NumPy array as a tensor and cannot read its dtype or flags, so the
-        NumPy route of eager calls does not trace; a list or int is a constant to Dynamo,
-        and ``torch.tensor`` of it becomes a constant of the graph. The values are then
-        checked in the graph, when it runs, like any tensor's.
+        NumPy route of eager calls does not trace: an array becomes a tensor as it is.
+        Python ints, ranges and (nested) lists are constants to Dynamo, checked here by the
+        same rules as eagerly, in plain Python (:func:`onnx_gather._host.python_indices`),
+        and become int64 constants of the graph (float64 where NumPy would make floats, for
+        the plan's TypeError); their values are checked in the graph, when it runs.
         """
         if isinstance(indices, (np.ndarray, np.generic)):
-            return torch.as_tensor(indices)
-        if not isinstance(indices, (int, list, tuple)):
-            return None
-        tensor = torch.tensor(indices)
-        if tensor.is_floating_point():  # NumPy's float64; an empty list is ONNX's int64
-            tensor = tensor.to(torch.int64 if tensor.numel() == 0 else torch.float64)
-        return tensor
+            return torch.as_tensor(indices, device=data.device)
+        parsed = python_indices(indices)
+        if parsed is None or isinstance(parsed, Unrepresentable):
+            return parsed
+        flat, shape = parsed
+        floating = any(not isinstance(v, int | np.integer) for v in flat)
+        dtype = torch.float64 if floating else torch.int64
+        return torch.tensor(flat, dtype=dtype, device=data.device).reshape(shape)
 
     def shape(self, x: torch.Tensor, /) -> tuple[int, ...]:
         if x.is_nested:  # its sizes are per component: torch raises an "Internal error"
@@ -178,6 +236,7 @@ class TorchBackend(Backend):
     def dtype_name(self, x: torch.Tensor, /) -> str:
         return _NAMES.get(x.dtype, str(x.dtype).removeprefix("torch."))
 
+    @_recordable
     def gather(self, data: torch.Tensor, indices: Any, plan: GatherPlan, /) -> torch.Tensor:
         """ONNX Gather: the compiled kernel on CPU views, Triton on large CUDA calls.
 
@@ -185,13 +244,16 @@ class TorchBackend(Backend):
         """
         if _numpy_route(data, indices, numpy_kernels.compiled_available()):
             return _on_numpy(numpy_kernels.gather, data, indices, plan, plan.out_shape)
-        fused = _fused(data, indices, plan, data.shape)
+        fused = _triton_for(data, indices, plan, data.shape)
         if fused is not None:
             return fused.gather(data, indices, plan)
         indices = _counted(data, indices, plan)
+        if plan.size == 0 and indices.numel():  # unchecked, nothing to read: zeros
+            return data.new_zeros(plan.out_shape)
         out = exact(data, plan.axis, indices.reshape(-1), False)
         return out.reshape(plan.out_shape) if indices.dim() != 1 else out
 
+    @_recordable
     def gather_elements(
         self, data: torch.Tensor, indices: Any, plan: GatherElementsPlan, /
     ) -> torch.Tensor:
@@ -205,13 +267,16 @@ class TorchBackend(Backend):
         )
         if _numpy_route(data, indices, numpy_wins):
             return _on_numpy(numpy_kernels.gather_elements, data, indices, plan, None)
-        fused = _fused(data, indices, plan, plan.out_shape)
+        fused = _triton_for(data, indices, plan, plan.out_shape)
         if fused is not None:
             return fused.gather_elements(data, indices, plan)
         indices = _counted(data, indices, plan)
+        if plan.size == 0 and indices.numel():  # unchecked, nothing to read: zeros
+            return data.new_zeros(plan.out_shape)
         block = plan.block()
         return exact(data if block is None else data[block], plan.axis, indices, True)
 
+    @_recordable
     def gather_nd(self, data: torch.Tensor, indices: Any, plan: GatherNDPlan, /) -> torch.Tensor:
         """ONNX GatherND: the compiled kernel on CPU views, else advanced indexing.
 
@@ -226,7 +291,7 @@ class TorchBackend(Backend):
         return exact_nd(data, indices, plan.batch_dims).reshape(plan.out_shape)
 
 
-def _fused(data: torch.Tensor, indices: Any, plan: Plan, walk: Sequence[int]) -> Any:
+def _triton_for(data: torch.Tensor, indices: Any, plan: Plan, walk: Sequence[int]) -> Any:
     """The Triton kernels' module where they serve this CUDA call, else None.
 
     ``walk``: the shape the operator's kernel walks over data (``_triton._rest``).
@@ -259,7 +324,7 @@ def _on_numpy(
         # C order whatever the indices' strides.
         out = torch.empty_like(indices, dtype=data.dtype, memory_format=torch.contiguous_format)
     else:
-        out = torch.empty(plan.out_shape, dtype=data.dtype)
+        out = torch.empty(plan.out_shape, dtype=data.dtype, device=data.device)
     host = indices if isinstance(indices, np.ndarray) else indices.numpy()
     kernel(_as_numpy(data), host, plan, _as_numpy(out))
     return out

@@ -1,0 +1,248 @@
+"""One operator per call in recorded graphs: ``onnx_gather::run_v1``.
+
+A tracer records torch operations only (``torch.jit.trace``, the TorchScript ONNX
+exporter, ``make_fx``, ``torch.compile`` and ``torch.export``). The CPU route through the
+compiled kernel on NumPy views is invisible to them, and a check that reads index values
+while tracing is baked into the graph. So where a graph is being recorded, a call becomes
+this one custom operator, generic over the family:
+
+``onnx_gather::run_v1(Tensor[] inputs, str op, int[] ints, str strings, bool
+check_bounds) -> Tensor``
+
+``op`` names the operator and version as messages do ("GatherND-13"), ``ints`` holds its
+integer attributes and ``strings`` its string ones joined by commas (none in the gathers),
+in the registry's order (normalised, as the plan has them; a schema takes no list of
+strings), so the operator's planner plans the call again from them: for the fake (meta)
+kernel on symbolic shapes, and for the real one, which runs the backend's eager kernel
+(the compiled kernel on CPU, Triton or torch's own kernels on CUDA) and raises the
+eager IndexError when the graph runs. Its gradient is the operator's adjoint (the
+scatter-add of the upstream gradient, written in differentiable torch operations, so
+double backward works); the TorchScript ONNX exporter writes it as the ONNX node itself
+(Gather, GatherElements, GatherND with its attributes). The version in its name keeps
+the meaning of graphs exported today when the schema changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import array_api_compat.torch as xp
+import torch
+
+from onnx_gather import _ops
+from onnx_gather._indices import CLAMP
+from onnx_gather._indices import counted as _counted
+
+if TYPE_CHECKING:
+    from onnx_gather._spec import Plan
+
+#: The backend's eager kernel of each operator, by its registry method name (filled by the
+#: backend, which holds them): what the operator runs when the graph runs.
+EAGER: dict[str, Callable[[torch.Tensor, torch.Tensor, Any], torch.Tensor]] = {}
+
+
+def call(data: torch.Tensor, indices: torch.Tensor, plan: Plan) -> torch.Tensor:
+    """The call as one ``onnx_gather::run_v1`` operator of the graph being recorded."""
+    out: torch.Tensor = torch.ops.onnx_gather.run_v1(
+        [data, indices], plan.op, list(plan.attributes()), "", plan.check_bounds
+    )
+    return out
+
+
+def _plan(inputs: Sequence[torch.Tensor], op: str, ints: Sequence[int], check: bool) -> Any:
+    """The call's plan, made again by the operator's planner (symbolic shapes too)."""
+    from onnx_gather._backends._torch import backend
+
+    operator, version = _ops.BY_MESSAGE_NAME[op]
+    shapes = tuple(tuple(x.shape) for x in inputs)
+    dtypes = tuple(backend.dtype_name(x) for x in inputs)
+    return operator.planner(operator, version, shapes, dtypes, tuple(ints), check)
+
+
+@torch.library.custom_op("onnx_gather::run_v1", mutates_args=())
+def _run(
+    inputs: Sequence[torch.Tensor],
+    op: str,
+    ints: Sequence[int],
+    strings: str,
+    check_bounds: bool,
+) -> torch.Tensor:
+    """When the graph runs: the backend's eager kernel of the operator ``op`` names."""
+    plan = _plan(inputs, op, ints, check_bounds)
+    operator, _ = _ops.BY_MESSAGE_NAME[op]
+    out = EAGER[operator.method](inputs[0], inputs[1], plan)
+    # A custom op's output never aliases an input (an identity gather could, on a path
+    # that returned a view): a copy only where it would.
+    return out if out.data_ptr() != inputs[0].data_ptr() or not out.numel() else out.clone()
+
+
+@_run.register_fake
+def _run_fake(
+    inputs: Sequence[torch.Tensor],
+    op: str,
+    ints: Sequence[int],
+    strings: str,
+    check_bounds: bool,
+) -> torch.Tensor:
+    plan = _plan(inputs, op, ints, check_bounds)
+    return inputs[0].new_empty(plan.out_shape)
+
+
+@_run.register_vmap
+def _run_vmap(
+    info: Any,
+    in_dims: tuple[Any, ...],
+    inputs: Sequence[torch.Tensor],
+    op: str,
+    ints: Sequence[int],
+    strings: str,
+    check_bounds: bool,
+) -> tuple[torch.Tensor, int]:
+    """The operator under ``vmap`` (``torch.compile`` of ``torch.func.vmap``): one call.
+
+    The batch dim moves to the front of each batched input; the operator's rule makes one
+    call of the batch (:data:`BATCHED`), an index's position in a message then reading
+    (batch entry, position).
+    """
+    data, indices = inputs
+    data_dim, indices_dim = in_dims[0]
+    if data_dim is not None:
+        data = data.movedim(data_dim, 0)
+    if indices_dim is not None:
+        indices = indices.movedim(indices_dim, 0)
+    operator, _ = _ops.BY_MESSAGE_NAME[op]
+    rule = BATCHED[operator.method]
+    return rule(data, indices, data_dim is not None, indices_dim is not None, op, list(ints),
+                strings, check_bounds, info.batch_size)  # fmt: skip
+
+
+def _gather_batched(
+    data: Any, indices: Any, data_batched: bool, indices_batched: bool,
+    op: str, ints: list[int], strings: str, check: bool, size: int,
+) -> tuple[torch.Tensor, int]:  # fmt: skip
+    """Gather of a batch, in one call where one call can say it.
+
+    Batched data: along axis + 1. Batched indices: more indices (the batch lands at the
+    axis). Both: one call per entry.
+    """
+    axis = ints[0]
+    if data_batched and indices_batched:
+        rows = [
+            _run([d, i], op, [axis], strings, check) for d, i in zip(data, indices, strict=True)
+        ]
+        return torch.stack(rows), 0
+    if data_batched:
+        return _run([data, indices], op, [axis + 1], strings, check), 0
+    return _run([data, indices], op, [axis], strings, check), axis
+
+
+def _leading_batch(
+    data: Any, indices: Any, data_batched: bool, indices_batched: bool,
+    op: str, ints: list[int], strings: str, check: bool, size: int,
+) -> tuple[torch.Tensor, int]:  # fmt: skip
+    """GatherElements and GatherND of a batch: one call, the attribute one further.
+
+    Both inputs batched (the unbatched one expanded, a view), the axis or batch_dims (the
+    first attribute of both) counting the batch.
+    """
+    if not data_batched:
+        data = data.expand(size, *data.shape)
+    if not indices_batched:
+        indices = indices.expand(size, *indices.shape)
+    return _run([data, indices], op, [ints[0] + 1, *ints[1:]], strings, check), 0
+
+
+#: Each operator's rule under vmap, by its registry method name.
+BATCHED: dict[str, Callable[..., tuple[torch.Tensor, int]]] = {
+    "gather": _gather_batched,
+    "gather_elements": _leading_batch,
+    "gather_nd": _leading_batch,
+}
+
+
+def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+    arrays, op, ints, _, check_bounds = inputs
+    ctx.save_for_backward(arrays[1])
+    ctx.plan = _plan(arrays, op, ints, check_bounds)
+    ctx.method = _ops.BY_MESSAGE_NAME[op][0].method
+    ctx.data_shape = arrays[0].shape
+
+
+def _backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
+    (indices,) = ctx.saved_tensors
+    counted = _counted(xp, indices, ctx.plan, CLAMP).to(torch.int64)
+    data_grad = ADJOINTS[ctx.method](grad, counted, ctx.plan, ctx.data_shape)
+    return [data_grad, None], None, None, None, None
+
+
+_run.register_autograd(_backward, setup_context=_setup_context)
+
+
+def _gather_adjoint(grad: torch.Tensor, indices: torch.Tensor, plan: Any, shape: Any) -> Any:
+    """Gather's gradient to data: the upstream gradient added at the gathered rows."""
+    rows = grad.reshape(*shape[: plan.axis], indices.numel(), *shape[plan.axis + 1 :])
+    return grad.new_zeros(shape).index_add(plan.axis, indices.reshape(-1), rows)
+
+
+def _gather_elements_adjoint(
+    grad: torch.Tensor, indices: torch.Tensor, plan: Any, shape: Any
+) -> Any:
+    """GatherElements' gradient: scatter-add into the block the output read, padded to data."""
+    block = [shape[d] if d == plan.axis else n for d, n in enumerate(indices.shape)]
+    inner = grad.new_zeros(block).scatter_add(plan.axis, indices, grad)
+    pads = [p for d in reversed(range(len(shape))) for p in (0, shape[d] - block[d])]
+    return torch.nn.functional.pad(inner, pads) if any(pads) else inner
+
+
+def _gather_nd_adjoint(grad: torch.Tensor, indices: torch.Tensor, plan: Any, shape: Any) -> Any:
+    """GatherND's gradient: the upstream slices accumulated at the gathered tuples."""
+    from onnx_gather._backends._torch._exact import nd_index
+
+    zeros = grad.new_zeros(shape)
+    if indices.dim() == 1:
+        grad = grad.unsqueeze(0)
+    return zeros.index_put(nd_index(zeros, indices, plan.batch_dims), grad, accumulate=True)
+
+
+#: Each operator's gradient to data, by its registry method name: ``adjoint(grad, counted
+#: indices, plan, data shape)``, in differentiable torch operations.
+ADJOINTS: dict[str, Callable[[torch.Tensor, torch.Tensor, Any, Any], torch.Tensor]] = {
+    "gather": _gather_adjoint,
+    "gather_elements": _gather_elements_adjoint,
+    "gather_nd": _gather_nd_adjoint,
+}
+
+
+def _onnx_symbolic(g: Any, inputs: Any, op: Any, ints: Any, strings: Any, check_bounds: Any) -> Any:
+    """The TorchScript ONNX exporter's translation: the ONNX node itself.
+
+    At the exported model's opset: an attribute its version of the operator lacks is left
+    out where it holds its default (``batch_dims=0`` at opset 11), and is an error where it
+    does not, naming the opset that has it.
+    """
+    from torch.onnx import symbolic_helper
+
+    data, indices = symbolic_helper._unpack_list(inputs)
+    name = symbolic_helper._maybe_get_const(op, "s")
+    values = symbolic_helper._maybe_get_const(ints, "is")
+    operator, _ = _ops.BY_MESSAGE_NAME[name]
+    opset = symbolic_helper.GLOBALS.export_onnx_opset_version
+    version = operator.resolve(opset)
+    attributes = {}
+    for (attribute, default), value in zip(operator.attributes, values, strict=True):
+        since = operator.attribute_since.get(attribute, 0)
+        if since <= version:
+            attributes[f"{attribute}_i"] = int(value)
+        elif value != default:
+            msg = (
+                f"{name}: {attribute}={value} cannot be exported at opset {opset}: "
+                f"{operator.label}-{version} has no {attribute} (opset {since} adds it)"
+            )
+            raise ValueError(msg)
+    return g.op(operator.op_type, data, indices, **attributes)
+
+
+def register_onnx_export() -> None:
+    """Teach the TorchScript ONNX exporter ``run_v1`` (every opset the family has)."""
+    torch.onnx.register_custom_op_symbolic("onnx_gather::run_v1", _onnx_symbolic, 1)
