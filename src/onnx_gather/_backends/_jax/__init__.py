@@ -7,9 +7,9 @@ are host memory: NumPy checks them in place before the call instead (much faster
 XLA's min/max on the CPU). Host indices are checked on the host before they travel.
 
 Under tracing (``jax.jit``, ``jax.vmap``, ``jax.grad``) the values are unknown, so nothing
-can raise: an out-of-range index yields the fill value (:mod:`._jax_take`), and
-``checkify.debug_check`` records the same IndexError text, which surfaces when the caller
-wraps the function in :func:`jax.experimental.checkify.checkify` (a no-op otherwise).
+can raise: an out-of-range index yields the fill value (:mod:`._take`), and the indices
+pass through an identity primitive (:mod:`._check`) that plain ``jit`` lowers to nothing
+and :func:`jax.experimental.checkify.checkify` turns into the same IndexError text.
 
 Under ``jax.export`` with a symbolic axis size, host indices cannot be counted from the end
 on the host nor compared with the size: they then travel unchecked, like traced ones.
@@ -25,13 +25,13 @@ import numpy as np
 
 from onnx_gather import _host, _spec
 from onnx_gather._backends._base import Backend
+from onnx_gather._backends._jax._check import with_index_check
 from onnx_gather._backends._jax._take import (
     BITS,
     Take,
     exact_take,
     fill_take,
     nan_bits,
-    record_out_of_range,
     take,
     take_along_axis,
     take_nd,
@@ -170,7 +170,7 @@ def _run(kernel: Take, data: jax.Array, indices: Any, plan: Plan, block: Any) ->
         checked = True
     if traced(data) or traced(indices):
         if plan.check_bounds and not checked:
-            record_out_of_range(plan, indices)
+            indices = with_index_check(indices, plan)
         if block is not None:
             data = data[block]
         return exact_take(kernel, data, indices, plan)

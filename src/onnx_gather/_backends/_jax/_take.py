@@ -11,7 +11,6 @@
   is gathered as its int16 bits, with the NaN's bits as the fill. A
   :func:`jax.custom_jvp` gives that bits gather the float gather's derivative, so gradients
   flow as before (``jax.grad``, ``jax.vjp``, ``jax.jvp``, higher orders).
-* Under tracing, :func:`record_out_of_range` registers the IndexError's text with checkify.
 """
 
 from __future__ import annotations
@@ -22,9 +21,6 @@ from typing import TYPE_CHECKING, Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.experimental import checkify
-
-from onnx_gather import _spec
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -32,35 +28,6 @@ if TYPE_CHECKING:
 
 def traced(x: Any) -> bool:
     return isinstance(x, jax.core.Tracer)
-
-
-def record_out_of_range(plan: Plan, indices: jax.Array) -> None:
-    """Under tracing: register the plan's IndexError text with checkify.
-
-    The text of the first bad index in C order, as an eager call raises it. Coordinates
-    (GatherND) address axes of their own, so the axis and size in the text depend on which
-    coordinate is bad: one check per coordinate, each with its own text, of which only the
-    one for the first bad index's coordinate can fail.
-    """
-    if indices.size == 0:
-        return
-    bad = plan.outside(indices, jnp).reshape(-1)
-    first = jnp.argmax(bad)
-    position = jnp.unravel_index(first, indices.shape)
-    names = [f"p{d}" for d in range(indices.ndim)]
-    fields = {
-        "value": indices.reshape(-1)[first],
-        **dict(zip(names, position, strict=True)),
-    }
-    any_bad = jnp.any(bad)
-    # The text comes from _spec, with format fields where the traced values go.
-    where = ["{" + n + "}" for n in names]
-    if not plan.coordinates:
-        checkify.debug_check(~any_bad, str(_spec.out_of_range(plan, "{value}", where)), **fields)
-        return
-    for j in range(len(plan.sizes)):
-        text = str(_spec.out_of_range(plan, "{value}", where, coordinate=j))
-        checkify.debug_check(~(any_bad & (position[-1] == j)), text, **fields)
 
 
 def fill_value(dtype: Any) -> Any:

@@ -24,11 +24,11 @@ import torch
 import torch.autograd.forward_ad as _FORWARD_AD
 
 from onnx_gather._backends import _numpy as numpy_kernels
-from onnx_gather._host import Unrepresentable, python_indices
 from onnx_gather._backends._base import Backend
 from onnx_gather._backends._torch import _fused
 from onnx_gather._backends._torch._exact import SIGNED_VIEW, exact, exact_nd
 from onnx_gather._backends._torch._indices import placed, values_unknown, wrapped
+from onnx_gather._host import Unrepresentable, python_indices
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
