@@ -53,3 +53,91 @@ def test_jax_key_arrays_are_a_type_error() -> None:
     for fn in (og.gather, og.gather_elements, og.gather_nd):
         with pytest.raises(TypeError, match=r"data type key<fry> is not supported"):
             fn(keys, [[0]])
+
+
+def _threads_in_a_child(env: dict[str, str]) -> str:
+    """The NumPy kernels' thread limits in a fresh process with ``env`` set."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, onnx_gather as og\n"
+        "og.gather(np.arange(3.0), [0])\n"  # the first call loads the NumPy backend
+        "from onnx_gather._backends import _numpy\n"
+        "from onnx_gather._backends._numpy import _pool\n"
+        "print(_numpy.THREADS, _pool.THREADS)\n"
+    )
+    keep = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("ONNX_GATHER_NUM_THREADS", "OMP_NUM_THREADS")
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**keep, **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip() or done.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("env", "want"),
+    [
+        ({"ONNX_GATHER_NUM_THREADS": "1"}, "1 1"),
+        ({"OMP_NUM_THREADS": "1"}, "1 1"),
+        ({"OMP_NUM_THREADS": "1,4", "ONNX_GATHER_NUM_THREADS": "2"}, None),  # ours wins
+        (
+            {"ONNX_GATHER_NUM_THREADS": "zero"},
+            "ValueError: ONNX_GATHER_NUM_THREADS must be a positive int",
+        ),
+    ],
+    ids=["ours", "omp", "ours-over-omp", "bad"],
+)
+def test_thread_limits_from_the_environment(env: dict[str, str], want: str | None) -> None:
+    """Item 13: the compiled kernel and the fallback's pool stay within the program's limit."""
+    import os
+
+    got = _threads_in_a_child(env)
+    if want is None:  # at most 2, and at most the CPUs this process may use
+        cpus = len(os.sched_getaffinity(0))
+        assert got == f"{min(2, cpus)} {min(2, cpus)}", got
+    else:
+        assert got.startswith(want), got
+
+
+@pytest.mark.backend("torch")
+def test_cpu_tensors_stay_within_torchs_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Item 13: torch.set_num_threads (DataLoader workers set 1) bounds the compiled kernel."""
+    import torch
+
+    from onnx_gather._backends import _numpy
+
+    if _numpy._kernels is None:
+        pytest.skip("the compiled kernel is not built here")  # no_compiler: nothing to bound
+    seen: list[int] = []
+    real = _numpy._kernels
+
+    class Spy:
+        def __getattr__(self, name: str) -> Any:
+            fn = getattr(real, name)
+
+            def call(*args: Any) -> Any:
+                seen.append(args[-1])  # every kernel takes the thread count last
+                return fn(*args)
+
+            return call
+
+    monkeypatch.setattr(_numpy, "_kernels", Spy())
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        data = torch.arange(12.0).reshape(3, 4)
+        assert og.gather_elements(data, torch.tensor([[0, 1, 2, -1]]), 0).tolist() == [[0, 5, 10, 11]]
+        og.gather(data, [1], 1)
+    finally:
+        torch.set_num_threads(before)
+    assert seen
+    assert all(threads == 1 for threads in seen), seen

@@ -15,7 +15,6 @@ The PyTorch backend runs these kernels on zero-copy views of CPU tensors.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
@@ -23,6 +22,7 @@ import numpy as np
 from onnx_gather import _host, _spec
 from onnx_gather._backends._base import Backend
 from onnx_gather._backends._numpy import _fallback as fallback
+from onnx_gather._backends._numpy._threads import limit
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -37,13 +37,21 @@ try:
 except ImportError:  # built without the extension: pure NumPy (the module docstring)
     _kernels = None
 
-#: Threads a large call may use: the usable cores, at most 8 (the kernels are memory-bound;
-#: the kernel itself uses one thread for small calls).
-THREADS = min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+#: Threads a large call may use: at most 8 (the kernels are memory-bound; the kernel itself
+#: uses one thread for small calls), within the program's limits (:mod:`._threads`).
+THREADS = limit(8)
 
 
-def gather(data: Any, indices: np.ndarray, plan: Plan, out: np.ndarray | None = None) -> Any:
+def gather(
+    data: Any,
+    indices: np.ndarray,
+    plan: Plan,
+    out: np.ndarray | None = None,
+    threads: int | None = None,
+) -> Any:
     """ONNX Gather; ``out`` (C-ordered, of the plan's shape and data's dtype) receives it.
+
+    ``threads``: at most this many threads (default :data:`THREADS`).
 
     The NumPy backend's kernel, also run by the PyTorch backend on views of CPU tensors
     and by the Dask backend in its tasks.
@@ -51,27 +59,37 @@ def gather(data: Any, indices: np.ndarray, plan: Plan, out: np.ndarray | None = 
     if type(data) is not np.ndarray:
         data = _plain(data)
     if _kernels is not None:
-        result = _kernels.gather(data, indices, plan.axis, out, plan.check_bounds, THREADS)
+        result = _kernels.gather(data, indices, plan.axis, out, plan.check_bounds, threads or THREADS)
         if result is not NotImplemented:  # (strings, objects, subclasses: pure NumPy)
             return result if result is not None else _out_of_range(plan, indices)
     return fallback.gather(data, indices, plan, out)
 
 
 def gather_elements(
-    data: Any, indices: np.ndarray, plan: GatherElementsPlan, out: np.ndarray | None = None
+    data: Any,
+    indices: np.ndarray,
+    plan: GatherElementsPlan,
+    out: np.ndarray | None = None,
+    threads: int | None = None,
 ) -> Any:
     """ONNX GatherElements; ``out`` as for :func:`gather`."""
     if type(data) is not np.ndarray:
         data = _plain(data)
     if _kernels is not None:
-        result = _kernels.gather_elements(data, indices, plan.axis, out, plan.check_bounds, THREADS)
+        result = _kernels.gather_elements(
+            data, indices, plan.axis, out, plan.check_bounds, threads or THREADS
+        )
         if result is not NotImplemented:
             return result if result is not None else _out_of_range(plan, indices)
     return fallback.gather_elements(data, indices, plan, out)
 
 
 def gather_nd(
-    data: Any, indices: np.ndarray, plan: GatherNDPlan, out: np.ndarray | None = None
+    data: Any,
+    indices: np.ndarray,
+    plan: GatherNDPlan,
+    out: np.ndarray | None = None,
+    threads: int | None = None,
 ) -> Any:
     """ONNX GatherND; ``out`` as for :func:`gather`."""
     if type(data) is not np.ndarray:

@@ -13,11 +13,14 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+from onnx_gather._backends._numpy._threads import limit
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-#: Threads a large call may use: the usable cores, at most 4 (the kernels are memory-bound).
-THREADS = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+#: Threads a large call may use: at most 4 (the kernels are memory-bound), within the
+#: program's limits (:mod:`._threads`).
+THREADS = limit(4)
 #: Output bytes from which a call is split over threads. Two threads against one, float32
 #: on 2 cores (interleaved, best of 15): 0.57-0.84x at 1 MB, 0.75-1.24x at 4 MB, 1.09-1.62x
 #: from 8 MB (GatherElements on either axis, Gather of 1 KB rows).

@@ -326,7 +326,9 @@ def _on_numpy(
     else:
         out = torch.empty(plan.out_shape, dtype=data.dtype, device=data.device)
     host = indices if isinstance(indices, np.ndarray) else indices.numpy()
-    kernel(_as_numpy(data), host, plan, _as_numpy(out))
+    # Within torch's own thread count too (torch.set_num_threads, DataLoader workers' 1).
+    threads = min(numpy_kernels.THREADS, torch.get_num_threads())
+    kernel(_as_numpy(data), host, plan, _as_numpy(out), threads)
     return out
 
 
