@@ -67,6 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, few rounds")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--backends", default=None, help="comma-separated (default: all)")
+    parser.add_argument(
+        "--mode",
+        default="all",
+        choices=["all", "eager", "jit", "compile"],
+        help="eager calls, jax.jit, torch.compile(fullgraph=True); all: every mode each "
+        "backend has (default)",
+    )
     parser.add_argument("--only", default="", help="run the workloads whose name has this")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--sample", type=float, default=None, help="seconds per sample")
@@ -123,11 +130,19 @@ def main(argv: list[str] | None = None) -> int:
         ref, why = (None, "") if cuda else _reference(w, data, indices, want, args.reference_limit)
         if why:
             notes.append(f"{w.name}: {why}.")
-        for backend in backends:
-            ours, native, to_numpy = contenders.PAIRS[backend](w, data, indices, args.device)
+        runs = [
+            (backend, mode)
+            for backend in backends
+            for mode in contenders.MODES[backend]
+            if args.mode in ("all", mode)
+        ]
+        for backend, mode in runs:
+            ours, native, to_numpy = contenders.PAIRS[backend](w, data, indices, args.device, mode)
             group = {"ours": ours, "native": native}
-            group.update(contenders.variants(w, backend, args.device, ours))
-            careful = contenders.careful(w, backend, data, indices, args.device)
+            eager = mode == "eager"
+            if eager:
+                group.update(contenders.variants(w, backend, args.device, ours))
+            careful = contenders.careful(w, backend, data, indices, args.device) if eager else None
             if careful is not None:
                 group["careful"] = careful
             for label, fn in group.items():
@@ -145,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
             row = report.Row(
                 workload=w,
                 backend=backend,
+                mode=mode,
                 ours=med["ours"],
                 native=med["native"],
                 ort=med.get("ort"),
@@ -171,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"(aminmax, one read back, native call) = {vs('careful'):.2f}."
                 )
             print(
-                f"{w.name:48s} {backend:6s} ours {report.format_time(row.ours):>10s}  "
+                f"{w.name:48s} {backend:6s} {mode:7s} ours {report.format_time(row.ours):>10s}  "
                 f"/native {row.vs_native:5.2f}"
                 + ("" if row.vs_ort is None else f"  /ORT {row.vs_ort:5.2f}")
                 + (

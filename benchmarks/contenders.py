@@ -124,18 +124,28 @@ def expected(w: Workload, data: np.ndarray, indices: np.ndarray) -> np.ndarray:
 # --- backends -------------------------------------------------------------------------
 
 
-def _ours(w: Workload, data: Any, indices: Any, sync: Callable[[Any], Any]) -> Call:
+#: The modes a user runs a library in: eagerly, and under its compiler.
+MODES = {"numpy": ("eager",), "torch": ("eager", "compile"), "jax": ("eager", "jit")}
+
+
+def _our_function(w: Workload) -> Callable[[Any, Any], Any]:
+    """Our operator on (data, indices), its attributes given positionally (the fastest call)."""
     fn = w.operator.function()
     attributes = tuple(w.attributes.get(n, d) for n, d in w.operator.attributes)
+    return lambda data, indices: fn(data, indices, *attributes)
+
+
+def _ours(w: Workload, data: Any, indices: Any, sync: Callable[[Any], Any]) -> Call:
+    fn = _our_function(w)
 
     def call() -> Any:
-        return sync(fn(data, indices, *attributes))
+        return sync(fn(data, indices))
 
     return call
 
 
 def numpy_pair(
-    w: Workload, data: np.ndarray, indices: np.ndarray, device: str
+    w: Workload, data: np.ndarray, indices: np.ndarray, device: str, mode: str = "eager"
 ) -> tuple[Call, Call, Callable[[Any], np.ndarray]]:
     if device != "cpu":
         raise ValueError("numpy runs on the CPU only")
@@ -145,7 +155,7 @@ def numpy_pair(
 
 
 def torch_pair(
-    w: Workload, data: np.ndarray, indices: np.ndarray, device: str
+    w: Workload, data: np.ndarray, indices: np.ndarray, device: str, mode: str = "eager"
 ) -> tuple[Call, Call, Callable[[Any], np.ndarray]]:
     torch = importlib.import_module("torch")
     t_data = torch.from_numpy(data.copy()).to(device)
@@ -157,19 +167,30 @@ def torch_pair(
             torch.cuda.synchronize()
         return x
 
+    def to_numpy(x: Any) -> np.ndarray:
+        return x.detach().cpu().numpy()
+
+    if mode == "compile":
+        # Both under torch.compile(fullgraph=True): the graph a user's model holds.
+        ours_fn = torch.compile(_our_function(w), fullgraph=True)
+        native_fn = torch.compile(
+            lambda d, i: NATIVE[w.op]["torch"](torch, d, i, w)(), fullgraph=True
+        )
+        return (
+            lambda: sync(ours_fn(t_data, t_idx)),
+            lambda: sync(native_fn(t_data, t_idx)),
+            to_numpy,
+        )
     expression = NATIVE[w.op]["torch"](torch, t_data, t_idx, w)
 
     def native() -> Any:
         return sync(expression())
 
-    def to_numpy(x: Any) -> np.ndarray:
-        return x.detach().cpu().numpy()
-
     return _ours(w, t_data, t_idx, sync), native, to_numpy
 
 
 def jax_pair(
-    w: Workload, data: np.ndarray, indices: np.ndarray, device: str
+    w: Workload, data: np.ndarray, indices: np.ndarray, device: str, mode: str = "eager"
 ) -> tuple[Call, Call, Callable[[Any], np.ndarray]]:
     jax = importlib.import_module("jax")
     jnp = importlib.import_module("jax.numpy")
@@ -180,6 +201,15 @@ def jax_pair(
     def ready(x: Any) -> Any:
         return x.block_until_ready()
 
+    if mode == "jit":
+        # Both under jax.jit: the compiled function a user's program calls.
+        ours_fn = jax.jit(_our_function(w))
+        native_fn = jax.jit(lambda d, i: NATIVE[w.op]["jax"](jnp, d, i, w)())
+        return (
+            lambda: ready(ours_fn(j_data, j_idx)),
+            lambda: ready(native_fn(j_data, j_idx)),
+            np.asarray,
+        )
     expression = NATIVE[w.op]["jax"](jnp, j_data, j_idx, w)
 
     def native() -> Any:
