@@ -31,6 +31,7 @@ import array_api_compat.torch as xp
 import torch
 
 from onnx_gather import _ops
+from onnx_gather._memo import Memo
 from onnx_gather._indices import CLAMP
 from onnx_gather._indices import counted as _counted
 
@@ -51,13 +52,30 @@ def call(data: torch.Tensor, indices: torch.Tensor, plan: Plan) -> torch.Tensor:
 
 
 def _plan(inputs: Sequence[torch.Tensor], op: str, ints: Sequence[int], check: bool) -> Any:
-    """The call's plan, made again by the operator's planner (symbolic shapes too)."""
+    """The call's plan, made again by the operator's planner (symbolic shapes too).
+
+    Cached when the shapes are numbers (when the graph runs); symbolic ones (the fake
+    kernel while a compiler traces) are planned each time.
+    """
     from onnx_gather._backends._torch import backend
 
-    operator, version = _ops.BY_MESSAGE_NAME[op]
     shapes = tuple(tuple(x.shape) for x in inputs)
-    dtypes = tuple(backend.dtype_name(x) for x in inputs)
-    return operator.planner(operator, version, shapes, dtypes, tuple(ints), check)
+    key = (op, tuple(ints), check, shapes, tuple(x.dtype for x in inputs))
+    try:
+        plan = _PLANS.get(key)
+    except TypeError:  # symbolic sizes are not hashable
+        key, plan = None, None
+    if plan is None:
+        operator, version = _ops.BY_MESSAGE_NAME[op]
+        dtypes = tuple(backend.dtype_name(x) for x in inputs)
+        plan = operator.planner(operator, version, shapes, dtypes, tuple(ints), check)
+        if key is not None:
+            _PLANS.put(key, plan)
+    return plan
+
+
+#: Plans of the operator's calls when the graph runs, by shapes, dtypes and attributes.
+_PLANS: Memo[tuple[Any, ...], Any] = Memo(1024)
 
 
 @torch.library.custom_op("onnx_gather::run_v1", mutates_args=())
