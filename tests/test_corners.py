@@ -135,7 +135,9 @@ def test_cpu_tensors_stay_within_torchs_thread_count(monkeypatch: pytest.MonkeyP
     try:
         torch.set_num_threads(1)
         data = torch.arange(12.0).reshape(3, 4)
-        assert og.gather_elements(data, torch.tensor([[0, 1, 2, -1]]), 0).tolist() == [[0, 5, 10, 11]]
+        assert og.gather_elements(data, torch.tensor([[0, 1, 2, -1]]), 0).tolist() == [
+            [0, 5, 10, 11]
+        ]
         og.gather(data, [1], 1)
     finally:
         torch.set_num_threads(before)

@@ -610,3 +610,178 @@ def test_short_rows_along_the_last_axis(threads, index_dtype):
             assert _kernels.gather_elements(data, bad, 2, None, False, threads) is not None
     finally:
         _kernels._tune(*old)
+
+
+# ---------------------------------------------------------------------------------------
+# GatherND
+
+
+def ref_gather_nd(data, indices, b):
+    """GatherND by advanced indexing of counted coordinates (NumPy's own semantics)."""
+    k = indices.shape[-1]
+    lead = indices.shape[:-1]
+    batch = [np.arange(n).reshape([n if e == d else 1 for e in range(len(lead))])
+             for d, n in enumerate(lead[:b])]  # fmt: skip
+    coords = [norm(indices[..., j], data.shape[b + j]) for j in range(k)]
+    return np.asarray(data[(*batch, *coords)]).reshape(lead + data.shape[b + k :])
+
+
+def nd_indices(data_shape, lead, b, k, dtype, rng):
+    """Tuples of k coordinates into data's dims b..b+k-1, negatives included."""
+    cols = [rng.integers(-data_shape[b + j], data_shape[b + j], lead) for j in range(k)]
+    return np.stack(cols, -1).astype(dtype) if k else np.zeros((*lead, 0), dtype)
+
+
+def call_nd(data, indices, b, check=True, threads=1):
+    shape = indices.shape[:-1] + data.shape[b + indices.shape[-1] :]
+    out = np.empty(shape, dtype=data.dtype)
+    result = _kernels.gather_nd(data, indices, b, out, check, threads)
+    assert result is None or result is out
+    return result is not None, out
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("idt", INDEX_DTYPES, ids=["i32", "i64"])
+def test_gather_nd_every_dtype(dtype, idt):
+    rng = np.random.default_rng(21)
+    data = random_bits((3, 4, 5), dtype, rng)
+    for b, k, lead in [
+        (0, 1, (6,)),
+        (0, 2, (2, 3)),
+        (0, 3, (7,)),
+        (1, 1, (3, 2)),
+        (1, 2, (3,)),
+        (2, 1, (3, 4, 2)),
+    ]:
+        ind = nd_indices(data.shape, lead, b, k, idt, rng)
+        ok, out = call_nd(data, ind, b)
+        assert ok
+        assert_bits_equal(out, ref_gather_nd(data, ind, b))
+
+
+@pytest.mark.parametrize(
+    "view",
+    ["plain", "reversed", "transposed", "strided", "zero-stride"],
+)
+@pytest.mark.parametrize("threads", [1, 4])
+def test_gather_nd_views(view, threads):
+    rng = np.random.default_rng(22)
+    base = random_bits((6, 8, 10), np.float64, rng)
+    data = {
+        "plain": base,
+        "reversed": base[::-1, :, ::-2],
+        "transposed": base.transpose(2, 0, 1),
+        "strided": base[::2, 1::3],
+        "zero-stride": np.broadcast_to(base[:1], (5, 8, 10)),
+    }[view]
+    for b in (0, 1):
+        for k in range(1, data.ndim - b + 1):
+            lead = (data.shape[0], 7) if b else (9, 2)
+            ind = nd_indices(data.shape, lead, b, k, np.int64, rng)
+            ok, out = call_nd(data, ind, b, threads=threads)
+            assert ok
+            assert_bits_equal(out, ref_gather_nd(data, ind, b))
+    # Non-contiguous and byte-swapped indices are copied C-ordered and native.
+    ind = nd_indices(data.shape, (5, 3), 0, 2, np.int64, rng)
+    for given in (ind.transpose(1, 0, 2).copy().transpose(1, 0, 2), ind.astype(">i8")):
+        ok, out = call_nd(data, given, 0)
+        assert ok
+        assert_bits_equal(out, ref_gather_nd(data, ind, 0))
+
+
+@pytest.mark.parametrize("coordinate", ["first", "last"])
+@pytest.mark.parametrize("where", ["first", "middle", "last"])
+@pytest.mark.parametrize("threads", [1, 4])
+def test_gather_nd_check_reports_a_bad_coordinate(coordinate, where, threads):
+    """A coordinate bad for its own axis (sizes 2 and 50): None checked, inside unchecked."""
+    rng = np.random.default_rng(23)
+    data = random_bits((2, 50, 3), np.float32, rng)
+    ind = nd_indices(data.shape, (400,), 0, 2, np.int64, rng)
+    t = {"first": 0, "middle": 217, "last": 399}[where]
+    j = 0 if coordinate == "first" else 1
+    for value in (data.shape[j], -data.shape[j] - 1, 2**62, -(2**63)):
+        bad = ind.copy()
+        bad[t, j] = value
+        assert call_nd(data, bad, 0, threads=threads)[0] is False
+        ok, out = call_nd(data, bad, 0, check=False, threads=threads)
+        assert ok
+        clamped = bad.copy()
+        clamped[t, j] = 0 if value < 0 else data.shape[j] - 1
+        assert_bits_equal(out, ref_gather_nd(data, clamped, 0))
+    # A value valid for axis 1 (size 50) but not for axis 0 (size 2).
+    bad = ind.copy()
+    bad[t, 0] = 30
+    assert call_nd(data, bad, 0, threads=threads)[0] is False
+
+
+def test_gather_nd_empty_outputs_and_empty_axes():
+    data = np.arange(12, dtype=np.int32).reshape(3, 4)
+    # No tuples: nothing to check, an empty result.
+    ok, out = call_nd(data, np.zeros((0, 2), np.int64), 0)
+    assert ok
+    assert out.shape == (0,)
+    # Empty blocks (a dim of 0 after the coordinates): every coordinate is still checked.
+    empty_rest = np.zeros((3, 0), np.float32)
+    assert call_nd(empty_rest, np.array([[2], [-3]]), 0)[0]
+    assert call_nd(empty_rest, np.array([[2], [3]]), 0)[0] is False
+    assert call_nd(empty_rest, np.array([[9]]), 0, check=False)[0]
+    # An empty addressed axis: every tuple is out of range; unchecked, zero bytes.
+    empty_axis = np.zeros((2, 0, 3), np.float32)
+    assert call_nd(empty_axis, np.array([[1, 0]]), 0)[0] is False
+    ok, out = call_nd(empty_axis, np.array([[1, 0]]), 0, check=False)
+    assert ok
+    assert out.shape == (1, 3)
+    assert not out.any()
+
+
+@pytest.mark.parametrize("b", [0, 1])
+def test_gather_nd_threads_match_single_thread(b):
+    rng = np.random.default_rng(24)
+    data = random_bits((8, 30, 20, 3), np.int16, rng)
+    for k in (1, 2, 3):
+        if b + k > data.ndim:
+            continue
+        ind = nd_indices(data.shape, (8, 301), b, k, np.int32, rng)
+        one = call_nd(data, ind, b, threads=1)[1]
+        for threads in (2, 3, 5):
+            ok, many = call_nd(data, ind, b, threads=threads)
+            assert ok
+            assert_bits_equal(many, one)
+        assert_bits_equal(one, ref_gather_nd(data, ind, b))
+
+
+def test_gather_nd_unchecked_wild_indices_stay_inside():
+    """Wild coordinates, unchecked: some element of data, never a read outside it."""
+    rng = np.random.default_rng(25)
+    base = np.full((7, 9, 4), np.nan, np.float32)
+    base[1:6, 2:8] = np.arange(5 * 6 * 4, dtype=np.float32).reshape(5, 6, 4)
+    data = base[1:6, 2:8]  # a view inside a NaN frame
+    wild = rng.integers(-(2**62), 2**62, (200, 2))
+    wild[::7] = np.iinfo(np.int64).min
+    for threads in (1, 4):
+        ok, out = call_nd(data, wild, 0, check=False, threads=threads)
+        assert ok
+        assert not np.isnan(out).any()
+
+
+def test_gather_nd_validation_and_out():
+    data = np.zeros((3, 4), np.float32)
+    good = np.zeros((2,), np.float32)
+    ind = np.zeros((2, 2), np.int64)
+    assert _kernels.gather_nd(data, ind, 0, good, True, 1) is good
+    with pytest.raises(ValueError, match="shape"):
+        _kernels.gather_nd(data, ind, 0, np.zeros((3,), np.float32), True, 1)
+    with pytest.raises(ValueError, match="overlap"):
+        _kernels.gather_nd(data, ind, 0, data[0, :2], True, 1)
+    with pytest.raises(ValueError, match=r"indices.shape\[-1\] is 3"):
+        _kernels.gather_nd(data, np.zeros((1, 3), np.int64), 0, None, True, 1)
+    with pytest.raises(ValueError, match="batch dim 0 differs"):
+        _kernels.gather_nd(data, np.zeros((2, 1), np.int64), 1, None, True, 1)
+    with pytest.raises(ValueError, match="below both ranks"):
+        _kernels.gather_nd(data, np.zeros((3,), np.int64), 1, None, True, 1)
+    with pytest.raises(TypeError, match="int32 or int64"):
+        _kernels.gather_nd(data, np.zeros((1, 1), np.int16), 0, None, True, 1)
+    objects = np.array([["a", "b"]], dtype=object)
+    assert (
+        _kernels.gather_nd(objects, np.zeros((1, 2), np.int64), 0, None, True, 1) is NotImplemented
+    )

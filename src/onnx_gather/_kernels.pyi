@@ -20,4 +20,13 @@ def gather_elements(
     threads: int,
     /,
 ) -> np.ndarray | None: ...
+def gather_nd(
+    data: np.ndarray,
+    indices: np.ndarray,
+    batch_dims: int,
+    out: np.ndarray | None,
+    check: bool,
+    threads: int,
+    /,
+) -> np.ndarray | None: ...
 def _tune(min_per_thread: int = -1, block_bytes: int = -1, /) -> tuple[int, int]: ...

@@ -193,6 +193,47 @@ strided_copy(char *dst, const char *src, npy_intp n, npy_intp stride, npy_intp i
     }
 }
 
+void
+og_block_collapse(og_block *b, npy_intp isz)
+{
+    b->nd = collapse_dims(b->nd, b->shape, b->stride);
+    b->contig = b->nd == 0 || (b->nd == 1 && b->stride[0] == isz);
+}
+
+void
+og_block_copy(const og_block *b, char *dst, const char *src, npy_intp isz)
+{
+    if (b->contig) {
+        memcpy(dst, src, (size_t)((b->nd ? b->shape[0] : 1) * isz));
+    }
+    else if (b->nd == 1) {
+        strided_copy(dst, src, b->shape[0], b->stride[0], isz);
+    }
+    else {
+        /* Odometer over the outer dims, strided copy along the last. */
+        int nd = b->nd - 1, d;
+        npy_intp coord[OG_MAXDIMS];
+        npy_intp inner = b->shape[nd], istride = b->stride[nd];
+        npy_intp rowbytes = inner * isz;
+        npy_intp outer = 1, r;
+        const char *p = src;
+        for (d = 0; d < nd; d++) {
+            coord[d] = 0;
+            outer *= b->shape[d];
+        }
+        for (r = 0; r < outer; r++) {
+            strided_copy(dst + r * rowbytes, p, inner, istride, isz);
+            for (d = nd - 1; d >= 0; d--) {
+                coord[d]++;
+                p += b->stride[d];
+                if (coord[d] < b->shape[d]) break;
+                p -= coord[d] * b->stride[d];
+                coord[d] = 0;
+            }
+        }
+    }
+}
+
 /* ------------------------------------------------------------------------------ */
 /* Threads                                                                          */
 
@@ -405,13 +446,15 @@ resolve_out(PyObject *given, PyArrayObject *data, int nd, const npy_intp *shape)
                                                  NULL, NULL, 0, NULL);
 }
 
-/* Scan indices only (empty outputs with check on). */
+/* Scan indices only (empty outputs with check on): index k is coordinate k % ncoord of
+ * its tuple, of the axis of sizes[k % ncoord] (one coordinate: every index alike). */
 static int
-scan_indices(const void *ind, int ind64, npy_intp n, npy_int64 s)
+scan_indices(const void *ind, int ind64, npy_intp n, int ncoord, const npy_int64 *sizes)
 {
     npy_intp k;
     for (k = 0; k < n; k++) {
         npy_int64 i = ind64 ? ((const npy_int64 *)ind)[k] : ((const npy_int32 *)ind)[k];
+        npy_int64 s = sizes[ncoord == 1 ? 0 : k % ncoord];
         if (i < -s || i >= s) {
             return 0;
         }
@@ -456,6 +499,8 @@ job_new(size_t size, PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
     h->nind = PyArray_SIZE(ind);
     h->total = PyArray_SIZE(out);
     h->s = (npy_int64)PyArray_DIM(data, (int)axis);
+    h->ncoord = 1;
+    h->sizes = &h->s;
     h->elem_fn = og_elem_table[ind64][cls];
     h->cls = cls;
     return h;
@@ -471,7 +516,7 @@ job_run(og_job *h, og_plan_fn plan)
     Py_BEGIN_ALLOW_THREADS
     if (h->total == 0) {
         /* Nothing to copy, but an index out of range still makes the result None. */
-        ok = !h->check || scan_indices(h->ind, h->ind64, h->nind, h->s);
+        ok = !h->check || scan_indices(h->ind, h->ind64, h->nind, h->ncoord, h->sizes);
     }
     else if (h->s == 0) {
         /* Every index is out of range; without check, zero bytes. */

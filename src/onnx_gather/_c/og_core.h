@@ -90,6 +90,16 @@ typedef int (*og_elem_fn)(const char *base, npy_intp sa, npy_int64 s, const void
 int size_class(npy_intp isz);
 /* dst (contiguous) <- n elements at src, stride apart. */
 void strided_copy(char *dst, const char *src, npy_intp n, npy_intp stride, npy_intp isz);
+/* A block of data to copy whole into contiguous output: dims with byte strides (the dims
+ * after a gathered axis, or after GatherND's coordinates).  Fill nd, shape and stride,
+ * then og_block_collapse; og_block_copy then copies one block from anywhere in data. */
+typedef struct {
+    int nd, contig;
+    npy_intp shape[OG_MAXDIMS], stride[OG_MAXDIMS];
+} og_block;
+void og_block_collapse(og_block *b, npy_intp isz);
+void og_block_copy(const og_block *b, char *dst, const char *src, npy_intp isz);
+
 /* The element kernels, by [int64 indices][size_class]. */
 extern const og_elem_fn og_elem_table[2][6];
 
@@ -114,7 +124,11 @@ typedef struct {
     int ind64, check;
     npy_intp threads, isz, sa;
     npy_intp nind, total; /* indices size, output size */
-    npy_int64 s;          /* data.shape[axis] */
+    npy_int64 s;          /* data.shape[axis]; with coordinates the smallest of sizes */
+    /* The size each index component addresses: one for every index (sizes = &s), or one
+     * per coordinate, index k being coordinate k % ncoord (GatherND). */
+    int ncoord;
+    const npy_int64 *sizes;
     /* The kernels for this item size and index type. */
     og_elem_fn elem_fn;
     int cls; /* size_class of the item size: an operator's own kernel tables' column */
@@ -143,5 +157,7 @@ PyObject *gather_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
                       PyObject *given, int check, Py_ssize_t threads);
 PyObject *gather_elements_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
                                PyObject *given, int check, Py_ssize_t threads);
+PyObject *gather_nd_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t batch_dims,
+                         PyObject *given, int check, Py_ssize_t threads);
 
 #endif /* OG_CORE_H */

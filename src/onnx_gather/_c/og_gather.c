@@ -9,44 +9,11 @@
 
 typedef struct {
     og_job h;
-    int pre_nd, post_nd, post_contig;
+    int pre_nd;
     npy_intp pre_shape[OG_MAXDIMS], pre_stride[OG_MAXDIMS];
-    npy_intp post_shape[OG_MAXDIMS], post_stride[OG_MAXDIMS];
+    og_block post; /* the dims after the axis: one block per (pre, index) row */
     npy_intp P, R; /* post size, rows = pre size * indices size */
 } og_gather_job;
-
-/* Copy one post block (P elements) starting at src into contiguous dst. */
-static void
-gather_copy_post(const og_gather_job *J, char *dst, const char *src)
-{
-    const npy_intp isz = J->h.isz;
-    if (J->post_contig) {
-        memcpy(dst, src, J->P * isz);
-    }
-    else if (J->post_nd == 1) {
-        strided_copy(dst, src, J->post_shape[0], J->post_stride[0], isz);
-    }
-    else {
-        /* Odometer over the outer post dims, strided copy along the last. */
-        int nd = J->post_nd - 1, d;
-        npy_intp coord[OG_MAXDIMS];
-        npy_intp inner = J->post_shape[nd], istride = J->post_stride[nd];
-        npy_intp rowbytes = inner * isz;
-        npy_intp outer = J->P / inner, r;
-        const char *p = src;
-        for (d = 0; d < nd; d++) coord[d] = 0;
-        for (r = 0; r < outer; r++) {
-            strided_copy(dst + r * rowbytes, p, inner, istride, isz);
-            for (d = nd - 1; d >= 0; d--) {
-                coord[d]++;
-                p += J->post_stride[d];
-                if (coord[d] < J->post_shape[d]) break;
-                p -= coord[d] * J->post_stride[d];
-                coord[d] = 0;
-            }
-        }
-    }
-}
 
 static void
 gather_work(void *jv, int t, int nt)
@@ -78,7 +45,7 @@ gather_work(void *jv, int t, int nt)
             }
             i = (i < 0) ? 0 : s - 1;
         }
-        gather_copy_post(J, h->out + r * blockbytes, h->data + pre.off + (npy_intp)i * h->sa);
+        og_block_copy(&J->post, h->out + r * blockbytes, h->data + pre.off + (npy_intp)i * h->sa, h->isz);
         since += J->P;
         if (since >= OG_CHUNK) {
             since = 0;
@@ -96,8 +63,7 @@ gather_plan(og_job *h)
 {
     og_gather_job *J = (og_gather_job *)h;
     J->pre_nd = collapse_dims(J->pre_nd, J->pre_shape, J->pre_stride);
-    J->post_nd = collapse_dims(J->post_nd, J->post_shape, J->post_stride);
-    J->post_contig = J->post_nd == 0 || (J->post_nd == 1 && J->post_stride[0] == h->isz);
+    og_block_collapse(&J->post, h->isz);
     /* Work: elements for element gathers; per-row cost plus bytes for row copies. */
     og_run(gather_work, J,
            og_nthreads(h->threads, J->P == 1 ? h->total : J->R * 8 + (h->total * h->isz) / 64,
@@ -120,7 +86,7 @@ gather_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis, PyObject *
                                  ndim - 1 + PyArray_NDIM(ind), oshape);
     if (J == NULL) return NULL;
     J->pre_nd = ax;
-    J->post_nd = ndim - 1 - ax;
+    J->post.nd = ndim - 1 - ax;
     J->R = J->h.nind;
     J->P = 1;
     for (d = 0; d < ax; d++) {
@@ -129,8 +95,8 @@ gather_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis, PyObject *
         J->R *= J->pre_shape[d];
     }
     for (d = ax + 1; d < ndim; d++) {
-        J->post_shape[d - ax - 1] = PyArray_DIM(data, d);
-        J->post_stride[d - ax - 1] = PyArray_STRIDE(data, d);
+        J->post.shape[d - ax - 1] = PyArray_DIM(data, d);
+        J->post.stride[d - ax - 1] = PyArray_STRIDE(data, d);
         J->P *= PyArray_DIM(data, d);
     }
     return job_run(&J->h, gather_plan);

@@ -1,13 +1,15 @@
 /*
- * onnx_gather._kernels: fused, multi-threaded CPU kernels for ONNX Gather and
- * GatherElements on NumPy arrays.
+ * onnx_gather._kernels: fused, multi-threaded CPU kernels for ONNX Gather, GatherElements
+ * and GatherND on NumPy arrays.
  *
  *   gather(data, indices, axis, out, check, threads) -> out or None
  *   gather_elements(data, indices, axis, out, check, threads) -> out or None
+ *   gather_nd(data, indices, batch_dims, out, check, threads) -> out or None
  *
- * `out` is a C-ordered array to fill, or None for a new one of data's dtype. Both release
+ * `out` is a C-ordered array to fill, or None for a new one of data's dtype. All release
  * the GIL while copying and return None only when `check` is true and some index lies
- * outside [-s, s-1] (s = data.shape[axis]); a given `out` is then unspecified. They
+ * outside [-s, s-1] (s = data.shape[axis]; for GatherND the size of the axis each
+ * coordinate addresses); a given `out` is then unspecified. They
  * return NotImplemented for data whose items are not plain bytes (object or StringDType
  * arrays, ndarray subclasses): the caller's pure-NumPy path serves those. Indices that
  * are not C-ordered, aligned and native are copied first.
@@ -91,6 +93,13 @@ og_gather_elements(PyObject *self, PyObject *args)
     return og_call(gather_elements_impl, args, "OO!nOpn:gather_elements");
 }
 
+static PyObject *
+og_gather_nd(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return og_call(gather_nd_impl, args, "OO!nOpn:gather_nd");
+}
+
 /* ------------------------------------------------------------------------------ */
 
 static PyObject *
@@ -117,6 +126,10 @@ static PyMethodDef og_methods[] = {
      "gather_elements(data, indices, axis, out, check, threads) -> out or None\n\n"
      "ONNX GatherElements into the C-contiguous `out` (None: a new array); None when "
      "`check` and an index is out of range."},
+    {"gather_nd", og_gather_nd, METH_VARARGS,
+     "gather_nd(data, indices, batch_dims, out, check, threads) -> out or None\n\n"
+     "ONNX GatherND into the C-contiguous `out` (None: a new array); None when `check` "
+     "and a coordinate is out of range for its axis."},
     {"_tune", og_tune, METH_VARARGS,
      "_tune(min_elements_per_thread=-1, block_bytes=-1) -> (old, old): measurement "
      "knobs; negative leaves a value unchanged."},
@@ -125,7 +138,7 @@ static PyMethodDef og_methods[] = {
 
 static struct PyModuleDef og_module = {
     PyModuleDef_HEAD_INIT, "_kernels",
-    "Fused multi-threaded CPU kernels for ONNX Gather and GatherElements.", -1,
+    "Fused multi-threaded CPU kernels for ONNX Gather, GatherElements and GatherND.", -1,
     og_methods, NULL, NULL, NULL, NULL,
 };
 

@@ -94,6 +94,12 @@ def gather_nd(
     """ONNX GatherND; ``out`` as for :func:`gather`."""
     if type(data) is not np.ndarray:
         data = _plain(data)
+    if _kernels is not None:
+        result = _kernels.gather_nd(
+            data, indices, plan.batch_dims, out, plan.check_bounds, threads or THREADS
+        )
+        if result is not NotImplemented:
+            return result if result is not None else _out_of_range(plan, indices)
     return fallback.gather_nd(data, indices, plan, out)
 
 

@@ -1,0 +1,154 @@
+/*
+ * ONNX GatherND on the shared core: for each index tuple t (the indices' dims but the
+ * last), out[t, rest] = data[batch(t), norm(idx[t, 0]), ..., norm(idx[t, k-1]), rest],
+ * coordinate j counted from the end and checked against its own axis, batch(t) the
+ * tuple's first batch_dims coordinates in the indices' dims (equal to data's).
+ *
+ * One pass over the tuples: a tuple's data offset is its batch entry's offset (an
+ * odometer over the batch dims) plus each coordinate times its axis' stride; then its
+ * block (the dims after the coordinates) is copied whole.  Threads split the tuples.
+ */
+#define NO_IMPORT_ARRAY
+#include "og_core.h"
+
+typedef struct {
+    og_job h;
+    int k;                                          /* coordinates per tuple */
+    npy_int64 sizes[OG_MAXDIMS];                    /* the axis each coordinate addresses */
+    npy_intp cstride[OG_MAXDIMS];                   /* and its byte stride in data */
+    int batch_nd;                                   /* the batch dims of data */
+    npy_intp batch_shape[OG_MAXDIMS], batch_stride[OG_MAXDIMS];
+    npy_intp T;                                     /* tuples per batch entry */
+    npy_intp N;                                     /* tuples */
+    og_block rest;                                  /* the dims after the coordinates */
+    npy_intp P;                                     /* elements of one block */
+} og_nd_job;
+
+/* Tuples [t0, t1): the data offset of each, its block copied to out. */
+static void
+nd_work(void *jv, int t, int nt)
+{
+    og_nd_job *J = (og_nd_job *)jv;
+    og_job *h = &J->h;
+    const npy_intp isz = h->isz, blockbytes = J->P * isz, k = J->k;
+    npy_intp t0, t1, tup, in_batch, since = 0;
+    og_odo batch;
+    int j;
+    og_part(J->N, t, nt, &t0, &t1);
+    if (t0 >= t1) return;
+    odo_init(&batch, J->batch_nd, J->batch_shape, J->batch_stride);
+    odo_seek(&batch, t0 / J->T);
+    in_batch = t0 % J->T;
+    for (tup = t0; tup < t1; tup++) {
+        npy_intp off = batch.off;
+        for (j = 0; j < k; j++) {
+            npy_intp at = tup * k + j;
+            npy_int64 i = h->ind64 ? ((const npy_int64 *)h->ind)[at]
+                                   : (npy_int64)((const npy_int32 *)h->ind)[at];
+            const npy_int64 s = J->sizes[j];
+            i += (i < 0) ? s : 0;
+            if (OG_UNLIKELY((npy_uint64)i >= (npy_uint64)s)) {
+                if (h->check) {
+                    h->bad = 1;
+                    return;
+                }
+                i = (i < 0) ? 0 : s - 1;
+            }
+            off += (npy_intp)i * J->cstride[j];
+        }
+        if (J->P == 1) {
+            memcpy(h->out + tup * isz, h->data + off, (size_t)isz);
+        }
+        else {
+            og_block_copy(&J->rest, h->out + tup * blockbytes, h->data + off, isz);
+        }
+        since += J->P + k;
+        if (since >= OG_CHUNK) {
+            since = 0;
+            if (h->bad) return;
+        }
+        if (++in_batch == J->T) {
+            in_batch = 0;
+            odo_next(&batch);
+        }
+    }
+}
+
+static void
+nd_plan(og_job *h)
+{
+    og_nd_job *J = (og_nd_job *)h;
+    og_block_collapse(&J->rest, h->isz);
+    /* The batch entries are walked in C order: merging contiguous batch dims keeps it. */
+    J->batch_nd = collapse_dims(J->batch_nd, J->batch_shape, J->batch_stride);
+    /* Work: per tuple its coordinates and, for blocks, the bytes copied. */
+    og_run(nd_work, J,
+           og_nthreads(h->threads,
+                       J->P == 1 ? J->N * (1 + J->k / 2) : J->N * 8 + (h->total * h->isz) / 64,
+                       J->N));
+}
+
+PyObject *
+gather_nd_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t batch_dims,
+               PyObject *given, int check, Py_ssize_t threads)
+{
+    const int r = PyArray_NDIM(data), q = PyArray_NDIM(ind), b = (int)batch_dims;
+    int d, k, nd;
+    npy_intp oshape[2 * OG_MAXDIMS];
+    og_nd_job *J;
+
+    if (q < 1) {
+        PyErr_SetString(PyExc_ValueError, "indices must have at least one dimension");
+        return NULL;
+    }
+    k = (int)PyArray_DIM(ind, q - 1);
+    if (b >= q || b >= r) {
+        PyErr_Format(PyExc_ValueError, "batch_dims %d must be below both ranks (%d, %d)", b,
+                     r, q);
+        return NULL;
+    }
+    for (d = 0; d < b; d++) {
+        if (PyArray_DIM(ind, d) != PyArray_DIM(data, d)) {
+            PyErr_Format(PyExc_ValueError, "batch dim %d differs: data %zd, indices %zd", d,
+                         (Py_ssize_t)PyArray_DIM(data, d), (Py_ssize_t)PyArray_DIM(ind, d));
+            return NULL;
+        }
+    }
+    if (k < 1 || k > r - b) {
+        PyErr_Format(PyExc_ValueError, "indices.shape[-1] is %d; it must be in [1, %d]", k,
+                     r - b);
+        return NULL;
+    }
+    nd = 0;
+    for (d = 0; d < q - 1; d++) oshape[nd++] = PyArray_DIM(ind, d);
+    for (d = b + k; d < r; d++) oshape[nd++] = PyArray_DIM(data, d);
+    J = (og_nd_job *)job_new(sizeof(*J), data, ind, batch_dims, given, check, threads, nd,
+                             oshape);
+    if (J == NULL) return NULL;
+    J->k = k;
+    J->h.s = -1;
+    for (d = 0; d < k; d++) {
+        J->sizes[d] = (npy_int64)PyArray_DIM(data, b + d);
+        J->cstride[d] = PyArray_STRIDE(data, b + d);
+        if (J->h.s < 0 || J->sizes[d] < J->h.s) J->h.s = J->sizes[d];
+    }
+    J->h.ncoord = k;
+    J->h.sizes = J->sizes;
+    J->batch_nd = b;
+    J->T = 1;
+    J->N = 1;
+    for (d = 0; d < b; d++) {
+        J->batch_shape[d] = PyArray_DIM(data, d);
+        J->batch_stride[d] = PyArray_STRIDE(data, d);
+    }
+    for (d = b; d < q - 1; d++) J->T *= PyArray_DIM(ind, d);
+    for (d = 0; d < q - 1; d++) J->N *= PyArray_DIM(ind, d);
+    J->rest.nd = r - b - k;
+    J->P = 1;
+    for (d = b + k; d < r; d++) {
+        J->rest.shape[d - b - k] = PyArray_DIM(data, d);
+        J->rest.stride[d - b - k] = PyArray_STRIDE(data, d);
+        J->P *= PyArray_DIM(data, d);
+    }
+    return job_run(&J->h, nd_plan);
+}
