@@ -171,7 +171,9 @@ def python_indices(indices: Any) -> tuple[list[Any], tuple[int, ...]] | Unrepres
     anything but an int, a ``range`` or a (nested) list or tuple.
     """
     if isinstance(indices, bool):
-        raise TypeError(f"indices must be int32 or int64, got bool {indices!r} (a bool is not an index)")
+        raise TypeError(
+            f"indices must be int32 or int64, got bool {indices!r} (a bool is not an index)"
+        )
     if not isinstance(indices, int | range | list | tuple):
         return None
     flat, shape = _nested(indices, indices)
@@ -230,10 +232,7 @@ def _plain_ints(indices: int | list[Any] | tuple[Any, ...]) -> bool:
         return type(indices) is int
     if all(type(v) is int for v in indices):
         return True
-    return all(
-        type(row) in (list, tuple) and all(type(v) is int for v in row)
-        for row in indices
-    )
+    return all(type(row) in (list, tuple) and all(type(v) is int for v in row) for row in indices)
 
 
 def _short(x: Any) -> str:

@@ -59,7 +59,9 @@ def gather(
     if type(data) is not np.ndarray:
         data = _plain(data)
     if _kernels is not None:
-        result = _kernels.gather(data, indices, plan.axis, out, plan.check_bounds, threads or THREADS)
+        result = _kernels.gather(
+            data, indices, plan.axis, out, plan.check_bounds, threads or THREADS
+        )
         if result is not NotImplemented:  # (strings, objects, subclasses: pure NumPy)
             return result if result is not None else _out_of_range(plan, indices)
     return fallback.gather(data, indices, plan, out)

@@ -60,7 +60,7 @@ def _plan(inputs: Sequence[torch.Tensor], op: str, ints: Sequence[int], check: b
     from onnx_gather._backends._torch import backend
 
     shapes = tuple(tuple(x.shape) for x in inputs)
-    key = (op, tuple(ints), check, shapes, tuple(x.dtype for x in inputs))
+    key: tuple[Any, ...] | None = (op, tuple(ints), check, shapes, tuple(x.dtype for x in inputs))
     try:
         plan = _PLANS.get(key)
     except TypeError:  # symbolic sizes are not hashable
