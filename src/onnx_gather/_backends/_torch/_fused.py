@@ -60,16 +60,17 @@ def _plan(inputs: Sequence[torch.Tensor], op: str, ints: Sequence[int], check: b
     from onnx_gather._backends._torch import backend
 
     shapes = tuple(tuple(x.shape) for x in inputs)
-    key: tuple[Any, ...] | None = (op, tuple(ints), check, shapes, tuple(x.dtype for x in inputs))
+    key = (op, tuple(ints), check, shapes, tuple(x.dtype for x in inputs))
     try:
         plan = _PLANS.get(key)
+        cacheable = True
     except TypeError:  # symbolic sizes are not hashable
-        key, plan = None, None
+        plan, cacheable = None, False
     if plan is None:
         operator, version = _ops.BY_MESSAGE_NAME[op]
         dtypes = tuple(backend.dtype_name(x) for x in inputs)
         plan = operator.planner(operator, version, shapes, dtypes, tuple(ints), check)
-        if key is not None:
+        if cacheable:
             _PLANS.put(key, plan)
     return plan
 
