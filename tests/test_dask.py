@@ -172,10 +172,14 @@ def test_bounds_error_when_the_output_is_empty() -> None:
 def test_unknown_chunk_sizes_are_rejected() -> None:
     x = da.from_array(np.arange(10), chunks=5)
     unknown = x[x > 3]
-    with pytest.raises(ValueError, match=r"unknown shape \(nan,\).*compute_chunk_sizes"):
+    with pytest.raises(
+        ValueError, match=r"^data: dask array of unknown shape \(nan,\).*compute_chunk_sizes"
+    ):
         og.gather(unknown, [0])
-    with pytest.raises(ValueError, match="unknown shape"):
-        og.gather(x, unknown.astype(np.int64))
+    # Issue 23, item 14: the message says which input has them.
+    for fn in (og.gather, og.gather_elements, og.gather_nd):
+        with pytest.raises(ValueError, match=r"^indices: dask array of unknown shape \(nan,\)"):
+            fn(x, unknown.astype(np.int64))
 
 
 # --- which blocks each output block reads -----------------------------------------------
@@ -424,3 +428,72 @@ def test_reading_back_refuses_blocks_unlike_the_declared_ones() -> None:
     lying = da.from_array(np.arange(4), chunks=2).map_blocks(lambda b: b[:1], dtype=int)
     with pytest.raises(AssertionError, match=r"dask: a block is \(1,\) int64, declared \(2,\)"):
         DASK.to_numpy(lying)
+
+
+# --- GatherND ---------------------------------------------------------------------------
+
+
+def _nd_oracle(data: np.ndarray, indices: np.ndarray, batch_dims: int) -> np.ndarray:
+    from onnx_gather._conformance.oracle import gather_nd
+
+    return gather_nd(data, indices, batch_dims)
+
+
+@pytest.mark.parametrize("budget", ["128MiB", "1B"], ids=["merged", "part-join"])
+@pytest.mark.parametrize(("k", "form"), [(1, "dask"), (2, "dask"), (3, "numpy"), (2, "list")])
+def test_gather_nd_without_batch_dims_is_a_gather_of_linear_positions(
+    budget: str, k: int, form: str
+) -> None:
+    """Data chunked along every dim; lazy; within the budget, or one data block per task."""
+    src = np.arange(4 * 6 * 5, dtype=np.float32).reshape(4, 6, 5)
+    data, _ = _recorded(src, (2, 3, 2))
+    rng = np.random.default_rng(k)
+    idx_np = np.stack([rng.integers(-n, n, (7, 3)) for n in src.shape[:k]], -1)
+    idx = {
+        "dask": da.from_array(idx_np, chunks=(3, 2, k)),
+        "numpy": idx_np,
+        "list": idx_np.tolist(),
+    }[form]
+    with dask.config.set({"array.chunk-size": budget}):
+        with dask.config.set(scheduler=_forbidden):
+            out = og.gather_nd(data, idx)
+        assert_identical(DASK.to_numpy(out), _nd_oracle(src, idx_np, 0))
+        if budget == "1B":
+            assert _max_data_blocks_per_task(out, data) <= 1
+
+
+@pytest.mark.parametrize("form", ["dask", "numpy"])
+def test_gather_nd_batch_dims_read_their_own_batch_blocks(form: str) -> None:
+    """batch_dims=1: each task reads the data blocks of its own batch rows, whole addressed dims."""
+    src = np.arange(6 * 8 * 3, dtype=np.int32).reshape(6, 8, 3)
+    data, source = _recorded(src, (2, 4, 3))  # 3 batch blocks x 2 blocks along the addressed dim
+    idx_np = np.random.default_rng(2).integers(-8, 8, (6, 5, 1))
+    idx = da.from_array(idx_np, chunks=(3, 5, 1)) if form == "dask" else idx_np
+    with dask.config.set(scheduler=_forbidden):
+        out = og.gather_nd(data, idx, batch_dims=1)
+    assert_identical(DASK.to_numpy(out), _nd_oracle(src, idx_np, 1))
+    for (i, *_), blocks in _blocks_read(out, data, source).items():
+        assert {block[0] for block in blocks} == {i}  # its batch rows, none of the others
+        assert {block[1] for block in blocks} == {0, 1}  # the whole addressed dim
+
+
+def test_gather_nd_error_names_the_position_in_the_whole_indices() -> None:
+    src = np.arange(24.0).reshape(4, 6)
+    idx_np = np.array([[0, 1], [3, -6], [1, 1], [2, 6], [0, 0]])
+    idx = da.from_array(idx_np, chunks=(2, 1))  # blocks of one coordinate: made whole tuples
+    out = og.gather_nd(da.from_array(src, chunks=2), idx)
+    with pytest.raises(
+        IndexError,
+        match=r"GatherND-13: index 6 at position \(3, 1\) of indices is out of range for axis 1 of size 6",
+    ):
+        out.compute()
+
+
+def test_gather_nd_on_an_empty_axis_checks_at_compute() -> None:
+    data = da.zeros((3, 0, 2), chunks=1)
+    with dask.config.set(scheduler=_forbidden):
+        checked = og.gather_nd(data, da.from_array(np.array([[1, 0]]), chunks=1))
+        unchecked = og.gather_nd(data, np.array([[1, 0]]), check_bounds=False)
+    with pytest.raises(IndexError, match=r"index 0 at position \(0, 1\) .* the axis is empty"):
+        checked.compute()
+    assert_identical(DASK.to_numpy(unchecked), np.zeros((1, 2)))

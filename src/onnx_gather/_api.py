@@ -119,9 +119,12 @@ def _planned(
         if plan is not None:
             return plan
     shapes, dtypes = [], []
-    for x in arrays:
+    for role, x in zip(op.inputs, arrays, strict=False):
         own = backend.owns(x)
-        shapes.append(backend.shape(x) if own else x.shape)
+        try:
+            shapes.append(backend.shape(x) if own else x.shape)
+        except ValueError as exc:  # (a shape the library cannot give: unknown sizes)
+            raise ValueError(f"{role}: {exc}") from None
         if own:
             dtypes.append(backend.dtype_name(x))
         elif type(x) is Unrepresentable:  # (its name without NumPy: a compiler may trace this)

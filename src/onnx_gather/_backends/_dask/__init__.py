@@ -39,11 +39,13 @@ ValueError: the output's shape could not be known.
 
 from __future__ import annotations
 
+import math
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 import dask.array as da
 import numpy as np
+from dask.array.core import normalize_chunks
 from dask.array.utils import meta_from_array
 
 from onnx_gather import _spec
@@ -51,7 +53,9 @@ from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._base import Backend
 from onnx_gather._backends._dask import _chunks as chunking
 from onnx_gather._host import checked
+from onnx_gather._spec.gather import GatherPlan
 from onnx_gather._spec.gather_elements import GatherElementsPlan
+from onnx_gather._spec.gather_nd import GatherNDPlan
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -132,6 +136,21 @@ def _take_along_block(block: np.ndarray, indices: np.ndarray, axis: int) -> np.n
     return numpy_kernels.gather_elements(block, indices, plan)
 
 
+def _counted_tuples(indices: Any, plan: Plan, data: da.Array) -> da.Array:
+    """GatherND's indices as a dask array of whole tuples, counted and checked per block.
+
+    Host indices are checked now; dask indices are first made one chunk along the last
+    dim (an error's position then names the coordinate too).
+    """
+    if isinstance(indices, np.ndarray):
+        b = plan.batch_dims  # type: ignore[attr-defined]
+        lead = [data.chunks[d] if d < b else "auto" for d in range(indices.ndim - 1)]
+        chunks = normalize_chunks((*lead, -1), indices.shape, dtype=np.int64)
+        return _counted_indices(indices, plan, chunks)
+    whole = indices.rechunk({indices.ndim - 1: -1})
+    return whole.map_blocks(_counted_block, plan=plan, dtype=np.int64)
+
+
 def _counted_indices(indices: Any, plan: Plan, chunks: tuple[Any, ...]) -> da.Array:
     """The indices as a dask array, counted from the end and checked where the plan asks.
 
@@ -143,6 +162,31 @@ def _counted_indices(indices: Any, plan: Plan, chunks: tuple[Any, ...]) -> da.Ar
         # runs later on the values checked now, whatever the caller does meanwhile.
         return da.from_array(checked(plan, indices), chunks=chunks)
     return indices.map_blocks(_counted_block, plan=plan, dtype=np.int64)
+
+
+def _linear(tuples: np.ndarray, sizes: tuple[int, ...]) -> np.ndarray:
+    """Counted index tuples (the last dim) as the linear position of each in ``sizes``."""
+    linear = np.zeros(tuples.shape[:-1], np.int64)
+    for j, n in enumerate(sizes):
+        linear = linear * n + tuples[..., j]
+    return linear
+
+
+def _take_nd_block(block: np.ndarray, tuples: np.ndarray, batch_dims: int) -> np.ndarray:
+    """GatherND within one data block whole along the addressed dims (tuples counted).
+
+    The NumPy backend's kernel, unchecked: the tuples were checked in their own task.
+    """
+    k = tuples.shape[-1]
+    sizes = tuple(block.shape[batch_dims : batch_dims + k])
+    shape = tuples.shape[:-1] + block.shape[batch_dims + k :]
+    plan = GatherNDPlan("GatherND", False, shape, batch_dims, min(sizes), sizes, batch_dims)
+    return numpy_kernels.gather_nd(block, tuples, plan)
+
+
+def _zeros_like_output(tuples: np.ndarray, rest: tuple[int, ...], like: np.ndarray) -> np.ndarray:
+    """The output block where an addressed axis is empty: zeros (computed after the check)."""
+    return np.zeros(tuples.shape[:-1] + rest, like.dtype)
 
 
 def _reads_nothing(indices: Any, plan: Plan) -> bool:
@@ -214,6 +258,52 @@ class DaskBackend(Backend):
             _join_parts, out_ind, parts, part_ind, indices, idx_ind,
             axis=a, stops=stops, concatenate=False, align_arrays=False,
             dtype=data.dtype, meta=meta,
+        )  # fmt: skip
+
+    def gather_nd(self, data: da.Array, indices: Any, plan: GatherNDPlan, /) -> da.Array:
+        """GatherND: Gather of linear positions, or blocks whole along the addressed dims.
+
+        Without batch dims, data's addressed dims are flattened into one (dask's reshape
+        rechunks all but the first of them whole) and each tuple becomes its linear
+        position there: a Gather along axis 0, with Gather's chunk plans. With batch dims,
+        data is rechunked whole along the addressed dims and the indices' batch dims to
+        data's batch chunks: one task per indices block, the NumPy kernel on the matching
+        data block.
+        """
+        b, sizes = plan.batch_dims, plan.sizes
+        k = len(sizes)
+        rest = tuple(int(n) for n in data.shape[b + k :])
+        tuples = _counted_tuples(indices, plan, data)
+        if 0 in sizes:  # every tuple reads an empty axis: zeros, once the check has run
+            if _reads_nothing(indices, plan):
+                return da.zeros_like(data, shape=plan.out_shape)
+            return tuples.map_blocks(
+                _zeros_like_output, rest=rest, like=np.empty(0, data.dtype), dtype=data.dtype,
+                drop_axis=tuples.ndim - 1,
+                new_axis=list(range(tuples.ndim - 1, tuples.ndim - 1 + len(rest))),
+                chunks=(*tuples.chunks[:-1], *((n,) for n in rest)),
+                meta=meta_from_array(data, ndim=len(plan.out_shape)),
+            )  # fmt: skip
+        if b == 0:
+            flat = data.reshape((math.prod(sizes), *rest))
+            linear = tuples.map_blocks(
+                _linear, sizes=sizes, drop_axis=tuples.ndim - 1, dtype=np.int64
+            )
+            out_shape = tuple(int(n) for n in linear.shape) + rest
+            row_plan = GatherPlan(plan.op, False, out_shape, 0, math.prod(sizes))
+            return self.gather(flat, linear, row_plan)
+        data = data.rechunk({b + j: -1 for j in range(k)})
+        tuples = tuples.rechunk({d: data.chunks[d] for d in range(b)})
+        rank = data.ndim
+        batch = tuple(range(b))
+        data_ind = (*batch, *range(b, rank))
+        middle = tuple(range(rank, rank + tuples.ndim - 1 - b))
+        idx_ind = (*batch, *middle, rank + tuples.ndim)  # the last: whole tuples
+        out_ind = (*batch, *middle, *range(b + k, rank))
+        return da.blockwise(
+            _take_nd_block, out_ind, data, data_ind, tuples, idx_ind,
+            batch_dims=b, concatenate=True, align_arrays=False,
+            dtype=data.dtype, meta=meta_from_array(data, ndim=len(out_ind)),
         )  # fmt: skip
 
     def gather_elements(

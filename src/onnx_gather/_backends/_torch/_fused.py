@@ -31,9 +31,9 @@ import array_api_compat.torch as xp
 import torch
 
 from onnx_gather import _ops
-from onnx_gather._memo import Memo
 from onnx_gather._indices import CLAMP
 from onnx_gather._indices import counted as _counted
+from onnx_gather._memo import Memo
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
