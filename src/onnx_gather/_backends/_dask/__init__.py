@@ -1,4 +1,4 @@
-"""Dask: both operators as lazy, chunk-aware block plans; a call computes nothing.
+"""Dask: every operator as a lazy, chunk-aware block plan; a call computes nothing.
 
 The result is a dask array whose graph reads, for each output block, only the data
 blocks that block can need. NumPy's kernels run inside the tasks, so every dtype NumPy
@@ -25,6 +25,14 @@ GatherElements
     matching off-axis block: data's off-axis chunk sizes times ``data.shape[a]`` elements,
     and a rechunk task needs about the same. If that is too large for a worker, chunk data
     finer off the axis before the call. dask has no ``take_along_axis`` (dask/dask#3663).
+
+GatherND
+    Without batch dims, a Gather along axis 0 of data with its addressed dims flattened
+    into one (dask's reshape makes all but the first of them one chunk), of each tuple's
+    linear position there: Gather's plans above. With batch dims, data is rechunked whole
+    along the addressed dims and the indices' batch dims to data's batch chunks; one task
+    per indices block runs the NumPy kernel on the data block of its batch rows. Index
+    tuples are whole (one chunk along the indices' last dim).
 
 Bounds
     Index values of a dask array are unknown until compute, so each indices block is
