@@ -22,7 +22,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from array_api_compat import array_namespace
+from array_api_compat import array_namespace, device
 
 from onnx_gather import _host
 from onnx_gather._dtypes import numpy_dtype_name
@@ -143,11 +143,12 @@ def nd_take(xp: Any, data: Any, indices: Any, plan: GatherNDPlan) -> Any:
     its slice there. Zeros where unchecked indices address an empty axis (nothing to read).
     """
     b, sizes = plan.batch_dims, plan.sizes
+    where = device(data)  # NumPy before 2.0 has no ``.device``
     k = len(sizes)
     rest = tuple(data.shape[b + k :])
     tuples = math.prod(indices.shape[:-1])
     if 0 in sizes or not tuples or 0 in rest:  # nothing to read
-        return xp.zeros(plan.out_shape, dtype=data.dtype, device=data.device)
+        return xp.zeros(plan.out_shape, dtype=data.dtype, device=where)
     batch = math.prod(data.shape[:b])
     cells = math.prod(sizes)
     wide = batch * cells > _INT32_MAX
@@ -157,7 +158,7 @@ def nd_take(xp: Any, data: Any, indices: Any, plan: GatherNDPlan) -> Any:
     if b:
         # The batch position of every tuple, times the cells of one batch entry.
         lead = xp.reshape(
-            xp.arange(batch, dtype=linear.dtype, device=data.device),
+            xp.arange(batch, dtype=linear.dtype, device=where),
             tuple(indices.shape[:b]) + (1,) * (indices.ndim - 1 - b),
         )
         linear = linear + lead * cells

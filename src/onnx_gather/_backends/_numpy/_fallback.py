@@ -24,6 +24,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
+import array_api_compat.numpy as _xp  # NumPy before 2.1 has no np.astype
 import numpy as np
 
 from onnx_gather import _spec
@@ -238,7 +239,7 @@ def gather_nd(data: Any, indices: np.ndarray, plan: GatherNDPlan, out: np.ndarra
     b, k = plan.batch_dims, len(plan.sizes)
     lead = indices.shape[:-1]
     if b + k > _FANCY_RANK or 0 in plan.sizes:
-        return _into(out, nd_take(np, np.ascontiguousarray(data), counted, plan))
+        return _into(out, nd_take(_xp, np.ascontiguousarray(data), counted, plan))
     batch = tuple(
         np.arange(n).reshape(tuple(n if e == d else 1 for e in range(len(lead))))
         for d, n in enumerate(lead[:b])
