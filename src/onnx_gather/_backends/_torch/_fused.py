@@ -27,10 +27,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import array_api_compat.torch as xp
 import torch
 
 from onnx_gather import _ops
+from onnx_gather._backends._torch._indices import xp
 from onnx_gather._indices import CLAMP
 from onnx_gather._indices import counted as _counted
 from onnx_gather._memo import Memo

@@ -21,9 +21,10 @@ version in its name, so graphs exported today keep their meaning when it changes
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-import array_api_compat.torch as xp
+import array_api_compat.torch as _compat
 import numpy as np
 import torch
 
@@ -33,6 +34,15 @@ from onnx_gather._indices import counted as _counted
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
+
+#: array_api_compat's torch namespace with ``clip`` as ``torch.clamp``: before
+#: array-api-compat 1.14 (the declared floor is 1.9) its clip assigns through boolean
+#: masks, which fails under ``torch.func.vmap`` and on the meta device
+#: (data-apis/array-api-compat#350, fixed by #353).
+xp = SimpleNamespace(
+    **{name: getattr(_compat, name) for name in dir(_compat) if not name.startswith("__")}
+    | {"clip": torch.clamp}
+)
 
 # A tensor inside a torch.func transform (vmap, grad), whose values cannot be read.
 wrapped = torch._C._functorch.is_functorch_wrapped_tensor
