@@ -171,7 +171,10 @@ def torch_pair(
         return x.detach().cpu().numpy()
 
     if mode == "compile":
-        # Both under torch.compile(fullgraph=True): the graph a user's model holds.
+        # Both under torch.compile(fullgraph=True): the graph a user's model holds. Each
+        # workload compiles afresh: the native lambda is one code object for them all, and
+        # Dynamo stops recompiling a code object after 8 shapes and dtypes (recompile_limit).
+        torch._dynamo.reset()
         ours_fn = torch.compile(_our_function(w), fullgraph=True)
         native_fn = torch.compile(
             lambda d, i: NATIVE[w.op]["torch"](torch, d, i, w)(), fullgraph=True
