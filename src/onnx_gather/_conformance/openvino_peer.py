@@ -14,7 +14,7 @@ Measured on openvino 2026.4.1 (CPU plugin), see docs/conformance.md:
 * no complex types and no NumPy strings (a :class:`Gap`); the CPU plugin compiles
   64-bit data (int64, uint64, float64) and int64 indices as their 32-bit types, so it
   returns such data narrowed and reads int64 indices modulo 2**32; float16 goes through
-  float32, which quiets signalling NaNs; on an empty axis (``s = 0``) no index is
+  float32 on CPUs without AVX512-FP16, which quiets signalling NaNs; on an empty axis (``s = 0``) no index is
   checked and the output holds uninitialised memory. :func:`known_divergence` names these.
   After an out-of-range error a compiled model returns, for a following call with empty
   indices, the failed call's output shape filled with stale memory: :meth:`OpenVINO.run`
@@ -172,7 +172,7 @@ def known_divergence(example: Example, cls: str) -> str | None:
     if example.dtype_name in NARROWED and cls.startswith(("WRONG values", "NaN payload")):
         return f"the CPU plugin computes {example.dtype_name} in 32 bits"
     if example.dtype_name == "float16" and cls == "NaN payload changed":
-        return "float16 goes through float32, which quiets signalling NaNs"
+        return "float16 goes through float32 (CPUs without AVX512-FP16): signalling NaNs come back quiet"
     size = example.data.shape[example.attributes["axis"]]
     if cls == "ACCEPTS: out-of-range index" and size == 0:
         return "an empty axis is not range-checked: the output holds uninitialised memory"
