@@ -152,7 +152,9 @@ def _counted_tuples(indices: Any, plan: Plan, data: da.Array) -> da.Array:
     """
     if isinstance(indices, np.ndarray):
         b = plan.batch_dims  # type: ignore[attr-defined]
-        lead = [data.chunks[d] if d < b else "auto" for d in range(indices.ndim - 1)]
+        # No index: whole dims, as dask's auto chunks divide by the block's size (0).
+        auto = "auto" if indices.size else -1
+        lead = [data.chunks[d] if d < b else auto for d in range(indices.ndim - 1)]
         chunks = normalize_chunks((*lead, -1), indices.shape, dtype=np.int64)
         return _counted_indices(indices, plan, chunks)
     whole = indices.rechunk({indices.ndim - 1: -1})
