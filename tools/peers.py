@@ -28,6 +28,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import multiprocessing
 import sys
@@ -153,8 +154,13 @@ def openvino_peer() -> Peer:
 
 
 def onnx_gather_peer(example: Example) -> Outcome:
-    """onnx_gather on NumPy: the control row."""
-    return _guard(lambda: call(example.data, example.indices, example))
+    """onnx_gather on NumPy: the control row, always checked.
+
+    As the spec is: the peers have no ``check_bounds=False``, under which an out-of-range
+    index may give any value.
+    """
+    checked = dataclasses.replace(example, check_bounds=True)
+    return _guard(lambda: call(checked.data, checked.indices, checked))
 
 
 def peers() -> dict[str, tuple[Peer, Callable[[np.ndarray], np.ndarray] | None]]:
