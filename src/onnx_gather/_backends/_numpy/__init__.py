@@ -56,15 +56,7 @@ def gather(
     The NumPy backend's kernel, also run by the PyTorch backend on views of CPU tensors
     and by the Dask backend in its tasks.
     """
-    if type(data) is not np.ndarray:
-        data = _plain(data)
-    if _kernels is not None:
-        result = _kernels.gather(
-            data, indices, plan.axis, out, plan.check_bounds, threads or THREADS
-        )
-        if result is not NotImplemented:  # (strings, objects, subclasses: pure NumPy)
-            return result if result is not None else _out_of_range(plan, indices)
-    return fallback.gather(data, indices, plan, out)
+    return _run("gather", plan.axis, data, indices, plan, out, threads)
 
 
 def gather_elements(
@@ -75,15 +67,7 @@ def gather_elements(
     threads: int | None = None,
 ) -> Any:
     """ONNX GatherElements; ``out`` as for :func:`gather`."""
-    if type(data) is not np.ndarray:
-        data = _plain(data)
-    if _kernels is not None:
-        result = _kernels.gather_elements(
-            data, indices, plan.axis, out, plan.check_bounds, threads or THREADS
-        )
-        if result is not NotImplemented:
-            return result if result is not None else _out_of_range(plan, indices)
-    return fallback.gather_elements(data, indices, plan, out)
+    return _run("gather_elements", plan.axis, data, indices, plan, out, threads)
 
 
 def gather_nd(
@@ -94,15 +78,27 @@ def gather_nd(
     threads: int | None = None,
 ) -> Any:
     """ONNX GatherND; ``out`` as for :func:`gather`."""
+    return _run("gather_nd", plan.batch_dims, data, indices, plan, out, threads)
+
+
+def _run(
+    op: str,
+    attribute: int,
+    data: Any,
+    indices: np.ndarray,
+    plan: Any,
+    out: np.ndarray | None,
+    threads: int | None,
+) -> Any:
+    """The compiled kernel of ``op`` (``attribute``: its axis or batch_dims), else the fallback's."""
     if type(data) is not np.ndarray:
         data = _plain(data)
     if _kernels is not None:
-        result = _kernels.gather_nd(
-            data, indices, plan.batch_dims, out, plan.check_bounds, threads or THREADS
-        )
-        if result is not NotImplemented:
+        kernel = getattr(_kernels, op)
+        result = kernel(data, indices, attribute, out, plan.check_bounds, threads or THREADS)
+        if result is not NotImplemented:  # (strings, objects, subclasses: pure NumPy)
             return result if result is not None else _out_of_range(plan, indices)
-    return fallback.gather_nd(data, indices, plan, out)
+    return getattr(fallback, op)(data, indices, plan, out)
 
 
 def _plain(data: Any) -> np.ndarray:
