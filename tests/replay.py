@@ -8,6 +8,7 @@ exporter; test_torch_replay_dynamo.py: the dynamo exporter, which writes GatherN
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,28 @@ def capture(path: Path, feeds: dict[str, np.ndarray]) -> list[Node]:
 def counts(nodes: list[Node]) -> tuple[tuple[str, int], ...]:
     """How many nodes of each type of the family, in the registry's order."""
     return tuple((op, n) for op in OPS if (n := sum(node.op_type == op for node in nodes)))
+
+
+def capture_all(
+    models: list[Model],
+    opsets: list[int],
+    export: Callable[[Model, int, Path], None],
+    folder: Path,
+) -> dict[tuple[str, int], list[Node]]:
+    """Every model exported at every opset by ``export`` and run once in ONNX Runtime.
+
+    Asserts that each export has its opset and the family's nodes the model expects.
+    """
+    out = {}
+    for model in models:
+        for opset in opsets:
+            path = folder / f"{model.name}-{opset}.onnx"
+            export(model, opset, path)
+            assert opset_of(onnx.load(str(path))) == opset
+            nodes = capture(path, model.feeds)
+            assert counts(nodes) == model.nodes[opset], (model.name, opset, counts(nodes))
+            out[model.name, opset] = nodes
+    return out
 
 
 def replay(lib: Library, nodes: list[Node], opset: int) -> int:

@@ -27,12 +27,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnx
 import pytest
 import torch
 from helpers import assert_identical
 from libs import Library
-from replay import Model, Node, capture, counts, opset_of, replay
+from replay import Model, Node, capture_all, replay
 
 from onnx_gather._conformance.libraries import type_name
 from onnx_gather._ops import call
@@ -130,17 +129,7 @@ def _export(model: Model, opset: int, path: Path) -> None:
 @pytest.fixture(scope="session")
 def captured(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], list[Node]]:
     """Every model exported at every opset and run once in ORT (one export per session)."""
-    folder = tmp_path_factory.mktemp("replay")
-    out = {}
-    for model in _models():
-        for opset in OPSETS:
-            path = folder / f"{model.name}-{opset}.onnx"
-            _export(model, opset, path)
-            assert opset_of(onnx.load(str(path))) == opset
-            nodes = capture(path, model.feeds)
-            assert counts(nodes) == model.nodes[opset], (model.name, opset, counts(nodes))
-            out[model.name, opset] = nodes
-    return out
+    return capture_all(_models(), OPSETS, _export, tmp_path_factory.mktemp("replay"))
 
 
 @pytest.mark.parametrize("opset", OPSETS)

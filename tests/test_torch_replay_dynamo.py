@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 import torch
 from libs import Library
-from replay import Model, Node, capture, counts, opset_of, replay
+from replay import Model, Node, capture_all, replay
 
 pytestmark = pytest.mark.tool("onnxscript")
 
@@ -89,19 +89,7 @@ def _export(model: Model, opset: int, path: Path) -> None:
 @pytest.fixture(scope="session")
 def captured(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], list[Node]]:
     """Every model exported at every opset and run once in ORT (one export per session)."""
-    import onnx
-
-    folder = tmp_path_factory.mktemp("replay-dynamo")
-    out = {}
-    for model in _models():
-        for opset in OPSETS:
-            path = folder / f"{model.name}-{opset}.onnx"
-            _export(model, opset, path)
-            assert opset_of(onnx.load(str(path))) == opset
-            nodes = capture(path, model.feeds)
-            assert counts(nodes) == model.nodes[opset], (model.name, opset, counts(nodes))
-            out[model.name, opset] = nodes
-    return out
+    return capture_all(_models(), OPSETS, _export, tmp_path_factory.mktemp("replay-dynamo"))
 
 
 @pytest.mark.parametrize("opset", OPSETS)
