@@ -144,6 +144,15 @@ def _take_along_block(block: np.ndarray, indices: np.ndarray, axis: int) -> np.n
     return numpy_kernels.gather_elements(block, indices, plan)
 
 
+def _zeros(data: da.Array, shape: tuple[int, ...]) -> da.Array:
+    """Zeros of ``data``'s dtype and array type: the output that reads nothing.
+
+    Strings (object data) as one block: dask's auto chunks cannot size object data
+    (NotImplementedError "Can not use auto rechunking with object dtype").
+    """
+    return da.zeros_like(data, shape=shape, chunks=-1 if data.dtype == object else "auto")
+
+
 def _counted_tuples(indices: Any, plan: Plan, data: da.Array) -> da.Array:
     """GatherND's indices as a dask array of whole tuples, counted and checked per block.
 
@@ -236,7 +245,7 @@ class DaskBackend(Backend):
 
     def gather(self, data: da.Array, indices: Any, plan: Plan, /) -> da.Array:
         if _reads_nothing(indices, plan):
-            return da.zeros_like(data, shape=plan.out_shape)
+            return _zeros(data, plan.out_shape)
         a, rank = plan.axis, data.ndim
         data = chunking.merge_along_axis(data, a)
         chunks = chunking.index_chunks(tuple(int(n) for n in indices.shape), data, a)
@@ -286,7 +295,7 @@ class DaskBackend(Backend):
         tuples = _counted_tuples(indices, plan, data)
         if 0 in sizes:  # every tuple reads an empty axis: zeros, once the check has run
             if _reads_nothing(indices, plan):
-                return da.zeros_like(data, shape=plan.out_shape)
+                return _zeros(data, plan.out_shape)
             return tuples.map_blocks(
                 _zeros_like_output, rest=rest, like=np.empty(0, data.dtype), dtype=data.dtype,
                 drop_axis=tuples.ndim - 1,
@@ -320,7 +329,7 @@ class DaskBackend(Backend):
         self, data: da.Array, indices: Any, plan: GatherElementsPlan, /
     ) -> da.Array:
         if _reads_nothing(indices, plan):
-            return da.zeros_like(data, shape=plan.out_shape)
+            return _zeros(data, plan.out_shape)
         indices = _counted_indices(indices, plan, chunking.like_data(data))
         block = plan.block()
         if block is not None:
