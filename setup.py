@@ -13,9 +13,9 @@ from pathlib import Path
 
 from setuptools import Extension, setup
 
-#: The compiled kernel's sources: a shared core (og_core.c, og_core.h), one file per
-#: operator and the module's entry points (og_module.c). Relative paths: setuptools
-#: refuses absolute ones.
+#: The compiled kernel's sources: a shared core (og_core.c, og_core.h), its kept worker
+#: threads (og_pool.c), one file per operator and the module's entry points
+#: (og_module.c). Relative paths: setuptools refuses absolute ones.
 KERNEL_DIR = Path("src/onnx_gather/_c")
 
 

@@ -552,6 +552,85 @@ def test_fork_after_threaded_call():
     assert res.returncode == 0, res.stderr.decode()
 
 
+def test_threaded_calls_back_to_back_with_changing_thread_counts():
+    """The kept workers (og_pool.c) take each call once, whatever the last call used."""
+    rng = np.random.default_rng(7)
+    data = random_bits((64, 33), np.uint32, rng)
+    for threads in [4, 2, 3, 1, 4, 2, 8, 3, 1, 2, 4] * 5:
+        ind = rand_indices((40, 5), 64, np.int64, rng)
+        ok, out = call_gather(data, ind, 0, threads=threads)
+        assert ok
+        assert_bits_equal(out, ref_gather(data, ind, 0))
+        ind = rand_indices((64, 33), 33, np.int32, rng)
+        ok, out = call_ge(data, ind, 1, threads=threads)
+        assert ok
+        assert_bits_equal(out, ref_gather_elements(data, ind, 1))
+        bad = ind.copy()
+        bad.flat[rng.integers(bad.size)] = 33
+        assert call_ge(data, bad, 1, threads=threads)[0] is False
+
+
+def test_threaded_calls_from_many_python_threads_at_once():
+    """One caller holds the pool; the others create their threads per call, as before."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(8)
+    data = random_bits((300, 70), np.uint16, rng)
+    jobs = [(rand_indices((200, 70), 300, np.int64, rng), 2 + n % 3) for n in range(96)]
+
+    def run(job):
+        ind, threads = job
+        return call_ge(data, ind, 0, threads=threads)
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(run, jobs))
+    for (ind, _), (ok, out) in zip(jobs, results, strict=True):
+        assert ok
+        assert_bits_equal(out, ref_gather_elements(data, ind, 0))
+
+
+IDLE_SCRIPT = """
+import time, numpy as np
+from onnx_gather import _kernels
+data = np.arange(4_000_000, dtype=np.float32)
+ind = np.arange(4_000_000, dtype=np.int64)[::-1].copy()
+for _ in range(3):
+    assert _kernels.gather(data, ind, 0, None, True, 2) is not None
+start = time.process_time()
+time.sleep(0.5)
+print(time.process_time() - start)
+"""
+
+
+def test_an_idle_process_holds_no_busy_core():
+    # The workers spin for 0.2 ms after a call, then sleep: half a second idle must cost
+    # (nearly) no CPU time. Without the sleep it would cost about 0.5 s.
+    res = subprocess.run([sys.executable, "-c", IDLE_SCRIPT], capture_output=True, timeout=120)
+    assert res.returncode == 0, res.stderr.decode()
+    assert float(res.stdout) < 0.1, res.stdout
+
+
+SIGNAL_SCRIPT = """
+import os, signal, threading, numpy as np
+from onnx_gather import _kernels
+data = np.arange(1_000_000, dtype=np.float32)
+ind = np.arange(1_000_000, dtype=np.int64)[::-1].copy()
+threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+try:
+    while True:
+        assert _kernels.gather(data, ind, 0, None, True, 2) is not None
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "kill"), reason="no signals")
+def test_ctrl_c_reaches_python_during_threaded_calls():
+    # The workers block every signal: SIGINT is Python's, raised between calls.
+    res = subprocess.run([sys.executable, "-c", SIGNAL_SCRIPT], capture_output=True, timeout=120)
+    assert res.stdout.decode().strip() == "interrupted", res.stderr.decode()
+
+
 def test_all_small_shapes_exhaustive():
     """Every shape up to 3x3x3, every axis, both ops, both index types, with negatives."""
     rng = np.random.default_rng(13)

@@ -262,7 +262,8 @@ og_thread_main(void *p)
 }
 #endif
 
-/* Run fn(job, t, nt) for t in [0, nt): t = 0 on the calling thread, the rest on threads
+/* Run fn(job, t, nt) for t in [0, nt): t = 0 on the calling thread, the rest on the
+ * pool's workers (og_pool.c), or where the pool is busy or absent (Windows) on threads
  * created here and joined before returning.  A thread that cannot be created has its
  * share run on the calling thread afterwards. */
 void
@@ -280,6 +281,7 @@ og_run(og_work_fn fn, void *job, int nt)
         fn(job, 0, 1);
         return;
     }
+    if (og_pool_run(fn, job, nt)) return;
     for (t = 1; t < nt; t++) {
         args[t].fn = fn;
         args[t].job = job;

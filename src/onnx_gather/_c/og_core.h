@@ -43,9 +43,15 @@
 
 /* Tunables (module-private setter `_tune` exists for measurements). */
 /* Work units (about one random element read each, ~0.7 ns here) a thread must have before
- * another one is started: starting and waking a thread costs ~25-100 us on the 2-core VM
- * this was measured on, so 2 threads only pay from ~0.1 ms of single-thread work. */
+ * another one is started: about 46 us of single-thread work.  A kept worker that spins
+ * starts in ~1 us (og_pool.c); a sleeping one takes ~250 us to wake on the 2-core VM this
+ * was measured on, and the caller then runs its share itself. */
 extern npy_intp og_min_per_thread;
+/* The work of copying `rows` blocks of `bytes` in all, in those units: a per-row cost and
+ * a unit per 8 bytes (one thread copied 4096 random 1 KB rows in ~360 us, ~0.7 ns per 8
+ * bytes, page faults of a new output included; at a unit per 64 bytes such a copy never
+ * got its second thread, which halves it). */
+#define OG_COPY_WORK(rows, bytes) ((rows) * 8 + (bytes) / 8)
 extern npy_intp og_block_bytes; /* GatherElements column-block working set */
 
 /* Odometer over a list of dims (shape > 0) with byte strides. */
@@ -106,6 +112,9 @@ extern const og_elem_fn og_elem_table[2][6];
 /* Threads: run fn(job, t, nt) for t in [0, nt), the calling thread taking t = 0. */
 typedef void (*og_work_fn)(void *job, int t, int nt);
 void og_run(og_work_fn fn, void *job, int nt);
+/* The same on the kept worker threads (og_pool.c): 1 when done, 0 (nothing run) when the
+ * pool is busy or absent. */
+int og_pool_run(og_work_fn fn, void *job, int nt);
 /* How many threads `work` units split into `units` pieces are worth (at most `threads`). */
 int og_nthreads(npy_intp threads, npy_intp work, npy_intp units);
 

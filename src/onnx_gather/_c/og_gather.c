@@ -66,7 +66,7 @@ gather_plan(og_job *h)
     og_block_collapse(&J->post, h->isz);
     /* Work: elements for element gathers; per-row cost plus bytes for row copies. */
     og_run(gather_work, J,
-           og_nthreads(h->threads, J->P == 1 ? h->total : J->R * 8 + (h->total * h->isz) / 64,
+           og_nthreads(h->threads, J->P == 1 ? h->total : OG_COPY_WORK(J->R, h->total * h->isz),
                        J->R));
 }
 

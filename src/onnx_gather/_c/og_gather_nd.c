@@ -100,7 +100,7 @@ nd_plan(og_job *h)
     /* Work: per tuple its coordinates and, for blocks, the bytes copied. */
     og_run(nd_work, J,
            og_nthreads(h->threads,
-                       J->P == 1 ? J->N * (1 + J->k / 2) : J->N * 8 + (h->total * h->isz) / 64,
+                       J->P == 1 ? J->N * (1 + J->k / 2) : OG_COPY_WORK(J->N, h->total * h->isz),
                        J->N));
 }
 
