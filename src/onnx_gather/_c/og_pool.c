@@ -2,12 +2,17 @@
  * A pool of worker threads for og_run (POSIX): threads made once and kept, instead of
  * created and joined on every call.
  *
- * Why: creating and joining a thread cost 17-48 us per call on the 2-core VM (and a
- * woken vCPU that had halted takes as long again), a sixth of a 270 us row copy; torch's
- * and ONNX Runtime's pools keep their threads spinning between calls, so back to back
- * their second core starts at once.  A worker here spins for OG_SPIN_NS after its share
- * (a call that follows within that time starts at once), then sleeps on its condition
- * variable: an idle process holds no busy core.
+ * Why: creating and joining a thread cost 17-48 us per call on the 2-core VM, a sixth of
+ * a 270 us row copy; torch's and ONNX Runtime's pools keep their threads spinning between
+ * calls, so back to back their second core starts at once.  A worker here spins for
+ * OG_SPIN_NS after its share (a call that follows within that time starts in ~1 us),
+ * yielding the core to any other runnable thread after the first microseconds, then
+ * sleeps on its condition variable: an idle process holds no busy core.  Waking a
+ * sleeping worker took ~250 us here (a halted vCPU): the caller runs any share whose
+ * worker has not started once its own is done.
+ *
+ * Interleaved with torch.gather (whose OpenMP workers spin too), pure spinning slowed
+ * torch.gather 218 -> 251 us; yielding keeps it at 220 us (/tmp probe, 2-core VM).
  *
  * One caller at a time: a call that finds the pool busy (another Python thread inside a
  * kernel, the GIL being released) returns 0 and og_run creates its threads as before.
@@ -100,8 +105,15 @@ og_worker_main(void *p)
             long long until = og_now_ns() + OG_SPIN_NS;
             int spins = 0;
             while ((go = __atomic_load_n(&w->go, __ATOMIC_ACQUIRE)) == seen) {
-                OG_PAUSE();
-                if ((++spins & 63) == 0 && og_now_ns() > until) break;
+                if (++spins < 1024) {
+                    OG_PAUSE();
+                    continue;
+                }
+                /* Then yield at each look: another runnable thread on this core (torch's
+                 * or BLAS's workers, which spin too) gets it, and a call still finds us
+                 * within a microsecond. */
+                sched_yield();
+                if ((spins & 15) == 0 && og_now_ns() > until) break;
             }
             if (go == seen) {
                 pthread_mutex_lock(&og_pool_lock);
