@@ -603,7 +603,7 @@ print(time.process_time() - start)
 
 
 def test_an_idle_process_holds_no_busy_core():
-    # The workers spin for 0.2 ms after a call, then sleep: half a second idle must cost
+    # The workers spin for 0.5 ms after a call, then sleep: half a second idle must cost
     # (nearly) no CPU time. Without the sleep it would cost about 0.5 s.
     res = subprocess.run([sys.executable, "-c", IDLE_SCRIPT], capture_output=True, timeout=120)
     assert res.returncode == 0, res.stderr.decode()

@@ -22,7 +22,7 @@
  * NaN payloads and -0.0 survive.  Every offset is computed in npy_intp and every index
  * in npy_int64.
  *
- * Threads (pthreads, no OpenMP): kept workers that spin 0.2 ms after a call, then sleep
+ * Threads (pthreads, no OpenMP): kept workers that spin 0.5 ms after a call, then sleep
  * (og_pool.c); a child after fork() starts its own.  Where the pool is busy (another
  * Python thread's call) and on Windows (_beginthreadex) threads are created per call
  * and joined before returning.
