@@ -24,29 +24,28 @@ typedef struct {
     npy_intp P;                                     /* elements of one block */
 } og_nd_job;
 
-/* One element: a copy of constant size, which the compiler inlines as a load and a
- * store, where a memcpy of variable size was a call per element (4096 full coordinates
- * of 8x256x56x56 float32, one thread: 76 -> 65 us). */
-static NPY_INLINE void
-item_copy(char *dst, const char *src, npy_intp isz)
-{
-    switch (isz) {
-    case 1: memcpy(dst, src, 1); break;
-    case 2: memcpy(dst, src, 2); break;
-    case 4: memcpy(dst, src, 4); break;
-    case 8: memcpy(dst, src, 8); break;
-    case 16: memcpy(dst, src, 16); break;
-    default: memcpy(dst, src, (size_t)isz);
-    }
-}
+/* Tuples per batch of offsets (nd_work): computed first, then their elements copied in
+ * one loop of independent loads, so many cache misses are in flight at once. */
+#define OG_ND_BATCH 256
 
-/* Tuples [t0, t1): the data offset of each, its block copied to out. */
+/* Copy n elements of size SZ from data + offs[c] to out, in order. */
+#define OG_ND_COPY(SZ)                                                                   \
+    for (c = 0; c < n; c++) memcpy(out + c * (SZ), data + offs[c], (SZ));
+
+/* Tuples [t0, t1): the data offset of each, its block copied to out.  Offsets are
+ * computed a batch at a time (OG_ND_BATCH), then copied: 4096 full coordinates of
+ * 8x256x56x56 float32 (one thread, data out of cache) went 67 -> 43 us (NumPy's
+ * advanced indexing: 65 us), where one loop that computed an offset and copied its
+ * element kept fewer loads in flight; with data in cache both take 21 us. */
 static void
 nd_work(void *jv, int t, int nt)
 {
     og_nd_job *J = (og_nd_job *)jv;
     og_job *h = &J->h;
     const npy_intp isz = h->isz, blockbytes = J->P * isz, k = J->k;
+    const char *data = h->data;
+    const int ind64 = h->ind64, check = h->check;
+    npy_intp offs[OG_ND_BATCH];
     npy_intp t0, t1, tup, in_batch, since = 0;
     og_odo batch;
     int j;
@@ -55,37 +54,53 @@ nd_work(void *jv, int t, int nt)
     odo_init(&batch, J->batch_nd, J->batch_shape, J->batch_stride);
     odo_seek(&batch, t0 / J->T);
     in_batch = t0 % J->T;
-    for (tup = t0; tup < t1; tup++) {
-        npy_intp off = batch.off;
-        for (j = 0; j < k; j++) {
-            npy_intp at = tup * k + j;
-            npy_int64 i = h->ind64 ? ((const npy_int64 *)h->ind)[at]
-                                   : (npy_int64)((const npy_int32 *)h->ind)[at];
-            const npy_int64 s = J->sizes[j];
-            i += (i < 0) ? s : 0;
-            if (OG_UNLIKELY((npy_uint64)i >= (npy_uint64)s)) {
-                if (h->check) {
-                    h->bad = 1;
-                    return;
+    for (tup = t0; tup < t1;) {
+        const npy_intp n = t1 - tup < OG_ND_BATCH ? t1 - tup : OG_ND_BATCH;
+        char *out = h->out + tup * blockbytes;
+        npy_intp c;
+        for (c = 0; c < n; c++) {
+            npy_intp off = batch.off;
+            const npy_intp at0 = (tup + c) * k;
+            for (j = 0; j < k; j++) {
+                npy_int64 i = ind64 ? ((const npy_int64 *)h->ind)[at0 + j]
+                                    : (npy_int64)((const npy_int32 *)h->ind)[at0 + j];
+                const npy_int64 s = J->sizes[j];
+                i += (i < 0) ? s : 0;
+                if (OG_UNLIKELY((npy_uint64)i >= (npy_uint64)s)) {
+                    if (check) {
+                        h->bad = 1;
+                        return;
+                    }
+                    i = (i < 0) ? 0 : s - 1;
                 }
-                i = (i < 0) ? 0 : s - 1;
+                off += (npy_intp)i * J->cstride[j];
             }
-            off += (npy_intp)i * J->cstride[j];
+            offs[c] = off;
+            if (++in_batch == J->T) {
+                in_batch = 0;
+                odo_next(&batch);
+            }
         }
         if (J->P == 1) {
-            item_copy(h->out + tup * isz, h->data + off, isz);
+            switch (isz) {
+            case 1: OG_ND_COPY(1) break;
+            case 2: OG_ND_COPY(2) break;
+            case 4: OG_ND_COPY(4) break;
+            case 8: OG_ND_COPY(8) break;
+            case 16: OG_ND_COPY(16) break;
+            default: OG_ND_COPY(isz) break;
+            }
         }
         else {
-            og_block_copy(&J->rest, h->out + tup * blockbytes, h->data + off, isz);
+            for (c = 0; c < n; c++) {
+                og_block_copy(&J->rest, out + c * blockbytes, data + offs[c], isz);
+            }
         }
-        since += J->P + k;
+        tup += n;
+        since += n * (J->P + k);
         if (since >= OG_CHUNK) {
             since = 0;
             if (h->bad) return;
-        }
-        if (++in_batch == J->T) {
-            in_batch = 0;
-            odo_next(&batch);
         }
     }
 }
