@@ -118,19 +118,16 @@ def test_cpu_tensors_stay_within_torchs_thread_count(monkeypatch: pytest.MonkeyP
     if _numpy._kernels is None:
         pytest.skip("the compiled kernel is not built here")  # no_compiler: nothing to bound
     seen: list[int] = []
-    real = _numpy._kernels
 
-    class Spy:
-        def __getattr__(self, name: str) -> Any:
-            fn = getattr(real, name)
+    def spy(fn: Any) -> Any:
+        def call(*args: Any) -> Any:
+            seen.append(args[-1])  # every kernel takes the thread count last
+            return fn(*args)
 
-            def call(*args: Any) -> Any:
-                seen.append(args[-1])  # every kernel takes the thread count last
-                return fn(*args)
+        return call
 
-            return call
-
-    monkeypatch.setattr(_numpy, "_kernels", Spy())
+    spies = {op: spy(fn) for op, fn in _numpy._COMPILED.items() if fn is not None}
+    monkeypatch.setattr(_numpy, "_COMPILED", spies)
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(1)

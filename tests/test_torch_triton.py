@@ -140,6 +140,7 @@ def routed(monkeypatch: pytest.MonkeyPatch) -> Routed:
     )
     # Cached plans hold the unpatched kernels: a fresh cache, dropped afterwards.
     monkeypatch.setattr(_api, "_PLANS", Memo(4096))
+    monkeypatch.setattr(_api, "_CALLS", Memo(4096))
     return router
 
 

@@ -88,6 +88,7 @@ def empty_caches(monkeypatch: pytest.MonkeyPatch) -> None:
     """The backend and plan caches as in a fresh process."""
     monkeypatch.setattr(_dispatch, "_BY_TYPE", Memo(256))
     monkeypatch.setattr(_api, "_PLANS", Memo(4096))
+    monkeypatch.setattr(_api, "_CALLS", Memo(4096))
 
 
 def eager_calls(make: Any, to_index: Any) -> None:

@@ -13,7 +13,9 @@
    input's shape, dtype and type). Not while a compiler traces: the planner then runs
    once per compilation anyway, and a lookup would make the compiler guard on the cache
    (every later eager call would recompile the graph) and specialise symbolic sizes
-   (``dynamic=True``).
+   (``dynamic=True``). A call whose inputs are all of ``data``'s library finds its plan
+   and its kernel in one lookup, before step 2 (which has nothing to do for it): the
+   short path of small calls.
 4. **Kernel**: the backend's method for the operator (the registry's ``method``) runs the
    plan. It owns the bounds policy: it counts negative indices from the end, checks (when
    ``plan.check_bounds``) and computes in as few passes as its library allows, and raises
@@ -24,7 +26,7 @@ Nothing here asks which operator runs: the registry record says all of it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from onnx_gather import _spec
 from onnx_gather._dispatch import backend_for, library_of
@@ -33,13 +35,20 @@ from onnx_gather._host import Unrepresentable, index_array
 from onnx_gather._memo import Memo
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from onnx_gather._backends._base import Backend
     from onnx_gather._ops import Operator
     from onnx_gather._spec import Plan
 
 
+_V = TypeVar("_V")
+
 #: Plans by everything a planner reads.
 _PLANS: Memo[tuple[Any, ...], Plan] = Memo(4096)
+#: Calls whose inputs are all the backend's own arrays, by the same key as ``_PLANS``: the
+#: plan and the backend's method that runs it (bound), found in one lookup.
+_CALLS: Memo[tuple[Any, ...], tuple[Plan, Callable[..., Any]]] = Memo(4096)
 
 
 def run(
@@ -56,15 +65,79 @@ def run(
         version = op.resolve(opset)
     backend = backend_for(arrays[0])
     traced = backend.python_traced is not None and bool(backend.python_traced())
-    if not backend.owns(arrays[1]):  # host indices (or another library's: TypeError)
+    key = None
+    # Only a bool: a falsy None or 0 must not turn the check off unseen (nor 1 == True
+    # find a plan), so anything else takes the checking path below.
+    if not traced and (check_bounds is True or check_bounds is False):
+        key = _key(op, version, backend, arrays, attributes, check_bounds)
+        if key is not None:
+            try:
+                known = _CALLS.get(key)
+            except TypeError:  # (a shape or dtype the planner will reject or explain)
+                known = key = None
+            if known is not None:  # (stored for the backend's own inputs: nothing to convert)
+                return known[1](*arrays, known[0])
+    owned = backend.owns(arrays[1])
+    if not owned:  # host indices (or another library's: TypeError)
         arrays = (arrays[0], _host_indices(backend, arrays[1], arrays[0], traced), *arrays[2:])
     if check_bounds is not True and check_bounds is not False:
-        # Only a bool (or NumPy's): a falsy None or 0 must not turn the check off unseen.
         check_bounds = _spec.check_flag("check_bounds", check_bounds)
+    method = getattr(backend, op.method)
+    if owned and key is not None:
+        plan = _planned(op, version, backend, arrays, attributes, check_bounds, False)
+        _CALLS.put(key, (plan, method))
+        return method(*arrays, plan)
     plan = _planned(op, version, backend, arrays, attributes, check_bounds, not traced)
     if type(arrays[1]) is Unrepresentable:
         arrays[1].raise_for(plan)
-    return getattr(backend, op.method)(*arrays, plan)
+    return method(*arrays, plan)
+
+
+def _key(
+    op: Operator,
+    version: int,
+    backend: Backend,
+    arrays: tuple[Any, ...],
+    attributes: tuple[Any, ...],
+    check_bounds: bool,
+) -> tuple[Any, ...] | None:
+    """The cache key of a call: everything its planner reads; None where it has none.
+
+    An attribute that is not a plain int or str (an ``__index__`` object) may change, and a
+    bool equals an int: never a key. The arrays' own shape objects: a key is stored only
+    after the planner accepted them (through ``backend.shape``, which also rejects
+    unknown sizes).
+    """
+    # One attribute, the common case, tested first.
+    if not (type(attributes[0]) is int if len(attributes) == 1 else _keyable(attributes)):
+        return None
+    try:
+        key: tuple[Any, ...]
+        if len(arrays) == 2:  # the gathers: one tuple, built at once
+            data, indices = arrays
+            key = (
+                op, version, backend, attributes, check_bounds, data.shape, data.dtype,
+                indices.shape, indices.dtype, type(indices),
+            )  # fmt: skip
+        else:
+            parts = (part for x in arrays for part in (x.shape, x.dtype, type(x)))
+            key = (op, version, backend, attributes, check_bounds, *parts)
+    except Exception:
+        # A shape or dtype that cannot be read (a nested tensor's), or host indices (a
+        # list): the planner, through backend.shape and backend.dtype_name, says what is
+        # wrong, or the host conversion reads them.
+        return None
+    return key
+
+
+def _get(memo: Memo[tuple[Any, ...], _V], key: tuple[Any, ...] | None) -> _V | None:
+    """``memo``'s value for ``key``; None for no key or one that cannot be hashed."""
+    if key is None:
+        return None
+    try:
+        return memo.get(key)
+    except TypeError:  # (a shape or dtype the planner will reject or explain)
+        return None
 
 
 def _host_indices(backend: Backend, indices: Any, data: Any, traced: bool) -> Any:
@@ -95,29 +168,10 @@ def _planned(
     cached: bool,
 ) -> Plan:
     """The call's plan, from the cache or made by the operator's planner (which checks all)."""
-    key: tuple[Any, ...] | None = None
-    # An attribute that is not a plain int or str (an __index__ object) may change, and a
-    # bool equals an int: never a key. (One attribute, the common case, tested first.)
-    if cached and (type(attributes[0]) is int if len(attributes) == 1 else _keyable(attributes)):
-        # The arrays' own shape objects: a key is stored only after the planner accepted
-        # them (through backend.shape, which also rejects unknown sizes).
-        try:
-            if len(arrays) == 2:  # the gathers: one tuple, built at once
-                data, indices = arrays
-                key = (
-                    op, version, backend, attributes, check_bounds, data.shape, data.dtype,
-                    indices.shape, indices.dtype, type(indices),
-                )  # fmt: skip
-            else:
-                parts = (part for x in arrays for part in (x.shape, x.dtype, type(x)))
-                key = (op, version, backend, attributes, check_bounds, *parts)
-            plan = _PLANS.get(key)
-        except Exception:
-            # A shape or dtype that cannot be read (a nested tensor's) or hashed: let the
-            # planner, through backend.shape and backend.dtype_name, say what is wrong.
-            plan = key = None
-        if plan is not None:
-            return plan
+    key = _key(op, version, backend, arrays, attributes, check_bounds) if cached else None
+    plan = _get(_PLANS, key)
+    if plan is not None:
+        return plan
     shapes, dtypes = [], []
     for role, x in zip(op.inputs, arrays, strict=False):
         own = backend.owns(x)

@@ -3,8 +3,8 @@
 The compiled kernel (``onnx_gather._kernels``, C, built at install time where a compiler
 is available) counts negative indices from the end, checks the range and copies in one
 pass over the indices, on data of any strides (views are never copied) and any dtype
-without object references, split over the cores for large calls (threads created per
-call, so a forked child works). It reports only *that* an index was bad; ``_spec`` then
+without object references, split over the cores for large calls (kept worker threads;
+a forked child starts its own). It reports only *that* an index was bad; ``_spec`` then
 finds the first one and builds the message.
 
 NumPy subclasses are served as the plain arrays they view (the result is a plain ndarray);
@@ -25,6 +25,7 @@ from onnx_gather._backends._numpy import _fallback as fallback
 from onnx_gather._backends._numpy._threads import limit
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from types import ModuleType
 
     from onnx_gather._spec import Plan
@@ -56,7 +57,7 @@ def gather(
     The NumPy backend's kernel, also run by the PyTorch backend on views of CPU tensors
     and by the Dask backend in its tasks.
     """
-    return _run("gather", plan.axis, data, indices, plan, out, threads)
+    return _run(_COMPILED["gather"], fallback.gather, plan.axis, data, indices, plan, out, threads)
 
 
 def gather_elements(
@@ -67,7 +68,8 @@ def gather_elements(
     threads: int | None = None,
 ) -> Any:
     """ONNX GatherElements; ``out`` as for :func:`gather`."""
-    return _run("gather_elements", plan.axis, data, indices, plan, out, threads)
+    kernel = _COMPILED["gather_elements"]
+    return _run(kernel, fallback.gather_elements, plan.axis, data, indices, plan, out, threads)
 
 
 def gather_nd(
@@ -78,11 +80,19 @@ def gather_nd(
     threads: int | None = None,
 ) -> Any:
     """ONNX GatherND; ``out`` as for :func:`gather`."""
-    return _run("gather_nd", plan.batch_dims, data, indices, plan, out, threads)
+    kernel = _COMPILED["gather_nd"]
+    return _run(kernel, fallback.gather_nd, plan.batch_dims, data, indices, plan, out, threads)
+
+
+#: The compiled kernel's function per operator (None without it).
+_COMPILED: dict[str, Callable[..., Any] | None] = {
+    op: getattr(_kernels, op, None) for op in ("gather", "gather_elements", "gather_nd")
+}
 
 
 def _run(
-    op: str,
+    kernel: Callable[..., Any] | None,
+    pure: Callable[..., Any],
     attribute: int,
     data: Any,
     indices: np.ndarray,
@@ -90,15 +100,14 @@ def _run(
     out: np.ndarray | None,
     threads: int | None,
 ) -> Any:
-    """The compiled kernel of ``op`` (``attribute``: its axis or batch_dims), else the fallback's."""
+    """The compiled ``kernel`` (``attribute``: its axis or batch_dims), else the ``pure`` one."""
     if type(data) is not np.ndarray:
         data = _plain(data)
-    if _kernels is not None:
-        kernel = getattr(_kernels, op)
+    if kernel is not None:
         result = kernel(data, indices, attribute, out, plan.check_bounds, threads or THREADS)
         if result is not NotImplemented:  # (strings, objects, subclasses: pure NumPy)
             return result if result is not None else _out_of_range(plan, indices)
-    return getattr(fallback, op)(data, indices, plan, out)
+    return pure(data, indices, plan, out)
 
 
 def _plain(data: Any) -> np.ndarray:
