@@ -864,3 +864,54 @@ def test_gather_nd_validation_and_out():
     assert (
         _kernels.gather_nd(objects, np.zeros((1, 2), np.int64), 0, None, True, 1) is NotImplemented
     )
+
+
+# ---------------------------------------------------------------------------------------
+# view: the PyTorch backend's zero-copy route to the kernels
+
+
+def test_view_reads_and_writes_the_base_memory_and_keeps_it_alive():
+    import gc
+    import weakref
+
+    class Owner:  # (like a tensor: holds the memory, weakly referable)
+        def __init__(self) -> None:
+            self.array = np.arange(24, dtype=np.int32).reshape(4, 6)
+
+    owner = Owner()
+    address = owner.array.ctypes.data
+    gone = weakref.ref(owner)
+    # Strides in items: every other column of rows 0 and 1 of the 4 x 6 block.
+    view = _kernels.view(owner, address, (2, 3), (6, 2), np.dtype(np.int32).num)
+    assert view.base is owner
+    np.testing.assert_array_equal(view, owner.array[:2, ::2])
+    del owner
+    gc.collect()
+    assert gone() is not None  # the view keeps its base alive
+    view[1, 2] = -5
+    assert gone().array[1, 4] == -5  # and writes into its memory
+    # None: C order over the sizes given.
+    flat = _kernels.view(gone(), address, (3, 8), None, np.dtype(np.int32).num)
+    np.testing.assert_array_equal(flat.ravel(), gone().array.ravel())
+    assert flat.flags.c_contiguous
+    scalar = _kernels.view(gone(), address, (), None, np.dtype(np.int32).num)
+    assert scalar.shape == ()
+    assert scalar[()] == 0
+    del view, flat, scalar
+    gc.collect()
+    assert gone() is None
+
+
+def test_view_validation_names_the_bad_value():
+    data = np.zeros(8, np.float64)
+    num = np.dtype(np.float64).num
+    with pytest.raises(ValueError, match="2 sizes and 1 strides"):
+        _kernels.view(data, data.ctypes.data, (2, 4), (4,), num)
+    with pytest.raises(ValueError, match="65 sizes"):
+        _kernels.view(data, data.ctypes.data, (1,) * 65, None, num)
+    with pytest.raises(TypeError, match="shape must be a sequence"):
+        _kernels.view(data, data.ctypes.data, 8, None, num)
+    with pytest.raises(TypeError):
+        _kernels.view(data, "address", (8,), None, num)
+    with pytest.raises(ValueError, match="negative"):
+        _kernels.view(data, data.ctypes.data, (-1,), None, num)
