@@ -25,6 +25,7 @@ import torch.autograd.forward_ad as _FORWARD_AD
 
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._base import Backend
+from onnx_gather._backends._numpy import _kernels
 from onnx_gather._backends._torch import _fused
 from onnx_gather._backends._torch._exact import SIGNED_VIEW, exact, exact_nd
 from onnx_gather._backends._torch._indices import placed, values_unknown, wrapped
@@ -55,8 +56,14 @@ _NAMES: dict[torch.dtype, str] = {
     torch.complex64: "complex64",
     torch.complex128: "complex128",
 }
-# Same-width types NumPy holds bit for bit, for the zero-copy route to the compiled kernel.
+# Same-width types NumPy holds bit for bit, for the zero-copy route to the NumPy kernels.
 _NUMPY_VIEW = {**SIGNED_VIEW, torch.bfloat16: torch.int16}
+#: The NumPy type number of the view of each dtype (bfloat16: int16) for
+#: ``_kernels.view``, which makes a view in a tenth of ``Tensor.numpy()``'s 0.5 us.
+_TYPENUMS: dict[torch.dtype, int] = {
+    dtype: np.dtype("int16" if name == "bfloat16" else name).num for dtype, name in _NAMES.items()
+}
+_CPU = torch.device("cpu")
 
 
 #: Without the compiled kernel, the outputs from which GatherElements off the last axis
@@ -129,12 +136,18 @@ def _in_graph(data: torch.Tensor, indices: Any, plan: Plan) -> bool:
 def _recordable(
     eager: Callable[[Any, torch.Tensor, Any, Any], torch.Tensor],
 ) -> Callable[[Any, torch.Tensor, Any, Any], torch.Tensor]:
-    """An operator's method: one fused operator in a recorded graph, else ``eager``.
+    """An operator's method: the compiled kernel, a fused operator of a graph, or ``eager``.
 
-    ``eager`` is also what the fused operator runs when the graph runs.
+    Plain CPU tensors that nothing records go straight to the compiled kernel: the short
+    path of eager CPU calls, which tests the route once and nothing else. ``eager``, which
+    takes that route too where it applies, is also what the fused operator runs when the
+    graph runs.
     """
+    kernel = _COMPILED_KERNELS.get(eager.__name__)
 
     def method(self: Any, data: torch.Tensor, indices: Any, plan: Any, /) -> torch.Tensor:
+        if kernel is not None and _numpy_route(data, indices, True):
+            return _on_numpy(kernel, data, indices, plan)
         if not _in_graph(data, indices, plan):
             return eager(self, data, indices, plan)
         if isinstance(indices, np.ndarray):  # host indices: a constant of the graph
@@ -146,8 +159,23 @@ def _recordable(
     return method
 
 
+#: The NumPy backend's kernel per operator where the compiled kernel was built: it beats
+#: torch's kernels and their separate range pass on every CPU call (docs/benchmarks.md).
+_COMPILED_KERNELS: dict[str, Callable[..., Any]] = (
+    {
+        "gather": numpy_kernels.gather,
+        "gather_elements": numpy_kernels.gather_elements,
+        "gather_nd": numpy_kernels.gather_nd,
+    }
+    if numpy_kernels.compiled_available()
+    else {}
+)
+
+
 def _as_numpy(x: torch.Tensor) -> np.ndarray:
     """A zero-copy NumPy view of a CPU tensor (same-width integers for unsigned, bfloat16)."""
+    if _kernels is not None:
+        return _kernels.view(x, x.data_ptr(), x.shape, x.stride(), _TYPENUMS[x.dtype])
     view = _NUMPY_VIEW.get(x.dtype)
     if view is not None:
         x = x.view(view)
@@ -243,7 +271,7 @@ class TorchBackend(Backend):
         Elsewhere ``index_select`` of checked indices.
         """
         if _numpy_route(data, indices, numpy_kernels.compiled_available()):
-            return _on_numpy(numpy_kernels.gather, data, indices, plan, plan.out_shape)
+            return _on_numpy(numpy_kernels.gather, data, indices, plan)
         fused = _triton_for(data, indices, plan, data.shape)
         if fused is not None:
             return fused.gather(data, indices, plan)
@@ -266,7 +294,7 @@ class TorchBackend(Backend):
             plan.axis != len(plan.out_shape) - 1 and math.prod(plan.out_shape) >= _FALLBACK_FROM
         )
         if _numpy_route(data, indices, numpy_wins):
-            return _on_numpy(numpy_kernels.gather_elements, data, indices, plan, None)
+            return _on_numpy(numpy_kernels.gather_elements, data, indices, plan)
         fused = _triton_for(data, indices, plan, plan.out_shape)
         if fused is not None:
             return fused.gather_elements(data, indices, plan)
@@ -284,7 +312,7 @@ class TorchBackend(Backend):
         checked and counted per coordinate; its backward accumulates repeated tuples.
         """
         if _numpy_route(data, indices, numpy_kernels.compiled_available()):
-            return _on_numpy(numpy_kernels.gather_nd, data, indices, plan, plan.out_shape)
+            return _on_numpy(numpy_kernels.gather_nd, data, indices, plan)
         indices = _counted(data, indices, plan)
         if 0 in plan.sizes or 0 in plan.out_shape:  # nothing to read (unchecked): zeros
             return data.new_zeros(plan.out_shape)
@@ -308,27 +336,30 @@ def _counted(data: torch.Tensor, indices: Any, plan: Plan) -> torch.Tensor:
 
 
 def _on_numpy(
-    kernel: Callable[..., Any],
-    data: torch.Tensor,
-    indices: Any,
-    plan: Plan,
-    shape: tuple[int, ...] | None,
+    kernel: Callable[..., Any], data: torch.Tensor, indices: Any, plan: Plan
 ) -> torch.Tensor:
     """The NumPy backend's ``kernel`` on views of the tensors, into a tensor torch allocates.
 
     The memory is torch's own, so the result behaves like any tensor (resizable, too).
-    ``shape``: the output's, or None where it is the indices' (then ``empty_like`` of a
-    tensor of indices: faster than ``torch.empty``).
     """
-    if shape is None and type(indices) is torch.Tensor:
-        # C order whatever the indices' strides.
-        out = torch.empty_like(indices, dtype=data.dtype, memory_format=torch.contiguous_format)
+    dtype = data.dtype
+    shape = plan.out_shape
+    if type(indices) is torch.Tensor and indices.shape == shape:  # (GatherElements)
+        # C order whatever the indices' strides; faster than torch.empty.
+        out = torch.empty_like(indices, dtype=dtype, memory_format=torch.contiguous_format)
+    elif shape:
+        # The sizes as arguments: 0.35 us faster than one tuple (torch 2.13.0).
+        out = torch.empty(*shape, dtype=dtype, device=_CPU)
     else:
-        out = torch.empty(plan.out_shape, dtype=data.dtype, device=data.device)
-    host = indices if isinstance(indices, np.ndarray) else indices.numpy()
+        out = torch.empty((), dtype=dtype, device=_CPU)
+    host = indices if isinstance(indices, np.ndarray) else _as_numpy(indices)
     # Within torch's own thread count too (torch.set_num_threads, DataLoader workers' 1).
     threads = min(numpy_kernels.THREADS, torch.get_num_threads())
-    kernel(_as_numpy(data), host, plan, _as_numpy(out), threads)
+    if _kernels is not None:  # (out is new and C-ordered: no strides to read)
+        view = _kernels.view(out, out.data_ptr(), shape, None, _TYPENUMS[dtype])
+    else:
+        view = _as_numpy(out)
+    kernel(_as_numpy(data), host, plan, view, threads)
     return out
 
 
