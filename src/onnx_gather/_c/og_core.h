@@ -3,9 +3,9 @@
  *
  * The odometer over dims with byte strides, dim collapsing, the typed element kernel
  * (OG_NORM: count a negative index from the end, check or clamp it, copy the element as
- * bytes), threads created per call, argument and `out` checks, and jobs: the part of a
- * call every operator shares (og_job), made by job_new and run without the GIL by
- * job_run. Each operator's file (og_gather.c, og_gather_elements.c, ...) defines a job
+ * bytes), a call's threads (og_pool.c keeps them), argument and `out` checks, and jobs:
+ * the part of a call every operator shares (og_job), made by job_new and run without the
+ * GIL by job_run. Each operator's file (og_gather.c, og_gather_elements.c, ...) defines a job
  * struct that starts with an og_job, its plan (how to split the work) and its workers;
  * og_module.c holds the Python entry points. See og_module.c for the module's contract.
  */
