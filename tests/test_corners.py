@@ -140,3 +140,43 @@ def test_cpu_tensors_stay_within_torchs_thread_count(monkeypatch: pytest.MonkeyP
         torch.set_num_threads(before)
     assert seen
     assert all(threads == 1 for threads in seen), seen
+
+
+@pytest.mark.backend("torch")
+def test_without_the_compiled_kernel_the_fallbacks_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_kernels = None`` (as where it was not built) is the one switch: NumPy's pure kernels
+    serve NumPy arrays, torch's own kernels CPU tensors; the compiled kernel never runs."""
+    import torch
+
+    from onnx_gather._backends import _numpy
+    from onnx_gather._backends._numpy import _fallback
+
+    if _numpy._kernels is None:
+        pytest.skip("the compiled kernel is not built here")
+    ran: list[str] = []
+
+    def compiled(*args: Any) -> Any:
+        ran.append("compiled")
+        raise AssertionError
+
+    def spy(name: str, fn: Any) -> Any:
+        def call(*args: Any) -> Any:
+            ran.append(name)
+            return fn(*args)
+
+        return call
+
+    monkeypatch.setattr(_numpy, "_kernels", None)
+    monkeypatch.setattr(_numpy, "_COMPILED", dict.fromkeys(_numpy._COMPILED, compiled))
+    for op in ("gather", "gather_elements", "gather_nd"):
+        monkeypatch.setattr(_fallback, op, spy(op, getattr(_fallback, op)))
+    data = np.arange(12.0).reshape(3, 4)
+    assert og.gather(data, [2, -1], 0).tolist() == [[8, 9, 10, 11]] * 2
+    assert og.gather_elements(data, np.array([[1], [0], [-1]]), 1).tolist() == [[1], [4], [11]]
+    assert og.gather_nd(data, np.array([[0, 1], [2, -1]])).tolist() == [1, 11]
+    assert ran == ["gather", "gather_elements", "gather_nd"]
+    ran.clear()
+    tensor = torch.from_numpy(data)
+    assert og.gather(tensor, torch.tensor([2, -1]), 0).tolist() == [[8, 9, 10, 11]] * 2
+    assert og.gather_nd(tensor, torch.tensor([[0, 1], [2, -1]])).tolist() == [1, 11]
+    assert "compiled" not in ran

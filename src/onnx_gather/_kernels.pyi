@@ -29,4 +29,12 @@ def gather_nd(
     threads: int,
     /,
 ) -> np.ndarray | None: ...
+def view(
+    base: object,
+    address: int,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...] | None,
+    typenum: int,
+    /,
+) -> np.ndarray: ...
 def _tune(min_per_thread: int = -1, block_bytes: int = -1, /) -> tuple[int, int]: ...

@@ -103,7 +103,7 @@ def _run(
     """The compiled ``kernel`` (``attribute``: its axis or batch_dims), else the ``pure`` one."""
     if type(data) is not np.ndarray:
         data = _plain(data)
-    if kernel is not None:
+    if kernel is not None and _kernels is not None:  # (None: tests and benchmarks' fallback)
         result = kernel(data, indices, attribute, out, plan.check_bounds, threads or THREADS)
         if result is not NotImplemented:  # (strings, objects, subclasses: pure NumPy)
             return result if result is not None else _out_of_range(plan, indices)

@@ -143,10 +143,10 @@ def _recordable(
     takes that route too where it applies, is also what the fused operator runs when the
     graph runs.
     """
-    kernel = _COMPILED_KERNELS.get(eager.__name__)
+    kernel = _NUMPY_KERNELS[eager.__name__]
 
     def method(self: Any, data: torch.Tensor, indices: Any, plan: Any, /) -> torch.Tensor:
-        if kernel is not None and _numpy_route(data, indices, True):
+        if _numpy_route(data, indices, numpy_kernels.compiled_available()):
             return _on_numpy(kernel, data, indices, plan)
         if not _in_graph(data, indices, plan):
             return eager(self, data, indices, plan)
@@ -159,17 +159,13 @@ def _recordable(
     return method
 
 
-#: The NumPy backend's kernel per operator where the compiled kernel was built: it beats
+#: The NumPy backend's kernel per operator: with the compiled kernel built, it beats
 #: torch's kernels and their separate range pass on every CPU call (docs/benchmarks.md).
-_COMPILED_KERNELS: dict[str, Callable[..., Any]] = (
-    {
-        "gather": numpy_kernels.gather,
-        "gather_elements": numpy_kernels.gather_elements,
-        "gather_nd": numpy_kernels.gather_nd,
-    }
-    if numpy_kernels.compiled_available()
-    else {}
-)
+_NUMPY_KERNELS: dict[str, Callable[..., Any]] = {
+    "gather": numpy_kernels.gather,
+    "gather_elements": numpy_kernels.gather_elements,
+    "gather_nd": numpy_kernels.gather_nd,
+}
 
 
 def _as_numpy(x: torch.Tensor) -> np.ndarray:
