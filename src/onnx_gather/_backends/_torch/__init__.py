@@ -72,15 +72,13 @@ _CPU = torch.device("cpu")
 _FALLBACK_FROM = 1 << 13
 
 
-def _numpy_route(data: torch.Tensor, indices: Any, numpy_wins: bool) -> bool:
-    """Whether a call runs the NumPy backend's kernels on zero-copy views of the tensors.
+def _numpy_route(data: torch.Tensor, indices: Any) -> bool:
+    """Whether a call can run the NumPy backend's kernels on zero-copy views of the tensors.
 
-    ``numpy_wins``: whether they beat torch's here, as the operator's method says: always
-    where the compiled kernel was built (one pass, faster than torch's kernels and their
-    separate range pass); without it only where NumPy's pure kernels do.
+    Plain CPU tensors that no tracer, transform or autograd records. (Whether those kernels
+    beat torch's here is the operator's ``numpy_wins``, asked after: under a compiler this
+    returns before anything that would be traced.)
     """
-    if not numpy_wins:
-        return False
     return (
         type(data) is torch.Tensor
         and not values_unknown(data)  # first: what follows must not be traced
@@ -134,38 +132,55 @@ def _in_graph(data: torch.Tensor, indices: Any, plan: Plan) -> bool:
 
 
 def _recordable(
-    eager: Callable[[Any, torch.Tensor, Any, Any], torch.Tensor],
-) -> Callable[[Any, torch.Tensor, Any, Any], torch.Tensor]:
-    """An operator's method: the compiled kernel, a fused operator of a graph, or ``eager``.
+    kernel: Callable[..., Any], numpy_wins: Callable[[Any], bool]
+) -> Callable[[Callable[..., torch.Tensor]], Callable[..., torch.Tensor]]:
+    """An operator's method: the NumPy backend's ``kernel``, a fused operator, or ``eager``.
 
-    Plain CPU tensors that nothing records go straight to the compiled kernel: the short
-    path of eager CPU calls, which tests the route once and nothing else. ``eager``, which
-    takes that route too where it applies, is also what the fused operator runs when the
-    graph runs.
+    Plain CPU tensors that nothing records run ``kernel`` on zero-copy views where
+    ``numpy_wins(plan)`` (the short path of eager CPU calls: the route is tested once);
+    a recorded call becomes one fused operator of the graph; anything else runs
+    ``eager``, torch's own kernels. When the graph runs, the fused operator takes the
+    same two routes.
     """
-    kernel = _NUMPY_KERNELS[eager.__name__]
 
-    def method(self: Any, data: torch.Tensor, indices: Any, plan: Any, /) -> torch.Tensor:
-        if _numpy_route(data, indices, numpy_kernels.compiled_available()):
-            return _on_numpy(kernel, data, indices, plan)
-        if not _in_graph(data, indices, plan):
-            return eager(self, data, indices, plan)
-        if isinstance(indices, np.ndarray):  # host indices: a constant of the graph
-            indices = torch.as_tensor(indices.copy(), device=data.device)
-        return _fused.call(data, indices, plan)
+    def decorate(eager: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+        def method(self: Any, data: torch.Tensor, indices: Any, plan: Any, /) -> torch.Tensor:
+            if _numpy_route(data, indices) and numpy_wins(plan):
+                return _on_numpy(kernel, data, indices, plan)
+            if not _in_graph(data, indices, plan):
+                return eager(self, data, indices, plan)
+            if isinstance(indices, np.ndarray):  # host indices: a constant of the graph
+                indices = torch.as_tensor(indices.copy(), device=data.device)
+            return _fused.call(data, indices, plan)
 
-    _fused.EAGER[eager.__name__] = lambda data, indices, plan: eager(backend, data, indices, plan)
-    method.__name__, method.__doc__ = eager.__name__, eager.__doc__
-    return method
+        def when_the_graph_runs(data: torch.Tensor, indices: Any, plan: Any) -> torch.Tensor:
+            if _numpy_route(data, indices) and numpy_wins(plan):
+                return _on_numpy(kernel, data, indices, plan)
+            return eager(backend, data, indices, plan)
+
+        _fused.EAGER[eager.__name__] = when_the_graph_runs
+        method.__name__, method.__doc__ = eager.__name__, eager.__doc__
+        return method
+
+    return decorate
 
 
-#: The NumPy backend's kernel per operator: with the compiled kernel built, it beats
-#: torch's kernels and their separate range pass on every CPU call (docs/benchmarks.md).
-_NUMPY_KERNELS: dict[str, Callable[..., Any]] = {
-    "gather": numpy_kernels.gather,
-    "gather_elements": numpy_kernels.gather_elements,
-    "gather_nd": numpy_kernels.gather_nd,
-}
+def _compiled_wins(plan: Plan) -> bool:
+    """Whether the NumPy backend beats torch's kernels: wherever the compiled one is built.
+
+    One pass, against torch's kernels and their separate range pass (docs/benchmarks.md).
+    """
+    return numpy_kernels.compiled_available()
+
+
+def _elements_numpy_wins(plan: Plan) -> bool:
+    """GatherElements: :func:`_compiled_wins`, and without it on large outputs off the last axis.
+
+    There NumPy's blocked kernel beats ``torch.gather`` (``_FALLBACK_FROM``).
+    """
+    return numpy_kernels.compiled_available() or (
+        plan.axis != len(plan.out_shape) - 1 and math.prod(plan.out_shape) >= _FALLBACK_FROM
+    )
 
 
 def _as_numpy(x: torch.Tensor) -> np.ndarray:
@@ -260,14 +275,12 @@ class TorchBackend(Backend):
     def dtype_name(self, x: torch.Tensor, /) -> str:
         return _NAMES.get(x.dtype, str(x.dtype).removeprefix("torch."))
 
-    @_recordable
+    @_recordable(numpy_kernels.gather, _compiled_wins)
     def gather(self, data: torch.Tensor, indices: Any, plan: GatherPlan, /) -> torch.Tensor:
         """ONNX Gather: the compiled kernel on CPU views, Triton on large CUDA calls.
 
         Elsewhere ``index_select`` of checked indices.
         """
-        if _numpy_route(data, indices, numpy_kernels.compiled_available()):
-            return _on_numpy(numpy_kernels.gather, data, indices, plan)
         fused = _triton_for(data, indices, plan, data.shape)
         if fused is not None:
             return fused.gather(data, indices, plan)
@@ -277,7 +290,7 @@ class TorchBackend(Backend):
         out = exact(data, plan.axis, indices.reshape(-1), False)
         return out.reshape(plan.out_shape) if indices.dim() != 1 else out
 
-    @_recordable
+    @_recordable(numpy_kernels.gather_elements, _elements_numpy_wins)
     def gather_elements(
         self, data: torch.Tensor, indices: Any, plan: GatherElementsPlan, /
     ) -> torch.Tensor:
@@ -286,11 +299,6 @@ class TorchBackend(Backend):
         Without the compiled kernel, large calls off the last axis run NumPy's blocked
         kernel on views (``_FALLBACK_FROM``).
         """
-        numpy_wins = numpy_kernels.compiled_available() or (
-            plan.axis != len(plan.out_shape) - 1 and math.prod(plan.out_shape) >= _FALLBACK_FROM
-        )
-        if _numpy_route(data, indices, numpy_wins):
-            return _on_numpy(numpy_kernels.gather_elements, data, indices, plan)
         fused = _triton_for(data, indices, plan, plan.out_shape)
         if fused is not None:
             return fused.gather_elements(data, indices, plan)
@@ -300,15 +308,13 @@ class TorchBackend(Backend):
         block = plan.block()
         return exact(data if block is None else data[block], plan.axis, indices, True)
 
-    @_recordable
+    @_recordable(numpy_kernels.gather_nd, _compiled_wins)
     def gather_nd(self, data: torch.Tensor, indices: Any, plan: GatherNDPlan, /) -> torch.Tensor:
         """ONNX GatherND: the compiled kernel on CPU views, else advanced indexing.
 
         Advanced indexing (CUDA, autograd, ``torch.compile``, ``torch.func``) of indices
         checked and counted per coordinate; its backward accumulates repeated tuples.
         """
-        if _numpy_route(data, indices, numpy_kernels.compiled_available()):
-            return _on_numpy(numpy_kernels.gather_nd, data, indices, plan)
         indices = _counted(data, indices, plan)
         if 0 in plan.sizes or 0 in plan.out_shape:  # nothing to read (unchecked): zeros
             return data.new_zeros(plan.out_shape)
