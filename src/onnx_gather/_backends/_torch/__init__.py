@@ -59,7 +59,9 @@ _NAMES: dict[torch.dtype, str] = {
 # Same-width types NumPy holds bit for bit, for the zero-copy route to the NumPy kernels.
 _NUMPY_VIEW = {**SIGNED_VIEW, torch.bfloat16: torch.int16}
 #: The NumPy type number of the view of each dtype (bfloat16: int16) for
-#: ``_kernels.view``, which makes a view in a tenth of ``Tensor.numpy()``'s 0.5 us.
+#: ``_kernels.view``: 0.15 us a call (timeit, 2-core Xeon VM) against ``Tensor.numpy()``'s
+#: 0.5 us; reading a tensor's address, sizes and strides costs about what it saves, so
+#: the gain is on the new output, whose strides need no reading.
 _TYPENUMS: dict[torch.dtype, int] = {
     dtype: np.dtype("int16" if name == "bfloat16" else name).num for dtype, name in _NAMES.items()
 }
