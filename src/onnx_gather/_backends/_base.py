@@ -134,7 +134,6 @@ class Backend:
         indices = self.counted(indices, data, plan)
         return nd_take(xp, data, indices, plan)
 
-
 def nd_take(xp: Any, data: Any, indices: Any, plan: GatherNDPlan) -> Any:
     """GatherND of counted (in range) ``indices`` as one ``take``, in namespace ``xp``.
 
@@ -143,13 +142,27 @@ def nd_take(xp: Any, data: Any, indices: Any, plan: GatherNDPlan) -> Any:
     its slice there. Zeros where unchecked indices address an empty axis (nothing to read).
     """
     b, sizes = plan.batch_dims, plan.sizes
-    where = device(data)  # NumPy before 2.0 has no ``.device``
     k = len(sizes)
     rest = tuple(data.shape[b + k :])
     tuples = math.prod(indices.shape[:-1])
     if 0 in sizes or not tuples or 0 in rest:  # nothing to read
-        return xp.zeros(plan.out_shape, dtype=data.dtype, device=where)
+        return xp.zeros(plan.out_shape, dtype=data.dtype, device=device(data))
     batch = math.prod(data.shape[:b])
+    linear = tuple_rows(xp, indices, sizes, b, device(data))
+    flat = xp.reshape(data, (batch * math.prod(sizes), *rest))
+    out = xp.take(flat, xp.reshape(linear, (-1,)), axis=0)
+    return xp.reshape(out, plan.out_shape)
+
+
+def tuple_rows(xp: Any, indices: Any, sizes: tuple[int, ...], b: int, where: Any) -> Any:
+    """The row each index tuple addresses, of data seen as ``(batch * prod(sizes), rest)``.
+
+    ``indices`` are counted (in range); their last dim holds one coordinate per size,
+    their first ``b`` dims are the batch dims (data's first ``b``); the result has the
+    shape ``indices.shape[:-1]``, int64 where the rows exceed int32's range.
+    """
+    k = len(sizes)
+    batch = math.prod(indices.shape[:b])
     cells = math.prod(sizes)
     wide = batch * cells > _INT32_MAX
     linear = xp.astype(indices[..., 0], xp.int64) if wide else indices[..., 0]
@@ -162,25 +175,36 @@ def nd_take(xp: Any, data: Any, indices: Any, plan: GatherNDPlan) -> Any:
             tuple(indices.shape[:b]) + (1,) * (indices.ndim - 1 - b),
         )
         linear = linear + lead * cells
-    flat = xp.reshape(data, (batch * cells, *rest))
-    out = xp.take(flat, xp.reshape(linear, (-1,)), axis=0)
-    return xp.reshape(out, plan.out_shape)
+    return linear
 
 
 def _take_linear(xp: Any, data: Any, indices: Any, axis: int) -> Any:
     """GatherElements from ``take`` alone: linear indices into the flattened data."""
+    linear = element_positions(xp, indices, tuple(data.shape), axis, data.device)
+    flat = xp.reshape(data, (-1,))
+    return xp.reshape(xp.take(flat, xp.reshape(linear, (-1,)), axis=0), tuple(indices.shape))
+
+
+def element_positions(
+    xp: Any, indices: Any, data_shape: tuple[int, ...], axis: int, where: Any
+) -> Any:
+    """Where each of ``indices`` points in data flattened in C order (int64, their shape).
+
+    The element-wise pairing of GatherElements and ScatterElements: the index at position
+    ``p`` of ``indices`` (counted, in range) addresses ``p`` with ``p[axis]`` replaced by
+    it. ``indices`` may be smaller than data off the axis.
+    """
     shape = tuple(indices.shape)
     strides = [1] * len(shape)
     for d in range(len(shape) - 2, -1, -1):
-        strides[d] = strides[d + 1] * data.shape[d + 1]
+        strides[d] = strides[d + 1] * data_shape[d + 1]
     linear = xp.astype(indices, xp.int64) * strides[axis]
     for d, n in enumerate(shape):
         if d == axis or n == 1:
             continue
         coord = xp.reshape(
-            xp.arange(n, dtype=xp.int64, device=data.device),
+            xp.arange(n, dtype=xp.int64, device=where),
             tuple(n if e == d else 1 for e in range(len(shape))),
         )
         linear = linear + coord * strides[d]
-    flat = xp.reshape(data, (-1,))
-    return xp.reshape(xp.take(flat, xp.reshape(linear, (-1,)), axis=0), shape)
+    return linear
