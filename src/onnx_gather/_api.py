@@ -17,7 +17,7 @@
    and its kernel in one lookup, before step 2 (which has nothing to do for it): the
    short path of small calls.
 4. **Kernel**: the backend's method for the operator (the registry's ``method``) runs the
-   plan. It owns the bounds policy: it counts negative indices from the end, checks (when
+   plan (and, for a scatter given ``out=``, writes into ``out``, checked here once). It owns the bounds policy: it counts negative indices from the end, checks (when
    ``plan.check_bounds``) and computes in as few passes as its library allows, and raises
    ``_spec``'s IndexError where it reads the values.
 
@@ -57,8 +57,13 @@ def run(
     arrays: tuple[Any, ...],
     attributes: tuple[Any, ...],
     check_bounds: bool,
+    out: Any = None,
 ) -> Any:
-    """Check ``arrays`` (in ``op``'s input order) with ``op``'s planner; run its kernel."""
+    """Check ``arrays`` (in ``op``'s input order) with ``op``'s planner; run its kernel.
+
+    ``out`` (scatters): the array that receives the result, of data's library, shape and
+    dtype; ``out`` is data updates data in place.
+    """
     # The registry's table answers the common case inline (a bool is no opset: not here).
     version = op.newest.get(opset) if type(opset) is int else None
     if version is None:
@@ -68,7 +73,7 @@ def run(
     key = None
     # Only a bool: a falsy None or 0 must not turn the check off unseen (nor 1 == True
     # find a plan), so anything else takes the checking path below.
-    if not traced and (check_bounds is True or check_bounds is False):
+    if not traced and out is None and (check_bounds is True or check_bounds is False):
         key = _key(op, version, backend, arrays, attributes, check_bounds)
         if key is not None:
             try:
@@ -80,6 +85,10 @@ def run(
     owned = backend.owns(arrays[1])
     if not owned:  # host indices (or another library's: TypeError)
         arrays = (arrays[0], _host_indices(backend, arrays[1], arrays[0], traced), *arrays[2:])
+    for role, x in zip(op.inputs[2:], arrays[2:], strict=True):  # updates: data's library
+        if not backend.owns(x):
+            _same_library(backend, role, x)
+            owned = False
     if check_bounds is not True and check_bounds is not False:
         check_bounds = _spec.check_flag("check_bounds", check_bounds)
     method = getattr(backend, op.method)
@@ -90,7 +99,48 @@ def run(
     plan = _planned(op, version, backend, arrays, attributes, check_bounds, not traced)
     if type(arrays[1]) is Unrepresentable:
         arrays[1].raise_for(plan)
+    if out is not None:
+        return method(*arrays, plan, _checked_out(backend, plan, arrays[0], out))
     return method(*arrays, plan)
+
+
+def _same_library(backend: Backend, role: str, x: Any) -> None:
+    """TypeError unless ``x`` (an input but data and indices) is an array of data's library."""
+    try:
+        same = backend_for(x) is backend
+    except TypeError:
+        same = False
+    if not same:
+        msg = (
+            f"{role} is a {library_of(x)} {type(x).__name__} but data is a {backend.name} "
+            f"array; pass {role} as an array of data's library"
+        )
+        raise TypeError(msg)
+
+
+def _checked_out(backend: Backend, plan: Plan, data: Any, out: Any) -> Any:
+    """``out`` if it can receive the result: data's library, the result's shape and dtype.
+
+    Raises
+    ------
+    TypeError
+        ``out`` is not an array of data's library, has another dtype, or the library's
+        arrays cannot be written (the backend says how to update in place instead).
+    ValueError
+        ``out`` has another shape than the result.
+    """
+    _same_library(backend, "out", out)
+    backend.check_writable(out)
+    if backend.shape(out) != tuple(plan.out_shape):
+        msg = f"{plan.op}: out has shape {backend.shape(out)}, the result has {plan.out_shape}"
+        raise ValueError(msg)
+    if backend.dtype_name(out) != backend.dtype_name(data):
+        msg = (
+            f"{plan.op}: out has dtype {backend.dtype_name(out)}, the result has data's "
+            f"{backend.dtype_name(data)}"
+        )
+        raise TypeError(msg)
+    return out
 
 
 def _key(
@@ -108,8 +158,8 @@ def _key(
     after the planner accepted them (through ``backend.shape``, which also rejects
     unknown sizes).
     """
-    # One attribute, the common case, tested first.
-    if not (type(attributes[0]) is int if len(attributes) == 1 else _keyable(attributes)):
+    # One int attribute (the gathers'), the common case, answered first.
+    if (len(attributes) != 1 or type(attributes[0]) is not int) and not _keyable(attributes):
         return None
     try:
         key: tuple[Any, ...]

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 from onnx_gather._spec import gather as _gather
 from onnx_gather._spec import gather_elements as _gather_elements
 from onnx_gather._spec import gather_nd as _gather_nd
+from onnx_gather._spec import scatter_elements as _scatter_elements
+from onnx_gather._spec import scatter_nd as _scatter_nd
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -50,7 +52,7 @@ class Operator:
         (one version only: OpenVINO's).
     inputs : tuple of str
         The inputs' roles, in order: ``data``, ``indices`` (and ``updates`` for scatters).
-    attributes : tuple of (str, int or None)
+    attributes : tuple of (str, int, str or None)
         Each attribute and its default (None: required).
     attribute_since : dict of str to int
         Attributes that a version introduced: a non-default value before it is an error.
@@ -63,7 +65,8 @@ class Operator:
     strategy : str
         ``module:attribute`` of its hypothesis example strategy, imported on use.
     adjoint : str or None
-        The operator whose scatter-add is its gradient (the family's pairs), for docs.
+        Its pair in the family, for docs: a gather's gradient is its pair's scatter-add, a
+        scatter's gradient to updates is its pair's gather.
     onnx_opset : int or None
         The opset of the ONNX node that computes a variant (OpenVINO's: 13); None: the
         call's own opset.
@@ -82,7 +85,7 @@ class Operator:
     bfloat16_from: int
     default_opset: int | None
     inputs: tuple[str, ...]
-    attributes: tuple[tuple[str, int | None], ...]
+    attributes: tuple[tuple[str, int | str | None], ...]
     planner: Callable[..., Plan] = field(repr=False)
     method: str
     oracle: str
@@ -290,6 +293,56 @@ GATHER_ND = Operator(
     adjoint="scatter_nd",
     onnx_index_types=("int64",),
 )
+
+SCATTER_ELEMENTS = Operator(
+    name="scatter_elements",
+    op_type="ScatterElements",
+    label="ScatterElements",
+    versions={
+        11: "the operator",
+        13: "bfloat16",
+        16: "reduction add, mul",
+        18: "reduction max, min",
+    },
+    bfloat16_from=13,
+    default_opset=18,
+    inputs=("data", "indices", "updates"),
+    attributes=(("axis", 0), ("reduction", "none")),
+    attribute_since={"reduction": 16},
+    planner=_scatter_elements.plan,
+    method="scatter_elements",
+    oracle=_ORACLE + "SCATTER_ELEMENTS",
+    strategy=_STRATEGY + "scatter_elements_examples",
+    adjoint="gather_elements",
+)
+SCATTER_ND = Operator(
+    name="scatter_nd",
+    op_type="ScatterND",
+    label="ScatterND",
+    versions={
+        11: "the operator",
+        13: "bfloat16",
+        16: "reduction add, mul",
+        18: "reduction max, min",
+    },
+    bfloat16_from=13,
+    default_opset=18,
+    inputs=("data", "indices", "updates"),
+    attributes=(("reduction", "none"),),
+    attribute_since={"reduction": 16},
+    planner=_scatter_nd.plan,
+    method="scatter_nd",
+    oracle=_ORACLE + "SCATTER_ND",
+    strategy=_STRATEGY + "scatter_nd_examples",
+    adjoint="gather_nd",
+    onnx_index_types=("int64",),
+)
+
+#: The scatters (issue 22), served so far by the NumPy backend and the array-API base
+#: (tests/test_scatters.py): they join :data:`OPERATORS` (the public functions, the
+#: tables, the campaign, the transforms) once every backend runs them natively. Their
+#: ``strategy`` names the campaign's example strategies still to be written.
+SCATTERS: tuple[Operator, ...] = (SCATTER_ELEMENTS, SCATTER_ND)
 
 #: Every operator, in the order tables list them.
 OPERATORS: tuple[Operator, ...] = (GATHER, GATHER_ELEMENTS, OPENVINO_GATHER_ELEMENTS, GATHER_ND)

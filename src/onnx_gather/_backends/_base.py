@@ -13,7 +13,13 @@ The methods receive the arrays as ``_api`` hands them over (``data`` of the back
 library; indices of the same library or a NumPy array of host indices, unchecked, with
 negative values) and the operator's plan. They own the bounds policy: checked, an index
 out of range raises ``_spec``'s IndexError; unchecked, a gather clamps it into the axis
-(never reading outside ``data``, never an error of the underlying library).
+(never reading outside ``data``, never an error of the underlying library) and a scatter
+drops the update (never writing outside the result).
+
+The scatters' base kernel runs NumPy's exact kernel on the host and returns the result to
+data's device: the array API standard has no scatter (no integer-array assignment, no
+ordered reduction), so the base cannot keep the call on the device; a library's backend
+overrides both with its own kernels.
 """
 
 from __future__ import annotations
@@ -29,9 +35,12 @@ from onnx_gather._dtypes import numpy_dtype_name
 from onnx_gather._indices import CLAMP, RAISE, counted
 
 if TYPE_CHECKING:
+    from onnx_gather._spec import Plan
     from onnx_gather._spec.gather import GatherPlan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
     from onnx_gather._spec.gather_nd import GatherNDPlan
+    from onnx_gather._spec.scatter_elements import ScatterElementsPlan
+    from onnx_gather._spec.scatter_nd import ScatterNDPlan
 
 #: Ranks above which GatherElements runs as ``take`` of linear indices: NumPy-based
 #: namespaces index with one array per dimension, at most 63.
@@ -67,6 +76,14 @@ class Backend:
     def dtype_name(self, x: Any, /) -> str:
         """The ONNX-style name of ``x``'s dtype (see :mod:`onnx_gather._spec`)."""
         return numpy_dtype_name(x.dtype)
+
+    def check_writable(self, out: Any, /) -> None:
+        """Nothing if a scatter may write into ``out`` (an array of this library), else an error.
+
+        ``_api`` asks before any write. A library whose arrays are immutable (JAX) raises
+        a TypeError that says how to update in place instead; NumPy a ValueError for a
+        read-only array.
+        """
 
     # --- the pieces the array-API kernels are made of ------------------------------------
 
@@ -133,6 +150,44 @@ class Backend:
         xp = self.namespace(data)
         indices = self.counted(indices, data, plan)
         return nd_take(xp, data, indices, plan)
+
+    def scatter_elements(
+        self,
+        data: Any,
+        indices: Any,
+        updates: Any,
+        plan: ScatterElementsPlan,
+        out: Any = None,
+        /,
+    ) -> Any:
+        """ONNX ScatterElements: NumPy's kernel on the host (see the module docstring)."""
+        return self._on_host("scatter_elements", data, indices, updates, plan, out)
+
+    def scatter_nd(
+        self, data: Any, indices: Any, updates: Any, plan: ScatterNDPlan, out: Any = None, /
+    ) -> Any:
+        """ONNX ScatterND: NumPy's kernel on the host (see the module docstring)."""
+        return self._on_host("scatter_nd", data, indices, updates, plan, out)
+
+    def _on_host(
+        self, kernel: str, data: Any, indices: Any, updates: Any, plan: Plan, out: Any
+    ) -> Any:
+        """Run NumPy's scatter ``kernel`` on host copies; the result on data's device.
+
+        ``out`` receives the whole result (an array-API array may be written only as a
+        whole or by basic indexing).
+        """
+        from onnx_gather._backends._numpy import _scatter
+
+        host = [x if isinstance(x, np.ndarray) else self.to_host(x) for x in (data, indices)]
+        result = getattr(_scatter, kernel)(*host, self.to_host(updates), plan)
+        xp = self.namespace(data)
+        result = xp.asarray(result, device=device(data))
+        if out is None:
+            return result
+        out[...] = result
+        return out
+
 
 def nd_take(xp: Any, data: Any, indices: Any, plan: GatherNDPlan) -> Any:
     """GatherND of counted (in range) ``indices`` as one ``take``, in namespace ``xp``.

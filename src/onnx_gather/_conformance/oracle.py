@@ -160,6 +160,137 @@ def gather_nd(data: Any, indices: Any, batch_dims: int = 0, opset: int = 13) -> 
     return out
 
 
+#: Each reduction and the version of the scatters that adds it.
+_REDUCTIONS = {"none": 11, "add": 16, "mul": 16, "max": 18, "min": 18}
+
+
+def _check_scatter(
+    data: np.ndarray, indices: np.ndarray, updates: np.ndarray, version: int
+) -> None:
+    """The scatters' type rules, in the library's order (types, then the reduction)."""
+    if data.ndim < 1:
+        raise ValueError("data of rank 0")
+    allowed = TYPES | ({"bfloat16"} if version >= 13 else set())
+    name = _dtype_name(data.dtype)
+    if name not in allowed:
+        raise TypeError(data.dtype)
+    if _dtype_name(indices.dtype) not in INDEX_DTYPES:
+        raise TypeError(indices.dtype)
+    if _dtype_name(updates.dtype) != name:
+        raise TypeError("updates of another type than data")
+
+
+def _check_reduction(reduction: Any, version: int, data: np.ndarray) -> None:
+    if not isinstance(reduction, str):
+        raise TypeError(reduction)
+    if reduction not in _REDUCTIONS or _REDUCTIONS[reduction] > version:
+        raise ValueError("reduction unknown or newer than the version")
+    name = _dtype_name(data.dtype)
+    if reduction != "none" and name == "string":
+        raise TypeError("a reduction of strings")
+    if reduction in ("max", "min") and name.startswith("complex"):
+        raise TypeError("max/min of complex numbers")
+
+
+def _one(x: Any, dtype: np.dtype[Any]) -> np.ndarray:
+    return np.asarray([x], dtype=dtype)
+
+
+def _combine(reduction: str, old: Any, new: Any, dtype: np.dtype[Any]) -> Any:
+    """``f(old, new)`` for one element, computed and rounded in ``dtype``.
+
+    One-element arrays, not scalars: array arithmetic wraps integers without a warning,
+    and rounds float16 and bfloat16 per operation.
+    """
+    if reduction == "none":
+        return new
+    a, b = _one(old, dtype), _one(new, dtype)
+    if dtype == np.bool_:
+        return bool(a[0] or b[0]) if reduction in ("add", "max") else bool(a[0] and b[0])
+    with np.errstate(all="ignore"):  # NaN, infinity and wrap-around are results here
+        if reduction == "add":
+            return np.add(a, b)[0]
+        if reduction == "mul":
+            return np.multiply(a, b)[0]
+    if dtype.kind in "iu":
+        return (a if (a[0] >= b[0]) == (reduction == "max") else b)[0]
+    # IEEE 754-2019 maximum/minimum: NaN wins (the first one: old, if it is one), and
+    # -0.0 < +0.0.
+    if np.isnan(a[0]):
+        return a[0]
+    if np.isnan(b[0]):
+        return b[0]
+    if a[0] == b[0]:
+        negative = bool(np.signbit(a[0]))
+        keep_old = not negative if reduction == "max" else negative
+        return a[0] if keep_old else b[0]
+    bigger = bool(a[0] > b[0])
+    return (a if bigger == (reduction == "max") else b)[0]
+
+
+def scatter_elements(
+    data: Any,
+    indices: Any,
+    updates: Any,
+    axis: int = 0,
+    reduction: str = "none",
+    opset: int = 18,
+) -> np.ndarray:
+    """ONNX ScatterElements-11/13/16/18: one update at a time, in C order of its position."""
+    data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
+    version = _version(opset, (11, 13, 16, 18))
+    _check_scatter(data, indices, updates, version)
+    if not -data.ndim <= axis < data.ndim:
+        raise ValueError("axis out of range")
+    axis %= data.ndim
+    _check_reduction(reduction, version, data)
+    if indices.ndim != data.ndim:
+        raise ValueError("indices of another rank than data")
+    if updates.shape != indices.shape:
+        raise ValueError("updates of another shape than indices")
+    for d in range(data.ndim):
+        if d != axis and indices.shape[d] > data.shape[d]:
+            raise ValueError("indices larger than data off the axis")
+    size = data.shape[axis]
+    positions = list(itertools.product(*map(range, indices.shape)))
+    for pos in positions:  # every index is checked, also when there is nothing to write
+        _resolve(int(indices[pos]), size)
+    out: np.ndarray = data.copy()
+    for pos in positions:
+        target = (*pos[:axis], _resolve(int(indices[pos]), size), *pos[axis + 1 :])
+        out[target] = _combine(reduction, out[target], updates[pos], data.dtype)
+    return out
+
+
+def scatter_nd(
+    data: Any, indices: Any, updates: Any, reduction: str = "none", opset: int = 18
+) -> np.ndarray:
+    """ONNX ScatterND-11/13/16/18: the spec's loop over index tuples, element by element."""
+    data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
+    version = _version(opset, (11, 13, 16, 18))
+    _check_scatter(data, indices, updates, version)
+    _check_reduction(reduction, version, data)
+    r, q = data.ndim, indices.ndim
+    if q < 1:
+        raise ValueError("indices of rank 0")
+    k = indices.shape[-1]
+    if not 1 <= k <= r:
+        raise ValueError("indices.shape[-1] out of range")
+    if updates.shape != indices.shape[:-1] + data.shape[k:]:
+        raise ValueError("updates of the wrong shape")
+    tuples = list(itertools.product(*map(range, indices.shape[:-1])))
+    for pos in tuples:
+        for j in range(k):
+            _resolve(int(indices[(*pos, j)]), data.shape[j])
+    out: np.ndarray = data.copy()
+    for pos in tuples:
+        coordinate = tuple(_resolve(int(indices[(*pos, j)]), data.shape[j]) for j in range(k))
+        for rest in itertools.product(*map(range, data.shape[k:])):
+            target = (*coordinate, *rest)
+            out[target] = _combine(reduction, out[target], updates[(*pos, *rest)], data.dtype)
+    return out
+
+
 def _size_along_axis(data_shape: Sequence[int], attributes: dict[str, Any], position: Any) -> int:
     return int(data_shape[attributes.get("axis", 0) % len(data_shape)])
 
@@ -187,3 +318,5 @@ GATHER = Oracle(gather, _size_along_axis)
 GATHER_ELEMENTS = Oracle(gather_elements, _size_along_axis)
 OPENVINO_GATHER_ELEMENTS = Oracle(openvino_gather_elements, _size_along_axis)
 GATHER_ND = Oracle(gather_nd, _size_of_coordinate)
+SCATTER_ELEMENTS = Oracle(scatter_elements, _size_along_axis)
+SCATTER_ND = Oracle(scatter_nd, _size_of_coordinate)

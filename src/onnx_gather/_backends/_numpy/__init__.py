@@ -22,6 +22,7 @@ import numpy as np
 from onnx_gather import _host, _spec
 from onnx_gather._backends._base import Backend
 from onnx_gather._backends._numpy import _fallback as fallback
+from onnx_gather._backends._numpy import _scatter
 from onnx_gather._backends._numpy._threads import limit
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from onnx_gather._spec import Plan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
     from onnx_gather._spec.gather_nd import GatherNDPlan
+    from onnx_gather._spec.scatter_elements import ScatterElementsPlan
+    from onnx_gather._spec.scatter_nd import ScatterNDPlan
 
 _kernels: ModuleType | None
 try:
@@ -84,6 +87,33 @@ def gather_nd(
     return _run(kernel, fallback.gather_nd, plan.batch_dims, data, indices, plan, out, threads)
 
 
+def scatter_elements(
+    data: Any,
+    indices: np.ndarray,
+    updates: Any,
+    plan: ScatterElementsPlan,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """ONNX ScatterElements; ``out`` (of the result's shape and dtype) receives it.
+
+    Pure NumPy (:mod:`._scatter`), exact; the compiled kernel does not have it yet.
+    """
+    data, updates = _plain(data), _plain(updates, "updates")
+    return _scatter.scatter_elements(data, indices, updates, plan, out)
+
+
+def scatter_nd(
+    data: Any,
+    indices: np.ndarray,
+    updates: Any,
+    plan: ScatterNDPlan,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """ONNX ScatterND; ``out`` as for :func:`scatter_elements`."""
+    data, updates = _plain(data), _plain(updates, "updates")
+    return _scatter.scatter_nd(data, indices, updates, plan, out)
+
+
 #: The compiled kernel's function per operator (None without it).
 _COMPILED: dict[str, Callable[..., Any] | None] = {
     op: getattr(_kernels, op, None) for op in ("gather", "gather_elements", "gather_nd")
@@ -110,7 +140,7 @@ def _run(
     return pure(data, indices, plan, out)
 
 
-def _plain(data: Any) -> np.ndarray:
+def _plain(data: Any, role: str = "data") -> np.ndarray:
     """``data`` as a plain ndarray: a zero-copy view of a subclass; TypeError if masked.
 
     The one rule for NumPy subclasses (``np.matrix``, ``np.memmap``, user subclasses), on
@@ -119,7 +149,9 @@ def _plain(data: Any) -> np.ndarray:
     kernels never see one. A masked array's mask has no ONNX meaning: TypeError.
     """
     if isinstance(data, np.ma.MaskedArray):
-        raise TypeError(_host.masked("data", data))
+        raise TypeError(_host.masked(role, data))
+    if isinstance(data, np.generic):  # (a NumPy scalar: 0-d updates of a ScatterND)
+        return np.asarray(data)
     return data.view(np.ndarray)
 
 
@@ -143,9 +175,16 @@ class NumpyBackend(Backend):
     def shape(self, x: Any, /) -> tuple[int, ...]:
         return x.shape  # NumPy shapes are tuples of ints already
 
+    def check_writable(self, out: Any, /) -> None:
+        if not out.flags.writeable:
+            msg = "out is a read-only NumPy array; pass a writeable one"
+            raise ValueError(msg)
+
     gather = staticmethod(gather)
     gather_elements = staticmethod(gather_elements)
     gather_nd = staticmethod(gather_nd)
+    scatter_elements = staticmethod(scatter_elements)
+    scatter_nd = staticmethod(scatter_nd)
 
 
 backend = NumpyBackend()

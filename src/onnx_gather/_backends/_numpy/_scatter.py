@@ -1,0 +1,160 @@
+"""The scatters in NumPy: exact, in C order, one update at a time where the order shows.
+
+Both operators reduce to one write: data seen as rows (ScatterElements: single elements,
+ScatterND: the slices an index tuple addresses), each update aimed at one row
+(:func:`~onnx_gather._backends._base.element_positions`,
+:func:`~onnx_gather._backends._base.tuple_rows`), and :func:`write` applying them:
+
+* ``none``: where several updates aim at one row, the last in C order wins. NumPy leaves
+  the order of a fancy assignment with repeated indices unspecified, so repeats are found
+  first (``np.bincount``) and only each row's last update is written.
+* ``add``, ``mul``, ``max``, ``min``: ``ufunc.at``, which applies the updates one at a time
+  in the order given, each computed in data's dtype (float16 and bfloat16 rounded after
+  every update: NumPy computes a float16 step in float32, whose 24 bits are at least
+  2 * 11 + 2, so the rounding is exact; the same for bfloat16). Integers wrap; on bool,
+  NumPy's add is OR, multiply AND, maximum OR and minimum AND, the decided meanings.
+  NumPy's float maximum and minimum keep a NaN already there and take the first NaN update
+  (the decided payload); their choice between -0.0 and +0.0 follows neither IEEE nor one
+  rule across dtypes (measured on NumPy 2.4: float32 ``maximum(+0.0, -0.0)`` gives -0.0,
+  float16 ``maximum(-0.0, +0.0)`` gives -0.0), so zeros are put right afterwards.
+
+Without the check an out-of-range update is dropped (never written anywhere). The result
+is a new C-ordered array, or ``out`` (``out=data``: in place, only the targets written).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import array_api_compat.numpy as _xp  # NumPy before 2.1 has no np.astype
+import numpy as np
+
+from onnx_gather._backends._base import element_positions, tuple_rows
+from onnx_gather._host import checked
+from onnx_gather._indices import DROP, counted
+
+if TYPE_CHECKING:
+    from onnx_gather._spec.scatter_elements import ScatterElementsPlan
+    from onnx_gather._spec.scatter_nd import ScatterNDPlan
+
+#: The ufunc of each reduction (on bool: OR, AND, OR, AND).
+_UFUNCS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def scatter_elements(
+    data: np.ndarray,
+    indices: np.ndarray,
+    updates: np.ndarray,
+    plan: ScatterElementsPlan,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """ONNX ScatterElements of NumPy arrays (see the module docstring)."""
+    positions, keep = _counted(indices, plan)
+    rows = element_positions(_xp, positions, plan.out_shape, plan.axis, "cpu").reshape(-1)
+    return _scatter(data, rows, updates.reshape(-1), keep, plan.reduction, out)
+
+
+def scatter_nd(
+    data: np.ndarray,
+    indices: np.ndarray,
+    updates: np.ndarray,
+    plan: ScatterNDPlan,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """ONNX ScatterND of NumPy arrays (see the module docstring)."""
+    positions, keep = _counted(indices, plan)
+    rows = tuple_rows(_xp, positions, plan.sizes, 0, "cpu").reshape(-1)
+    cells = math.prod(plan.sizes)
+    width = math.prod(plan.out_shape[len(plan.sizes) :])
+    values = updates.reshape(rows.size, width)
+    return _scatter(data, rows, values, keep, plan.reduction, out, (cells, width))
+
+
+def _counted(indices: np.ndarray, plan: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """Indices counted from the end: checked (IndexError), or with a mask of those kept."""
+    if plan.check_bounds:
+        return checked(plan, indices), None
+    positions, keep = counted(_xp, indices, plan, DROP)
+    return positions, np.asarray(keep).reshape(-1)
+
+
+def _scatter(
+    data: np.ndarray,
+    rows: np.ndarray,
+    values: np.ndarray,
+    keep: np.ndarray | None,
+    reduction: str,
+    out: np.ndarray | None,
+    shape: tuple[int, int] | None = None,
+) -> np.ndarray:
+    """Copy ``data`` (into ``out``, unless it is data), then :func:`write` into it."""
+    if out is None:
+        result = np.array(data, order="C", copy=True)
+    else:
+        if out is not data:
+            np.copyto(out, data)
+        result = out
+    # Rows are a view of C-ordered results; any other ``out`` is written through a copy.
+    work = result if result.flags.c_contiguous else np.ascontiguousarray(result)
+    write(work.reshape(shape or (-1,)), rows, values, keep, reduction)
+    if work is not result:
+        result[...] = work
+    return result
+
+
+def write(
+    target: np.ndarray,
+    rows: np.ndarray,
+    values: np.ndarray,
+    keep: np.ndarray | None,
+    reduction: str,
+) -> None:
+    """Apply the updates ``values[i]`` to ``target[rows[i]]`` in order, in place.
+
+    ``target`` is 1-D (one element per row) or 2-D (rows of ``values.shape[1]``), ``rows``
+    in range; ``keep`` (None: all) marks the updates to apply.
+    """
+    if keep is not None and not keep.all():
+        rows, values = rows[keep], values[keep]
+    if not rows.size:
+        return
+    if reduction == "none":
+        last = _last_of_each(rows, target.shape[0])
+        if last is not None:
+            rows, values = rows[last], values[last]
+        target[rows] = values
+        return
+    ufunc = _UFUNCS[reduction]
+    zeros = reduction in ("max", "min") and _is_float(target.dtype)
+    if zeros:
+        # Which zero each touched element ends with: IEEE's, whichever came first.
+        negative = reduction == "min"
+        special = np.zeros(target.shape, bool)
+        np.logical_or.at(special, rows, _is_zero(target[rows], negative))
+        np.logical_or.at(special, rows, _is_zero(values, negative))
+    with np.errstate(all="ignore"):  # NaN and infinity are results here, not errors
+        ufunc.at(target, rows, values)
+    if zeros:
+        fix = special & (target == 0)
+        if fix.any():
+            target[fix] = -0.0 if negative else 0.0
+
+
+def _last_of_each(rows: np.ndarray, n_rows: int) -> np.ndarray | None:
+    """The positions of each row's last update, in row order; None if no row repeats."""
+    if rows.size < 2 or np.bincount(rows, minlength=n_rows).max() < 2:
+        return None
+    # The largest position per row: maximum does not depend on the order it is applied in.
+    latest = np.full(n_rows, -1, np.int64)
+    np.maximum.at(latest, rows, np.arange(rows.size, dtype=np.int64))
+    return latest[latest >= 0]
+
+
+def _is_float(dtype: np.dtype[Any]) -> bool:
+    return dtype.kind == "f" or dtype.name == "bfloat16"
+
+
+def _is_zero(values: np.ndarray, negative: bool) -> np.ndarray:
+    """Where ``values`` is the zero of the given sign."""
+    return (values == 0) & (np.signbit(values) == negative)

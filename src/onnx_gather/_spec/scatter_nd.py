@@ -1,0 +1,97 @@
+"""ONNX ScatterND (versions 11, 13, 16, 18): the shape rules and the plan.
+
+The result starts as a copy of data. ``indices`` is a tensor of index tuples: its last dim
+``k`` holds coordinates into data's first ``k`` dims, coordinate ``j`` valid in ``[-s, s-1]``
+for the size ``s`` of axis ``j`` (ScatterND-18's text). Each tuple's update is a slice of
+data's trailing dims: ``out[indices[idx]] = f(out[indices[idx]], updates[idx])`` for every
+``idx`` of ``indices.shape[:-1]`` in C order, ``f`` the reduction (:mod:`.reductions`);
+``updates.shape == indices.shape[:-1] + data.shape[k:]``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from onnx_gather import _spec
+from onnx_gather._spec import reductions
+
+if TYPE_CHECKING:
+    from onnx_gather._ops import Operator
+
+
+class _Fields(NamedTuple):
+    op: str
+    check_bounds: bool
+    out_shape: tuple[int, ...]  # data's
+    axis: int  # 0: coordinate 0 addresses data's first axis
+    size: int  # the smallest of sizes
+    sizes: tuple[int, ...]
+    reduction: str
+
+
+class ScatterNDPlan(_Fields, _spec.Plan):
+    """A checked ScatterND call (see the module docstring).
+
+    Coordinate ``j`` (the last dim of ``indices``) addresses data axis ``j`` of size
+    ``sizes[j]``; each index tuple's update is a slice of ``data.shape[len(sizes):]``.
+    """
+
+    __slots__ = ()
+    coordinates = True
+
+    def attributes(self) -> tuple[str]:
+        """The attributes that plan this call again: ``(reduction,)``."""
+        return (self.reduction,)
+
+
+def plan(
+    op: Operator,
+    version: int,
+    shapes: tuple[tuple[int, ...], ...],
+    dtypes: tuple[str, ...],
+    attributes: tuple[Any, ...],
+    check_bounds: bool,
+) -> ScatterNDPlan:
+    """Check a ScatterND call and return its plan.
+
+    Parameters as for :func:`onnx_gather._spec.gather.plan`, with the shapes and dtypes of
+    data, indices and updates; ``attributes`` is ``(reduction,)``.
+
+    Raises
+    ------
+    TypeError
+        A data or index type the version does not list, updates of another type than
+        data's, or a reduction the data type cannot take.
+    ValueError
+        0-d data or indices, an unknown reduction or one the version lacks,
+        ``indices.shape[-1]`` outside ``[1, r]``, or updates of another shape than
+        ``indices.shape[:-1] + data.shape[k:]``.
+    """
+    name = op.message_name(version)
+    (data_shape, indices_shape, updates_shape) = shapes
+    (data_dtype, indices_dtype, updates_dtype) = dtypes
+    if not data_shape:
+        raise _spec.rank_0(name)
+    _spec.check_types(name, version, op.bfloat16_from, data_dtype, indices_dtype)
+    reductions.check_updates(name, data_dtype, updates_dtype)
+    reduction = reductions.check(name, version, attributes[0], data_dtype)
+    r = len(data_shape)
+    if not indices_shape:
+        msg = f"{name}: indices must have rank >= 1 (the last dim holds coordinates), got a rank-0 array"
+        raise ValueError(msg)
+    k = indices_shape[-1]
+    if not 1 <= k <= r:
+        msg = (
+            f"{name}: indices.shape[-1] is {k}, the number of coordinates per index; it must "
+            f"be in [1, {r}] (data rank {r}); indices {indices_shape}, data {data_shape}"
+        )
+        raise ValueError(msg)
+    want = tuple(indices_shape[:-1]) + tuple(data_shape[k:])
+    if tuple(updates_shape) != want:
+        msg = (
+            f"{name}: updates must have shape indices.shape[:-1] + data.shape[{k}:] = {want}, "
+            f"got {tuple(updates_shape)}"
+        )
+        raise ValueError(msg)
+    sizes = tuple(data_shape[:k])
+    return ScatterNDPlan(name, check_bounds, tuple(data_shape), 0, min(sizes), sizes, reduction)

@@ -1,0 +1,478 @@
+"""ScatterElements and ScatterND (issue 22): the write-side table, and the random sweep.
+
+The scatters are not public yet: they run through ``_api.run`` on the libraries whose
+backends serve them so far (NumPy's exact kernel, and the array-API base, which runs it on
+the host). Every expected result is a spec's literal or the loop oracle's answer
+(``oracle.py``, the spec's loops read literally); a literal must be the oracle's too.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers import assert_identical
+from libs import BFLOAT16, LIBS, Library
+
+from onnx_gather import _api, _ops
+from onnx_gather._conformance import oracle
+
+SE, SN = _ops.SCATTER_ELEMENTS, _ops.SCATTER_ND
+#: The libraries whose backends serve the scatters so far; the rest join with their kernels.
+SERVED = [lib for lib in LIBS if lib.name in ("numpy", "array-api-strict")]
+
+
+@dataclass(frozen=True)
+class Scatter:
+    id: str
+    op: _ops.Operator
+    data: np.ndarray
+    indices: np.ndarray
+    updates: np.ndarray
+    attributes: dict[str, Any] = field(default_factory=dict)
+    opset: int = 18
+    check_bounds: bool = True
+    raises: type[Exception] | None = None
+    match: str | None = None
+    expected: np.ndarray | None = None
+
+    def attribute_values(self) -> tuple[Any, ...]:
+        given = dict(self.op.attributes)
+        given.update(self.attributes)
+        return tuple(given[name] for name, _ in self.op.attributes)
+
+    def oracle(self) -> np.ndarray:
+        """The loop oracle's answer; unchecked, over the updates in range only."""
+        run = oracle.scatter_elements if self.op is SE else oracle.scatter_nd
+        given = dict(self.op.attributes)
+        given.update(self.attributes)
+        if not self.check_bounds:
+            return _oracle_dropping(self, given["reduction"])
+        return run(self.data, self.indices, self.updates, **given, opset=self.opset)
+
+
+def a(values: Any, dtype: Any = None) -> np.ndarray:
+    return np.array(values, dtype=dtype)
+
+
+F32 = np.float32
+ZERO33 = np.zeros((3, 3), F32)
+NAN1 = np.array([0x7FC00001], np.uint32).view(F32)[0]  # quiet NaNs with payloads
+NAN2 = np.array([0x7FC00002], np.uint32).view(F32)[0]
+
+SPEC = [
+    Scatter("se-example-1", SE, ZERO33, a([[1, 0, 2], [0, 2, 1]]),
+            a([[1.0, 1.1, 1.2], [2.0, 2.1, 2.2]], F32),
+            expected=a([[2.0, 1.1, 0.0], [1.0, 0.0, 2.2], [0.0, 2.1, 1.2]], F32)),
+    Scatter("se-example-2", SE, a([[1.0, 2.0, 3.0, 4.0, 5.0]], F32), a([[1, 3]]),
+            a([[1.1, 2.1]], F32), {"axis": 1}, expected=a([[1.0, 1.1, 3.0, 2.1, 5.0]], F32)),
+    # ONNX's node tests: scatter_elements_with_negative_indices, _with_duplicate_indices,
+    # _with_reduction_max / _min.
+    Scatter("se-negative", SE, a([[1.0, 2.0, 3.0, 4.0, 5.0]], F32), a([[1, -3]]),
+            a([[1.1, 2.1]], F32), {"axis": 1}, expected=a([[1.0, 1.1, 2.1, 4.0, 5.0]], F32)),
+    Scatter("se-duplicates-add", SE, a([[1.0, 2.0, 3.0, 4.0, 5.0]], F32), a([[1, 1]]),
+            a([[1.1, 2.1]], F32), {"axis": 1, "reduction": "add"},
+            expected=a([[1.0, 5.2, 3.0, 4.0, 5.0]], F32)),
+    Scatter("se-max", SE, a([[1.0, 2.0, 3.0, 4.0, 5.0]], F32), a([[1, 1]]),
+            a([[1.1, 2.1]], F32), {"axis": 1, "reduction": "max"},
+            expected=a([[1.0, 2.1, 3.0, 4.0, 5.0]], F32)),
+    Scatter("se-min", SE, a([[1.0, 2.0, 3.0, 4.0, 5.0]], F32), a([[1, 1]]),
+            a([[1.1, 2.1]], F32), {"axis": 1, "reduction": "min"},
+            expected=a([[1.0, 1.1, 3.0, 4.0, 5.0]], F32)),
+    Scatter("nd-example-1", SN, a([1, 2, 3, 4, 5, 6, 7, 8], F32), a([[4], [3], [1], [7]]),
+            a([9, 10, 11, 12], F32), expected=a([1, 11, 3, 10, 9, 6, 7, 12], F32)),
+    Scatter("nd-example-2", SN,
+            a([[[1, 2, 3, 4], [5, 6, 7, 8], [8, 7, 6, 5], [4, 3, 2, 1]],
+               [[1, 2, 3, 4], [5, 6, 7, 8], [8, 7, 6, 5], [4, 3, 2, 1]],
+               [[8, 7, 6, 5], [4, 3, 2, 1], [1, 2, 3, 4], [5, 6, 7, 8]],
+               [[8, 7, 6, 5], [4, 3, 2, 1], [1, 2, 3, 4], [5, 6, 7, 8]]], F32),
+            a([[0], [2]]),
+            a([[[5, 5, 5, 5], [6, 6, 6, 6], [7, 7, 7, 7], [8, 8, 8, 8]],
+               [[1, 1, 1, 1], [2, 2, 2, 2], [3, 3, 3, 3], [4, 4, 4, 4]]], F32),
+            expected=a([[[5, 5, 5, 5], [6, 6, 6, 6], [7, 7, 7, 7], [8, 8, 8, 8]],
+                        [[1, 2, 3, 4], [5, 6, 7, 8], [8, 7, 6, 5], [4, 3, 2, 1]],
+                        [[1, 1, 1, 1], [2, 2, 2, 2], [3, 3, 3, 3], [4, 4, 4, 4]],
+                        [[8, 7, 6, 5], [4, 3, 2, 1], [1, 2, 3, 4], [5, 6, 7, 8]]], F32)),
+    # ONNX's node test scatternd_add: the two updates of index 0 both land.
+    Scatter("nd-add-duplicates", SN, a([[1, 2], [3, 4]], F32), a([[0], [0]]),
+            a([[5, 6], [7, 8]], F32), {"reduction": "add"}, expected=a([[13, 16], [3, 4]], F32)),
+    Scatter("nd-mul-duplicates", SN, a([[1, 2], [3, 4]], F32), a([[0], [0]]),
+            a([[5, 6], [7, 8]], F32), {"reduction": "mul"}, expected=a([[35, 96], [3, 4]], F32)),
+]  # fmt: skip
+
+#: Every rule in DESIGN.md's scatter section, the expected answer the oracle's.
+RULES = [
+    Scatter("se-none-last-duplicate-wins", SE, a([0, 0, 0], F32), a([2, 0, 2, 2]),
+            a([1, 2, 3, 4], F32), expected=a([2, 0, 4], F32)),
+    Scatter("nd-none-last-duplicate-wins", SN, a([[0, 0], [0, 0]], np.int64), a([[1], [0], [1]]),
+            a([[1, 1], [2, 2], [3, 3]], np.int64), expected=a([[2, 2], [3, 3]], np.int64)),
+    Scatter("se-float16-rounds-every-step", SE, a([1024], np.float16), a([0, 0, 0, 0]),
+            a([0.5, 0.5, 0.5, 0.5], np.float16), {"reduction": "add"},
+            expected=a([1024], np.float16)),  # 1024.5 rounds to 1024, four times
+    Scatter("se-float16-mul", SE, a([1.0009765625], np.float16), a([0, 0, 0]),
+            a([1.0009765625] * 3, np.float16), {"reduction": "mul"}),
+    Scatter("se-int8-add-wraps", SE, a([120, -120], np.int8), a([0, 0, 1]),
+            a([5, 5, -10], np.int8), {"reduction": "add"}, expected=a([-126, 126], np.int8)),
+    Scatter("se-int8-mul-wraps", SE, a([16], np.int8), a([0, 0]), a([4, 3], np.int8),
+            {"reduction": "mul"}, expected=a([-64], np.int8)),
+    Scatter("se-uint8-add-wraps", SE, a([250], np.uint8), a([0, 0]), a([5, 3], np.uint8),
+            {"reduction": "add"}, expected=a([2], np.uint8)),
+    Scatter("nd-uint64-max", SN, a([2**64 - 2, 0], np.uint64), a([[0], [1], [1]]),
+            a([2**64 - 1, 2**63, 5], np.uint64), {"reduction": "max"}),
+    Scatter("se-int64-min", SE, a([0, 0], np.int64), a([0, 1, 1]),
+            a([-(2**63), 2**62, -5], np.int64), {"reduction": "min"}),
+    *(Scatter(f"se-bool-{r}", SE, a([True, False, True, False]), a([0, 1, 2, 3, 1, 3]),
+              a([False, False, False, True, True, True]), {"reduction": r})
+      for r in ("add", "mul", "max", "min")),
+    Scatter("se-max-signed-zeros", SE, a([-0.0, 0.0, -0.0, 0.0], F32), a([0, 1, 2, 3, 2]),
+            a([0.0, -0.0, -0.0, 0.0, -0.0], F32), {"reduction": "max"},
+            expected=a([0.0, 0.0, -0.0, 0.0], F32)),
+    Scatter("se-min-signed-zeros", SE, a([-0.0, 0.0, 0.0, 0.0], F32), a([0, 1, 2, 3, 2]),
+            a([0.0, -0.0, 0.0, 0.0, 0.0], F32), {"reduction": "min"},
+            expected=a([-0.0, -0.0, 0.0, 0.0], F32)),
+    *(Scatter(f"se-{r}-signed-zeros-{np.dtype(t).name}", SE, a([-0.0, 0.0, -0.0], t),
+              a([0, 1, 2, 2]), a([0.0, -0.0, 0.0, -0.0], t), {"reduction": r})
+      for r in ("max", "min") for t in (np.float16, np.float64)),
+    Scatter("se-max-nan-first-wins", SE, a([1.0, NAN1, 1.0], F32), a([0, 0, 1, 2, 2]),
+            a([NAN2, NAN1, NAN2, 5.0, NAN2], F32), {"reduction": "max"},
+            expected=a([NAN2, NAN1, NAN2], F32)),
+    Scatter("nd-min-nan-first-wins", SN, a([[1.0, 2.0], [NAN1, 0.0]], F32), a([[0], [1], [0]]),
+            a([[NAN1, 3.0], [NAN2, NAN2], [NAN2, NAN2]], F32), {"reduction": "min"},
+            expected=a([[NAN1, NAN2], [NAN1, NAN2]], F32)),
+    Scatter("se-complex-add", SE, a([1 + 2j, 0], np.complex64), a([0, 0, 1]),
+            a([0.5 - 1j, 3j, -1], np.complex64), {"reduction": "add"}),
+    Scatter("nd-complex-mul", SN, a([1 + 2j, 0], np.complex128), a([[0], [0]]),
+            a([0.5 - 1j, 3j], np.complex128), {"reduction": "mul"}),
+    Scatter("nd-strings", SN, a(["a", "b", "c"], object), a([[2], [0], [2]]),
+            a(["x", "y", "z"], object), expected=a(["y", "b", "z"], object)),
+    Scatter("se-trim-off-axis", SE, np.arange(12, dtype=F32).reshape(3, 4), a([[2], [0]]),
+            a([[-1], [-2]], F32), {"axis": 1}),
+    Scatter("se-axis-negative-rank3", SE, np.arange(24, dtype=np.int32).reshape(2, 3, 4),
+            a([[[0, -1, 2, 0]], [[1, 1, -2, 0]]]), -a([[[1, 2, 3, 4]], [[5, 6, 7, 8]]], np.int32),
+            {"axis": -2, "reduction": "add"}),
+    Scatter("nd-full-coordinates", SN, np.arange(12, dtype=np.int16).reshape(3, 4),
+            a([[0, -1], [2, 3], [0, 3], [-3, 0]], np.int32), a([100, 200, 300, 400], np.int16)),
+    Scatter("nd-0d-updates", SN, a([1.0, 2.0], F32), a([-1]), a(7.0, F32),
+            expected=a([1.0, 7.0], F32)),
+    Scatter("nd-empty-updates", SN, np.zeros((3, 0), F32), a([[1], [2]]), np.zeros((2, 0), F32)),
+    Scatter("se-empty-updates", SE, a([[1.0, 2.0]], F32), np.zeros((0, 2), np.int64),
+            np.zeros((0, 2), F32)),
+    # Unchecked: an update out of range is dropped, the rest land.
+    Scatter("se-unchecked-drops", SE, a([1, 2, 3], np.int32), a([0, 3, -4, 7, -1]),
+            a([10, 20, 30, 40, 50], np.int32), check_bounds=False,
+            expected=a([10, 2, 50], np.int32)),
+    Scatter("nd-unchecked-drops", SN, a([[1, 2], [3, 4]], np.int32),
+            a([[0, 2], [5, 0], [-3, 1], [1, -1]]), a([10, 20, 30, 40], np.int32),
+            {"reduction": "add"}, check_bounds=False, expected=a([[1, 2], [3, 44]], np.int32)),
+    Scatter("se-opset-11", SE, a([1, 2], np.int64), a([1, 1]), a([5, 6], np.int64), opset=11,
+            expected=a([1, 6], np.int64)),
+    Scatter("nd-opset-16-mul", SN, a([2, 3], np.int64), a([[1], [1]]), a([5, 6], np.int64),
+            {"reduction": "mul"}, opset=16, expected=a([2, 90], np.int64)),
+]  # fmt: skip
+if BFLOAT16 is not None:
+    RULES.append(
+        Scatter("se-bfloat16-rounds-every-step", SE, a([256], BFLOAT16), a([0, 0, 0]),
+                a([0.5, 0.5, 1.5], BFLOAT16), {"reduction": "add"},
+                expected=a([258], BFLOAT16))  # 256.5 -> 256 twice, then 257.5 -> 258
+    )  # fmt: skip
+
+ERRORS = [
+    Scatter("se-out-of-range", SE, ZERO33, a([[1, 0, 3]]), a([[1.0, 2.0, 3.0]], F32),
+            raises=IndexError,
+            match=r"ScatterElements-18: index 3 at position \(0, 2\) of indices is out of "
+                  r"range for axis 0 of size 3"),
+    Scatter("se-out-of-range-negative", SE, ZERO33, a([[0], [-4]]), a([[1.0], [2.0]], F32),
+            {"axis": 1}, raises=IndexError, match=r"index -4 at position \(1, 0\).*axis 1 of size 3"),
+    Scatter("nd-out-of-range-coordinate", SN, np.zeros((2, 5), F32), a([[1, 4], [0, 5]]),
+            a([1.0, 2.0], F32), raises=IndexError,
+            match=r"ScatterND-18: index 5 at position \(1, 1\) of indices is out of range for "
+                  r"axis 1 of size 5"),
+    Scatter("nd-out-of-range-empty-updates", SN, np.zeros((3, 0), F32), a([[3]]),
+            np.zeros((1, 0), F32), raises=IndexError, match=r"index 3 at position \(0, 0\)"),
+    Scatter("se-updates-dtype", SE, ZERO33, a([[0]]), a([[1.0]], np.float64), raises=TypeError,
+            match="updates must have data's type float32, got float64"),
+    Scatter("se-index-dtype", SE, ZERO33, a([[0]], np.int16), a([[1.0]], F32), raises=TypeError,
+            match="int16"),
+    Scatter("se-reduction-unknown", SE, ZERO33, a([[0]]), a([[1.0]], F32), {"reduction": "sum"},
+            raises=ValueError, match="unknown reduction 'sum'"),
+    Scatter("se-reduction-too-new", SE, ZERO33, a([[0]]), a([[1.0]], F32), {"reduction": "add"},
+            opset=13, raises=ValueError, match="reduction 'add' needs version 16"),
+    Scatter("nd-max-too-new", SN, ZERO33, a([[0]]), a([[1.0, 2.0, 3.0]], F32),
+            {"reduction": "max"}, opset=17, raises=ValueError, match="reduction 'max' needs version 18"),
+    Scatter("se-reduction-not-a-str", SE, ZERO33, a([[0]]), a([[1.0]], F32), {"reduction": 1},
+            raises=TypeError, match="reduction must be a str, got 1"),
+    Scatter("se-complex-max", SE, a([1j]), a([0]), a([2j]), {"reduction": "max"},
+            raises=TypeError, match="'max' needs ordered values; complex128"),
+    Scatter("nd-string-add", SN, a(["a"], object), a([[0]]), a(["b"], object),
+            {"reduction": "add"}, raises=TypeError, match="'add' needs numbers"),
+    Scatter("se-bfloat16-before-13", SE, ZERO33.astype(BFLOAT16 or F32), a([[0]]),
+            a([[1.0]], BFLOAT16 or F32), opset=11, raises=TypeError, match="bfloat16"),
+    Scatter("se-rank", SE, ZERO33, a([0]), a([1.0], F32), raises=ValueError,
+            match=r"same rank as data \(2\), got rank 1"),
+    Scatter("se-updates-shape", SE, ZERO33, a([[0, 1]]), a([[1.0]], F32), raises=ValueError,
+            match=r"updates must have the indices' shape \(1, 2\), got \(1, 1\)"),
+    Scatter("se-larger-off-axis", SE, ZERO33, np.zeros((1, 4), np.int64),
+            np.zeros((1, 4), F32), raises=ValueError, match="indices dim 1 is 4, larger than data's 3"),
+    Scatter("se-axis", SE, ZERO33, a([[0]]), a([[1.0]], F32), {"axis": 2}, raises=ValueError,
+            match="axis 2 is out of range"),
+    Scatter("nd-k-too-large", SN, ZERO33, a([[0, 0, 0]]), a([1.0], F32), raises=ValueError,
+            match=r"indices.shape\[-1\] is 3"),
+    Scatter("nd-updates-shape", SN, ZERO33, a([[0], [1]]), a([[1.0, 2.0, 3.0]], F32),
+            raises=ValueError, match=r"updates must have shape indices.shape\[:-1\] \+ "
+                                     r"data.shape\[1:\] = \(2, 3\), got \(1, 3\)"),
+    Scatter("nd-rank-0-indices", SN, ZERO33, a(0), a(1.0, F32), raises=ValueError,
+            match="indices must have rank >= 1"),
+    Scatter("nd-opset-10", SN, ZERO33, a([[0]]), a([[1.0, 2.0, 3.0]], F32), opset=10,
+            raises=ValueError, match="opset 10 has no ScatterND"),
+]  # fmt: skip
+
+CASES = SPEC + RULES + ERRORS
+
+
+def _run(lib: Library, case: Scatter, out: Any = None) -> Any:
+    arrays = (lib.asarray(case.data), lib.indices(case.indices), lib.asarray(case.updates))
+    attributes = case.attribute_values()
+    return _api.run(case.op, case.opset, arrays, attributes, case.check_bounds, out)
+
+
+def _held(lib: Library, case: Scatter) -> bool:
+    from onnx_gather._conformance.libraries import type_name
+
+    return type_name(case.data.dtype) in lib.holds
+
+
+PARAMS = [
+    pytest.param(lib, case, id=f"{lib.name}-{case.id}")
+    for lib in SERVED
+    for case in CASES
+    if _held(lib, case)
+]
+
+
+@pytest.mark.parametrize(("lib_", "case"), PARAMS)
+def test_case(lib_: Library, case: Scatter) -> None:
+    if case.raises is not None:
+        with pytest.raises(case.raises, match=case.match):
+            _run(lib_, case)
+        return
+    assert_identical(lib_.to_numpy(_run(lib_, case)), case.oracle())
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.raises is None], ids=lambda c: c.id)
+def test_inputs_are_not_modified(case: Scatter) -> None:
+    data, indices, updates = (x.copy() for x in (case.data, case.indices, case.updates))
+    result = _api.run(
+        case.op, case.opset, (data, indices, updates), case.attribute_values(), case.check_bounds
+    )
+    assert not np.shares_memory(result, data)
+    for given, kept in ((data, case.data), (indices, case.indices), (updates, case.updates)):
+        assert_identical(given, kept)
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in SPEC + RULES if c.expected is not None], ids=lambda c: c.id
+)
+def test_oracle_agrees_with_literals(case: Scatter) -> None:
+    assert_identical(case.oracle(), case.expected)
+
+
+@pytest.mark.parametrize("case", ERRORS, ids=lambda c: c.id)
+def test_oracle_raises_the_same_type(case: Scatter) -> None:
+    with pytest.raises(case.raises):
+        case.oracle()
+
+
+@pytest.mark.parametrize(("lib_", "case"), [p for p in PARAMS if p.values[1].raises is None])
+def test_out_receives_the_result(lib_: Library, case: Scatter) -> None:
+    """``out=`` returns ``out`` holding the result; ``out=data`` updates data itself."""
+    want = case.oracle()
+    out = lib_.asarray(
+        np.zeros_like(case.data) if case.data.dtype.kind != "O" else case.data.copy()
+    )
+    assert _run(lib_, case, out) is out
+    assert_identical(lib_.to_numpy(out), want)
+    data = lib_.asarray(case.data)
+    arrays = (data, lib_.indices(case.indices), lib_.asarray(case.updates))
+    result = _api.run(case.op, case.opset, arrays, case.attribute_values(), case.check_bounds, data)
+    assert result is data
+    assert_identical(lib_.to_numpy(data), want)
+
+
+def test_out_on_a_strided_view_and_its_errors() -> None:
+    base = np.zeros((4, 6), np.int32)
+    view = base[::2, ::2]  # (2, 3), not contiguous
+    data = np.arange(6, dtype=np.int32).reshape(2, 3)
+    result = _api.run(
+        SE, 18, (data, a([[1, 0, 1]]), a([[7, 8, 9]], np.int32)), (0, "none"), True, view
+    )
+    assert result is view
+    assert_identical(base[::2, ::2], a([[0, 8, 2], [7, 4, 9]], np.int32))
+    assert not base[1::2].any()
+    assert not base[:, 1::2].any()
+    args = (data, a([[0]]), a([[1]], np.int32))
+    with pytest.raises(ValueError, match=r"out has shape \(3, 2\), the result has \(2, 3\)"):
+        _api.run(SE, 18, args, (0, "none"), True, np.zeros((3, 2), np.int32))
+    with pytest.raises(TypeError, match="out has dtype int64, the result has data's int32"):
+        _api.run(SE, 18, args, (0, "none"), True, np.zeros((2, 3), np.int64))
+    with pytest.raises(TypeError, match="out is a Python list"):
+        _api.run(SE, 18, args, (0, "none"), True, [[0, 0, 0], [0, 0, 0]])
+    frozen = np.zeros((2, 3), np.int32)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        _api.run(SE, 18, args, (0, "none"), True, frozen)
+    with pytest.raises(TypeError, match="updates is a Python list"):
+        _api.run(SE, 18, (data, a([[0]]), [[1]]), (0, "none"), True)
+
+
+def test_in_place_updates_data_itself() -> None:
+    """``out=data`` on a KV-cache-like array: data is the result, no copy of it is made.
+
+    A second view of data's memory sees the new position written and every other row as
+    it was; the call returns data itself (the copying call would return a new array).
+    """
+    cache = np.zeros((4, 8, 3), F32)
+    twin = cache.view()  # shares the memory
+    new = np.ones((4, 1, 3), F32)
+    idx = np.stack(np.meshgrid(np.arange(4), [5], indexing="ij"), axis=-1)  # (4, 1, 2)
+    result = _api.run(SN, 18, (cache, idx, new), ("none",), True, cache)
+    assert result is cache
+    assert twin[:, 5].all()
+    assert not twin[:, :5].any()
+    assert not twin[:, 6:].any()
+    copied = _api.run(SN, 18, (cache, idx, 2 * new), ("none",), True)
+    assert not np.shares_memory(copied, cache)
+    assert twin[:, 5].max() == 1
+
+
+#: The random sweep: shapes small enough for the oracle's Python loops, many duplicates.
+_DTYPES = ["bool", "int8", "uint8", "int32", "int64", "uint64", "float16", "float32",
+           "float64", "complex64", "string"]  # fmt: skip
+if BFLOAT16 is not None:
+    _DTYPES.append("bfloat16")
+
+
+def _values(rng: np.random.Generator, name: str, shape: tuple[int, ...]) -> np.ndarray:
+    if name == "bool":
+        return rng.random(shape) < 0.5
+    if name == "string":
+        return rng.choice(np.array(["", "a", "bc", "日本"], object), shape)
+    if name == "bfloat16":
+        assert BFLOAT16 is not None
+        return rng.choice(np.array([0.0, -0.0, 1.5, -2.0, 3.0, np.nan, 255.0], F32), shape).astype(
+            BFLOAT16
+        )
+    dtype = np.dtype(name)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        pool = np.array([info.min, info.max, 0, 1, 2, 3, -1 if dtype.kind == "i" else 7], object)
+        return rng.choice(pool, shape).astype(dtype)
+    if dtype.kind == "c":
+        out = np.empty(shape, dtype)
+        out.real, out.imag = _values(rng, "float32", shape), _values(rng, "float32", shape)
+        return out
+    pool = np.array([0.0, -0.0, 0.1, -2.5, 1e4, np.inf, -np.inf, np.nan, 3.0], dtype)
+    pool[7] = np.array([0x7FF8000000000123], np.uint64).view(np.float64)[0].astype(dtype)
+    return rng.choice(pool, shape)
+
+
+def _sweep(seed: int, count: int) -> list[Scatter]:
+    rng = np.random.default_rng(seed)
+    cases = []
+    for n in range(count):
+        name = _DTYPES[n % len(_DTYPES)]
+        reductions = (
+            ["none"]
+            if name == "string"
+            else ["none", "add", "mul"] + ([] if name.startswith("complex") else ["max", "min"])
+        )
+        reduction = reductions[(n // len(_DTYPES)) % len(reductions)]
+        rank = int(rng.integers(1, 4))
+        shape = tuple(int(x) for x in rng.integers(1, 4, rank))
+        data = _values(rng, name, shape)
+        unchecked = n % 5 == 0
+        if n % 2:
+            axis = int(rng.integers(-rank, rank))
+            ishape = tuple(
+                int(rng.integers(1, s + 1)) if d != axis % rank else int(rng.integers(0, 6))
+                for d, s in enumerate(shape)
+            )
+            s = shape[axis]
+            hi = s + 2 if unchecked else s
+            indices = rng.integers(-s - (2 if unchecked else 0), hi, ishape)
+            updates = _values(rng, name, ishape)
+            cases.append(
+                Scatter(
+                    f"se-{n}-{name}-{reduction}",
+                    SE,
+                    data,
+                    indices,
+                    updates,
+                    {"axis": axis, "reduction": reduction},
+                    check_bounds=not unchecked,
+                )
+            )
+        else:
+            k = int(rng.integers(1, rank + 1))
+            lead = tuple(int(x) for x in rng.integers(0, 4, int(rng.integers(0, 3))))
+            cols = [
+                rng.integers(-s - (1 if unchecked else 0), s + (1 if unchecked else 0), lead + (1,))
+                for s in shape[:k]
+            ]
+            indices = np.concatenate(cols, axis=-1) if cols else np.zeros(lead + (0,), np.int64)
+            updates = _values(rng, name, lead + shape[k:])
+            cases.append(
+                Scatter(
+                    f"nd-{n}-{name}-{reduction}",
+                    SN,
+                    data,
+                    indices.astype(np.int32 if n % 4 == 0 else np.int64),
+                    updates,
+                    {"reduction": reduction},
+                    check_bounds=not unchecked,
+                )
+            )
+    return cases
+
+
+SWEEP = _sweep(20261125, 400)
+
+
+@pytest.mark.parametrize("lib_", SERVED, ids=lambda lib: lib.name)
+def test_sweep_is_bit_identical_to_the_oracle(lib_: Library) -> None:
+    """400 random calls (every dtype and reduction, duplicates, unchecked drops) agree."""
+    ran = 0
+    for case in SWEEP:
+        if not _held(lib_, case):
+            continue
+        try:
+            want = case.oracle()
+        except IndexError:
+            with pytest.raises(IndexError):
+                _run(lib_, case)
+            continue
+        assert_identical(lib_.to_numpy(_run(lib_, case)), want), case.id
+        ran += 1
+    assert ran > 200
+
+
+def _oracle_dropping(case: Scatter, reduction: str) -> np.ndarray:
+    """What an unchecked call must give: the oracle's loop over the updates in range only."""
+    if case.op is SN:
+        k = case.indices.shape[-1]
+        sizes = np.array(case.data.shape[:k])
+        ok = ((case.indices >= -sizes) & (case.indices < sizes)).all(axis=-1)
+        return oracle.scatter_nd(case.data, case.indices[ok], case.updates[ok], reduction)
+    # ScatterElements: each update in C order of its position, as a one-element ScatterND.
+    axis = case.attributes.get("axis", 0) % case.data.ndim
+    size = case.data.shape[axis]
+    out = case.data
+    for pos in itertools.product(*map(range, case.indices.shape)):
+        value = int(case.indices[pos])
+        if -size <= value < size:
+            target = np.array([[*pos[:axis], value % size, *pos[axis + 1 :]]], np.int64)
+            update = np.asarray([case.updates[pos]], case.data.dtype)
+            out = oracle.scatter_nd(out, target, update, reduction)
+    return out
