@@ -31,7 +31,13 @@ def _extensions() -> list[Extension]:
         # Portable flags only: no -march=native, wheels must run on any CPU of the arch.
         # Hidden visibility: the core's functions, shared by the kernel's files, stay
         # internal to the extension (its init function is exported by PyMODINIT_FUNC).
-        compile_args = ["-O3", "-pthread", "-fno-strict-aliasing", "-fvisibility=hidden"]
+        # No floating-point contraction: the scatters' reductions must round every step as
+        # NumPy does (GCC contracts a * b - c * d into a fused multiply-add where the target
+        # has one, e.g. aarch64, by default).
+        compile_args = [
+            "-O3", "-pthread", "-fno-strict-aliasing", "-fvisibility=hidden",
+            "-ffp-contract=off",
+        ]  # fmt: skip
         link_args = ["-pthread"]
     return [
         Extension(

@@ -18,6 +18,7 @@ from helpers import assert_identical
 from libs import BFLOAT16, LIBS, Library
 
 from onnx_gather import _api, _ops
+from onnx_gather._backends import _numpy as _numpy_backend
 from onnx_gather._conformance import oracle
 
 SE, SN = _ops.SCATTER_ELEMENTS, _ops.SCATTER_ND
@@ -440,8 +441,18 @@ def _sweep(seed: int, count: int) -> list[Scatter]:
 SWEEP = _sweep(20261125, 400)
 
 
+@pytest.fixture(params=["compiled", "numpy-kernels"])
+def route(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """NumPy's two routes: the compiled kernel, and NumPy's own kernels without it."""
+    if request.param == "numpy-kernels":
+        monkeypatch.setattr(_numpy_backend, "_kernels", None)
+    elif _numpy_backend._kernels is None:
+        pytest.fail("the compiled kernel is not built")
+    return str(request.param)
+
+
 @pytest.mark.parametrize("lib_", SERVED, ids=lambda lib: lib.name)
-def test_sweep_is_bit_identical_to_the_oracle(lib_: Library) -> None:
+def test_sweep_is_bit_identical_to_the_oracle(lib_: Library, route: str) -> None:
     """400 random calls (every dtype and reduction, duplicates, unchecked drops) agree."""
     ran = 0
     for case in SWEEP:
@@ -476,3 +487,135 @@ def _oracle_dropping(case: Scatter, reduction: str) -> np.ndarray:
             update = np.asarray([case.updates[pos]], case.data.dtype)
             out = oracle.scatter_nd(out, target, update, reduction)
     return out
+
+
+def _large_cases() -> list[Scatter]:
+    """Calls large enough to split over threads: every split the kernel makes."""
+    rng = np.random.default_rng(7)
+    data = rng.standard_normal((300, 200)).astype(F32)
+    cases = []
+    for axis in (0, 1):
+        for reduction in ("none", "add", "mul", "max", "min"):
+            idx = rng.integers(
+                -data.shape[axis], data.shape[axis], (300, 200) if axis else (500, 200)
+            )
+            upd = rng.standard_normal(idx.shape).astype(F32)
+            cases.append(
+                Scatter(
+                    f"se-axis{axis}-{reduction}",
+                    SE,
+                    data,
+                    idx,
+                    upd,
+                    {"axis": axis, "reduction": reduction},
+                )
+            )
+    cube = rng.standard_normal((40, 30, 100)).astype(np.float16)
+    for reduction in ("none", "add", "max"):
+        rows = rng.integers(-40, 40, (3000, 1))  # slices of 3000 elements: by columns
+        cases.append(
+            Scatter(
+                f"nd-wide-{reduction}",
+                SN,
+                cube,
+                rows,
+                rng.standard_normal((3000, 30, 100)).astype(np.float16),
+                {"reduction": reduction},
+            )
+        )
+        cells = rng.integers(-30, 30, (50000, 2))  # one element each: by destination rows
+        cases.append(
+            Scatter(
+                f"nd-cells-{reduction}",
+                SN,
+                cube,
+                cells,
+                rng.standard_normal((50000, 100)).astype(np.float16),
+                {"reduction": reduction},
+            )
+        )
+    return cases
+
+
+@pytest.mark.parametrize("case", _large_cases(), ids=lambda c: c.id)
+def test_large_threaded_calls_agree_with_numpy_kernels(
+    case: Scatter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Threads split by destination: each destination sees its updates in C order."""
+    arrays = (case.data, case.indices, case.updates)
+    compiled = _api.run(case.op, 18, arrays, case.attribute_values(), True)
+    monkeypatch.setattr(_numpy_backend, "_kernels", None)
+    assert_identical(compiled, _api.run(case.op, 18, arrays, case.attribute_values(), True))
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+@pytest.mark.parametrize("reduction", ["add", "mul"])
+def test_every_16_bit_float_rounds_as_numpy_does(name: str, reduction: str) -> None:
+    """All 65536 values, each combined with a random one: the kernel's conversions are exact.
+
+    NumPy (ml_dtypes for bfloat16) computes each step in float32 and rounds it back, the
+    decided arithmetic; only a NaN result differs, being made the canonical NaN.
+    """
+    dtype = np.dtype(BFLOAT16) if name == "bfloat16" else np.dtype(name)
+    if name == "bfloat16" and BFLOAT16 is None:
+        pytest.fail("ml_dtypes is not installed")
+    rng = np.random.default_rng(16)
+    data = np.arange(2**16, dtype=np.uint16).view(dtype)
+    updates = rng.integers(0, 2**16, 2**16, dtype=np.uint16).view(dtype)
+    # Every value meets a NaN, a zero, an infinity and a small value too.
+    specials = np.array([0x7E01, 0x0000, 0x8000, 0x7C00, 0x0001, 0x3C00], np.uint16)
+    if name == "bfloat16":
+        specials = np.array([0x7FC1, 0x0000, 0x8000, 0x7F80, 0x0001, 0x3F80], np.uint16)
+    for special in specials:
+        updates[: len(specials)] = special
+        got = _api.run(SE, 18, (data, np.arange(2**16), updates), (0, reduction), True)
+        with np.errstate(all="ignore"):
+            want = (data + updates) if reduction == "add" else (data * updates)
+        want[np.isnan(want)] = np.nan  # a NaN result is the canonical one
+        assert_identical(got, want)
+        updates = np.roll(updates, 1)
+
+
+@pytest.mark.parametrize("op", [SE, SN], ids=lambda op: op.name)
+def test_a_bad_index_leaves_data_written_in_place_untouched(op: _ops.Operator, route: str) -> None:
+    """``out=data`` with a bad index: the IndexError, and not one element written before it."""
+    data = np.arange(12, dtype=F32).reshape(3, 4)
+    before = data.copy()
+    if op is SE:
+        arrays = (data, a([[0, 1, 2, 0], [1, 2, 3, 1]]), -np.ones((2, 4), F32))
+        attributes: tuple[Any, ...] = (0, "none")
+    else:
+        arrays = (data, a([[0], [2], [1], [3]]), -np.ones((4, 4), F32))
+        attributes = ("none",)
+    with pytest.raises(IndexError, match=r"index 3 at position \((1, 2|3, 0)\)"):
+        _api.run(op, 18, arrays, attributes, True, data)
+    assert_identical(data, before)
+
+
+@pytest.mark.parametrize("layout", ["transposed", "strided", "fortran-updates", "int32"])
+def test_views_and_layouts_give_the_same_bits(layout: str, route: str) -> None:
+    """Data, indices and updates of any strides: the sweep again, on views."""
+    ran = 0
+    for case in SWEEP[:200]:
+        if case.data.dtype.kind == "O" or case.data.ndim < 2 or not case.check_bounds:
+            continue
+        try:
+            want = case.oracle()
+        except IndexError:
+            continue
+        data, indices, updates = case.data, case.indices, case.updates
+        if layout == "transposed":
+            data = np.ascontiguousarray(data.T).T
+        elif layout == "strided":
+            wide = np.zeros((*data.shape[:-1], data.shape[-1] * 2), data.dtype)
+            wide[..., ::2] = data
+            data = wide[..., ::2]
+        elif layout == "fortran-updates" and updates.ndim:  # (0-d: asfortranarray makes 1-d)
+            updates = np.asfortranarray(updates)
+        else:
+            indices = indices.astype(np.int32)
+        arrays = (data, indices, updates)
+        got = _api.run(case.op, case.opset, arrays, case.attribute_values(), True)
+        assert_identical(got, want)
+        ran += 1
+    assert ran > 20

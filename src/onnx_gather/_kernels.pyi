@@ -29,6 +29,29 @@ def gather_nd(
     threads: int,
     /,
 ) -> np.ndarray | None: ...
+def scatter_elements(
+    out: np.ndarray,
+    data: np.ndarray | None,
+    indices: np.ndarray,
+    updates: np.ndarray,
+    axis: int,
+    reduction: int,
+    kind: int,
+    check: int,
+    threads: int,
+    /,
+) -> bool | None: ...
+def scatter_nd(
+    out: np.ndarray,
+    data: np.ndarray | None,
+    indices: np.ndarray,
+    updates: np.ndarray,
+    reduction: int,
+    kind: int,
+    check: int,
+    threads: int,
+    /,
+) -> bool | None: ...
 def view(
     base: object,
     address: int,

@@ -169,4 +169,8 @@ PyObject *gather_elements_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize
 PyObject *gather_nd_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t batch_dims,
                          PyObject *given, int check, Py_ssize_t threads);
 
+/* The scatters' entry points (og_scatter.c), which parse their own arguments. */
+PyObject *og_scatter_elements(PyObject *self, PyObject *args);
+PyObject *og_scatter_nd(PyObject *self, PyObject *args);
+
 #endif /* OG_CORE_H */

@@ -1,10 +1,13 @@
 /*
- * onnx_gather._kernels: fused, multi-threaded CPU kernels for ONNX Gather, GatherElements
- * and GatherND on NumPy arrays.
+ * onnx_gather._kernels: fused, multi-threaded CPU kernels for ONNX Gather, GatherElements,
+ * GatherND, ScatterElements and ScatterND on NumPy arrays.
  *
  *   gather(data, indices, axis, out, check, threads) -> out or None
  *   gather_elements(data, indices, axis, out, check, threads) -> out or None
  *   gather_nd(data, indices, batch_dims, out, check, threads) -> out or None
+ *   scatter_elements(out, data, indices, updates, axis, reduction, kind, check, threads)
+ *   scatter_nd(out, data, indices, updates, reduction, kind, check, threads)
+ *     -> True, None or NotImplemented (og_scatter.c says what they take)
  *   view(base, address, shape, strides, typenum) -> ndarray over another library's memory
  *
  * `out` is a C-ordered array to fill, or None for a new one of data's dtype. All release
@@ -205,6 +208,15 @@ static PyMethodDef og_methods[] = {
      "gather_nd(data, indices, batch_dims, out, check, threads) -> out or None\n\n"
      "ONNX GatherND into the C-contiguous `out` (None: a new array); None when `check` "
      "and a coordinate is out of range for its axis."},
+    {"scatter_elements", og_scatter_elements, METH_VARARGS,
+     "scatter_elements(out, data, indices, updates, axis, reduction, kind, check, threads) "
+     "-> True, None or NotImplemented\n\nONNX ScatterElements into `out`, after copying "
+     "`data` into it (None: `out` holds data); None when `check` found an index out of "
+     "range."},
+    {"scatter_nd", og_scatter_nd, METH_VARARGS,
+     "scatter_nd(out, data, indices, updates, reduction, kind, check, threads) -> True, "
+     "None or NotImplemented\n\nONNX ScatterND into `out`, after copying `data` into it "
+     "(None: `out` holds data); None when `check` found a coordinate out of range."},
     {"view", og_view, METH_VARARGS,
      "view(base, address, shape, strides, typenum) -> ndarray\n\n"
      "An array over the memory at `address` (strides in items; None: C order), kept "
@@ -217,7 +229,7 @@ static PyMethodDef og_methods[] = {
 
 static struct PyModuleDef og_module = {
     PyModuleDef_HEAD_INIT, "_kernels",
-    "Fused multi-threaded CPU kernels for ONNX Gather, GatherElements and GatherND.", -1,
+    "Fused multi-threaded CPU kernels for the ONNX Gather and Scatter operators.", -1,
     og_methods, NULL, NULL, NULL, NULL,
 };
 

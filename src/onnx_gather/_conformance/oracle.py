@@ -209,9 +209,9 @@ def _combine(reduction: str, old: Any, new: Any, dtype: np.dtype[Any]) -> Any:
         return bool(a[0] or b[0]) if reduction in ("add", "max") else bool(a[0] and b[0])
     with np.errstate(all="ignore"):  # NaN, infinity and wrap-around are results here
         if reduction == "add":
-            return np.add(a, b)[0]
+            return _canonical(np.add(a, b))[0]
         if reduction == "mul":
-            return np.multiply(a, b)[0]
+            return _canonical(np.multiply(a, b))[0]
     if dtype.kind in "iu":
         return (a if (a[0] >= b[0]) == (reduction == "max") else b)[0]
     # IEEE 754-2019 maximum/minimum: NaN wins (the first one: old, if it is one), and
@@ -226,6 +226,17 @@ def _combine(reduction: str, old: Any, new: Any, dtype: np.dtype[Any]) -> Any:
         return a[0] if keep_old else b[0]
     bigger = bool(a[0] > b[0])
     return (a if bigger == (reduction == "max") else b)[0]
+
+
+def _canonical(x: np.ndarray) -> np.ndarray:
+    """A NaN result of add or mul as the canonical quiet NaN (each part of a complex)."""
+    if x.dtype.kind == "c":
+        out = x.copy()
+        out.real, out.imag = _canonical(x.real.copy()), _canonical(x.imag.copy())
+        return out
+    if x.dtype.kind in "biu" or not np.isnan(x).any():
+        return x
+    return np.where(np.isnan(x), np.asarray(np.nan, x.dtype), x)
 
 
 def scatter_elements(

@@ -7,7 +7,9 @@ one update at a time in C order of the update's position in ``indices``:
 
 - ``none``: where several updates land on one element, the last in that order wins;
 - ``add``, ``mul``: rounded after every update (float16 and bfloat16 too); integers wrap
-  around (two's complement); bool: add is OR, mul is AND;
+  around (two's complement); bool: add is OR, mul is AND; a NaN result is the canonical
+  quiet NaN (positive, payload zero; each part of a complex number), since which NaN the
+  hardware propagates depends on the operands' order and the device;
 - ``max``, ``min``: IEEE 754-2019 ``maximum``/``minimum``: NaN if either side is NaN (the
   first NaN in that order survives: data's value if it is NaN, else the first NaN update),
   and -0.0 < +0.0; bool: max is OR, min is AND. Complex data has no order: a TypeError.

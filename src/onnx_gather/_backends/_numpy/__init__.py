@@ -96,10 +96,11 @@ def scatter_elements(
 ) -> np.ndarray:
     """ONNX ScatterElements; ``out`` (of the result's shape and dtype) receives it.
 
-    Pure NumPy (:mod:`._scatter`), exact; the compiled kernel does not have it yet.
+    The compiled kernel, else NumPy's own kernels (:mod:`._scatter`).
     """
     data, updates = _plain(data), _plain(updates, "updates")
-    return _scatter.scatter_elements(data, indices, updates, plan, out)
+    kernel = _COMPILED["scatter_elements"] if _kernels is not None else None
+    return _scatter.scatter_elements(data, indices, updates, plan, out, kernel, THREADS)
 
 
 def scatter_nd(
@@ -111,12 +112,14 @@ def scatter_nd(
 ) -> np.ndarray:
     """ONNX ScatterND; ``out`` as for :func:`scatter_elements`."""
     data, updates = _plain(data), _plain(updates, "updates")
-    return _scatter.scatter_nd(data, indices, updates, plan, out)
+    kernel = _COMPILED["scatter_nd"] if _kernels is not None else None
+    return _scatter.scatter_nd(data, indices, updates, plan, out, kernel, THREADS)
 
 
 #: The compiled kernel's function per operator (None without it).
 _COMPILED: dict[str, Callable[..., Any] | None] = {
-    op: getattr(_kernels, op, None) for op in ("gather", "gather_elements", "gather_nd")
+    op: getattr(_kernels, op, None)
+    for op in ("gather", "gather_elements", "gather_nd", "scatter_elements", "scatter_nd")
 }
 
 

@@ -11,7 +11,8 @@ ScatterND: the slices an index tuple addresses), each update aimed at one row
 * ``add``, ``mul``, ``max``, ``min``: ``ufunc.at``, which applies the updates one at a time
   in the order given, each computed in data's dtype (float16 and bfloat16 rounded after
   every update: NumPy computes a float16 step in float32, whose 24 bits are at least
-  2 * 11 + 2, so the rounding is exact; the same for bfloat16). Integers wrap; on bool,
+  2 * 11 + 2, so the rounding is exact; the same for bfloat16); a NaN they produce is then
+  made the canonical one (the hardware's choice depends on operand order). Integers wrap; on bool,
   NumPy's add is OR, multiply AND, maximum OR and minimum AND, the decided meanings.
   NumPy's float maximum and minimum keep a NaN already there and take the first NaN update
   (the decided payload); their choice between -0.0 and +0.0 follows neither IEEE nor one
@@ -20,6 +21,10 @@ ScatterND: the slices an index tuple addresses), each update aimed at one row
 
 Without the check an out-of-range update is dropped (never written anywhere). The result
 is a new C-ordered array, or ``out`` (``out=data``: in place, only the targets written).
+
+The compiled kernel (``_kernels.scatter_elements`` / ``scatter_nd``, og_scatter.c) does
+the same in one pass over the indices, without the positions arrays, split over threads by
+destination; these NumPy kernels serve where it is not built, and strings.
 """
 
 from __future__ import annotations
@@ -33,13 +38,24 @@ import numpy as np
 from onnx_gather._backends._base import element_positions, tuple_rows
 from onnx_gather._host import checked
 from onnx_gather._indices import DROP, counted
+from onnx_gather._spec import raise_out_of_range
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
 
 #: The ufunc of each reduction (on bool: OR, AND, OR, AND).
 _UFUNCS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+#: The compiled kernel's codes: reductions, and the arithmetic of each data type (og_scatter.c).
+_REDUCTION_CODES = {"none": 0, "add": 1, "mul": 2, "max": 3, "min": 4}
+_KIND_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+               "float16", "bfloat16", "float32", "float64", "complex64", "complex128")  # fmt: skip
+_KINDS = {name: code for code, name in enumerate(_KIND_NAMES)}
+#: Check modes: 0 drops, 1 scans first (nothing written on an error), 2 checks while writing.
+_DROP, _SCAN_FIRST, _WHILE_WRITING = 0, 1, 2
 
 
 def scatter_elements(
@@ -48,8 +64,17 @@ def scatter_elements(
     updates: np.ndarray,
     plan: ScatterElementsPlan,
     out: np.ndarray | None = None,
+    kernel: Callable[..., Any] | None = None,
+    threads: int = 1,
 ) -> np.ndarray:
-    """ONNX ScatterElements of NumPy arrays (see the module docstring)."""
+    """ONNX ScatterElements of NumPy arrays (see the module docstring).
+
+    ``kernel``: the compiled ``scatter_elements``, tried first where given.
+    """
+    if kernel is not None:
+        done = _compiled(kernel, (plan.axis,), data, indices, updates, plan, out, threads)
+        if done is not None:
+            return done
     positions, keep = _counted(indices, plan)
     rows = element_positions(_xp, positions, plan.out_shape, plan.axis, "cpu").reshape(-1)
     return _scatter(data, rows, updates.reshape(-1), keep, plan.reduction, out)
@@ -61,14 +86,70 @@ def scatter_nd(
     updates: np.ndarray,
     plan: ScatterNDPlan,
     out: np.ndarray | None = None,
+    kernel: Callable[..., Any] | None = None,
+    threads: int = 1,
 ) -> np.ndarray:
-    """ONNX ScatterND of NumPy arrays (see the module docstring)."""
+    """ONNX ScatterND of NumPy arrays (see the module docstring); ``kernel`` as above."""
+    if kernel is not None:
+        done = _compiled(kernel, (), data, indices, updates, plan, out, threads)
+        if done is not None:
+            return done
     positions, keep = _counted(indices, plan)
     rows = tuple_rows(_xp, positions, plan.sizes, 0, "cpu").reshape(-1)
     cells = math.prod(plan.sizes)
     width = math.prod(plan.out_shape[len(plan.sizes) :])
     values = updates.reshape(rows.size, width)
     return _scatter(data, rows, values, keep, plan.reduction, out, (cells, width))
+
+
+def _compiled(
+    kernel: Callable[..., Any],
+    attributes: tuple[int, ...],
+    data: np.ndarray,
+    indices: np.ndarray,
+    updates: np.ndarray,
+    plan: Any,
+    out: np.ndarray | None,
+    threads: int,
+) -> np.ndarray | None:
+    """The compiled kernel's result; None where it does not take the arrays (NumPy's then).
+
+    It writes into a C-ordered result that holds data: a new copy, or ``out`` itself. An
+    input that shares memory with ``out`` (``out=data`` with updates a view of data) is
+    copied first, so the kernel never reads what it has written.
+    """
+    kind = _KINDS.get(data.dtype.name, -1)
+    if data.dtype.kind in "OT" or (kind < 0 and plan.reduction != "none"):
+        return None
+    if out is not None and not out.flags.c_contiguous:
+        return None  # (written through a copy by NumPy's path)
+    source: np.ndarray | None = None  # (the kernel copies C-ordered data, over threads)
+    if out is None:
+        result = np.empty(data.shape, data.dtype)
+        if data.flags.c_contiguous and data.dtype.isnative:
+            source = data
+        else:
+            np.copyto(result, data)
+    else:
+        result = out
+        if out is not data:
+            np.copyto(out, data)
+    if np.may_share_memory(updates, result):
+        updates = updates.copy()
+    if np.may_share_memory(indices, result):
+        indices = indices.copy()
+    check = _SCAN_FIRST if out is not None else _WHILE_WRITING
+    done = kernel(
+        result, source, np.ascontiguousarray(indices), np.ascontiguousarray(updates), *attributes,
+        _REDUCTION_CODES[plan.reduction], kind, check if plan.check_bounds else _DROP, threads,
+    )  # fmt: skip
+    if done is NotImplemented:
+        return None
+    if done is None:
+        raise_out_of_range(plan, indices)
+        msg = "the compiled kernel reported an out-of-range index that is not there"
+        raise AssertionError(msg)
+    return result
 
 
 def _counted(indices: np.ndarray, plan: Any) -> tuple[np.ndarray, np.ndarray | None]:
@@ -135,6 +216,8 @@ def write(
         np.logical_or.at(special, rows, _is_zero(values, negative))
     with np.errstate(all="ignore"):  # NaN and infinity are results here, not errors
         ufunc.at(target, rows, values)
+    if reduction in ("add", "mul") and (_is_float(target.dtype) or target.dtype.kind == "c"):
+        _canonical_nans(target, rows)
     if zeros:
         fix = special & (target == 0)
         if fix.any():
@@ -149,6 +232,20 @@ def _last_of_each(rows: np.ndarray, n_rows: int) -> np.ndarray | None:
     latest = np.full(n_rows, -1, np.int64)
     np.maximum.at(latest, rows, np.arange(rows.size, dtype=np.int64))
     return latest[latest >= 0]
+
+
+def _canonical_nans(target: np.ndarray, rows: np.ndarray) -> None:
+    """NaN results at the rows written as the canonical quiet NaN (:mod:`._spec.reductions`)."""
+    touched = target[rows]
+    parts = (touched.real, touched.imag) if touched.dtype.kind == "c" else (touched,)
+    changed = False
+    for part in parts:
+        nan = np.isnan(part)
+        if nan.any():
+            part[nan] = np.nan
+            changed = True
+    if changed:
+        target[rows] = touched
 
 
 def _is_float(dtype: np.dtype[Any]) -> bool:
