@@ -1,9 +1,10 @@
 """ScatterElements and ScatterND (issue 22): the write-side table, and the random sweep.
 
 The scatters are not public yet: they run through ``_api.run`` on the libraries whose
-backends serve them so far (NumPy's exact kernel, and the array-API base, which runs it on
-the host). Every expected result is a spec's literal or the loop oracle's answer
-(``oracle.py``, the spec's loops read literally); a literal must be the oracle's too.
+backends serve them so far (NumPy's exact kernels, PyTorch's eager calls, JAX, and the
+array-API base, which runs NumPy's on the host). Every expected result is a spec's
+literal or the loop oracle's answer (``oracle.py``, the spec's loops read literally); a
+literal must be the oracle's too.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from onnx_gather._conformance import oracle
 
 SE, SN = _ops.SCATTER_ELEMENTS, _ops.SCATTER_ND
 #: The libraries whose backends serve the scatters so far; the rest join with their kernels.
-SERVED = [lib for lib in LIBS if lib.name in ("numpy", "array-api-strict")]
+SERVED = [lib for lib in LIBS if lib.name in ("numpy", "array-api-strict", "torch", "jax")]
 
 
 @dataclass(frozen=True)
@@ -242,7 +243,7 @@ def _run(lib: Library, case: Scatter, out: Any = None) -> Any:
 def _held(lib: Library, case: Scatter) -> bool:
     from onnx_gather._conformance.libraries import type_name
 
-    return type_name(case.data.dtype) in lib.holds
+    return type_name(case.data.dtype) in lib.holds and type_name(case.updates.dtype) in lib.holds
 
 
 PARAMS = [
@@ -286,7 +287,11 @@ def test_oracle_raises_the_same_type(case: Scatter) -> None:
         case.oracle()
 
 
-@pytest.mark.parametrize(("lib_", "case"), [p for p in PARAMS if p.values[1].raises is None])
+#: Libraries whose arrays a scatter can write into (JAX's are immutable).
+WRITABLE = [p for p in PARAMS if p.values[1].raises is None and p.values[0].name != "jax"]
+
+
+@pytest.mark.parametrize(("lib_", "case"), WRITABLE)
 def test_out_receives_the_result(lib_: Library, case: Scatter) -> None:
     """``out=`` returns ``out`` holding the result; ``out=data`` updates data itself."""
     want = case.oracle()
@@ -300,6 +305,16 @@ def test_out_receives_the_result(lib_: Library, case: Scatter) -> None:
     result = _api.run(case.op, case.opset, arrays, case.attribute_values(), case.check_bounds, data)
     assert result is data
     assert_identical(lib_.to_numpy(data), want)
+
+
+@pytest.mark.parametrize(
+    "lib_", [lib for lib in SERVED if lib.name == "jax"], ids=lambda lib: lib.name
+)
+def test_out_of_an_immutable_library_points_to_donation(lib_: Library) -> None:
+    data = lib_.asarray(np.zeros(3, F32))
+    arrays = (data, lib_.indices(a([1])), lib_.asarray(a([1.0], F32)))
+    with pytest.raises(TypeError, match=r"immutable.*donate_argnums"):
+        _api.run(SE, 18, arrays, (0, "none"), True, data)
 
 
 def test_out_on_a_strided_view_and_its_errors() -> None:
@@ -441,19 +456,36 @@ def _sweep(seed: int, count: int) -> list[Scatter]:
 SWEEP = _sweep(20261125, 400)
 
 
+def _without_compiled_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_numpy_backend, "_kernels", None)
+
+
 @pytest.fixture(params=["compiled", "numpy-kernels"])
 def route(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """NumPy's two routes: the compiled kernel, and NumPy's own kernels without it."""
     if request.param == "numpy-kernels":
-        monkeypatch.setattr(_numpy_backend, "_kernels", None)
+        _without_compiled_kernel(monkeypatch)
     elif _numpy_backend._kernels is None:
         pytest.fail("the compiled kernel is not built")
     return str(request.param)
 
 
-@pytest.mark.parametrize("lib_", SERVED, ids=lambda lib: lib.name)
-def test_sweep_is_bit_identical_to_the_oracle(lib_: Library, route: str) -> None:
+#: The libraries with a route through the compiled kernel run without it too (PyTorch
+#: then runs its own operations: the route of CUDA tensors and autograd).
+SWEEP_PARAMS = [
+    pytest.param(lib, compiled, id=f"{lib.name}-{'compiled' if compiled else 'without'}")
+    for lib in SERVED
+    for compiled in ((True, False) if lib.name in ("numpy", "torch") else (True,))
+]
+
+
+@pytest.mark.parametrize(("lib_", "compiled"), SWEEP_PARAMS)
+def test_sweep_is_bit_identical_to_the_oracle(
+    lib_: Library, compiled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """400 random calls (every dtype and reduction, duplicates, unchecked drops) agree."""
+    if not compiled:
+        _without_compiled_kernel(monkeypatch)
     ran = 0
     for case in SWEEP:
         if not _held(lib_, case):

@@ -243,22 +243,25 @@ def _take_linear(xp: Any, data: Any, indices: Any, axis: int) -> Any:
 def element_positions(
     xp: Any, indices: Any, data_shape: tuple[int, ...], axis: int, where: Any
 ) -> Any:
-    """Where each of ``indices`` points in data flattened in C order (int64, their shape).
+    """Where each of ``indices`` points in data flattened in C order (their shape).
 
     The element-wise pairing of GatherElements and ScatterElements: the index at position
     ``p`` of ``indices`` (counted, in range) addresses ``p`` with ``p[axis]`` replaced by
-    it. ``indices`` may be smaller than data off the axis.
+    it. ``indices`` may be smaller than data off the axis. In the indices' type, int64
+    where data has more elements than int32 counts (a library without int64, JAX without
+    x64, then keeps int32 and never gets such data).
     """
     shape = tuple(indices.shape)
     strides = [1] * len(shape)
     for d in range(len(shape) - 2, -1, -1):
         strides[d] = strides[d + 1] * data_shape[d + 1]
-    linear = xp.astype(indices, xp.int64) * strides[axis]
+    wide = math.prod(data_shape) > _INT32_MAX
+    linear = (xp.astype(indices, xp.int64) if wide else indices) * strides[axis]
     for d, n in enumerate(shape):
         if d == axis or n == 1:
             continue
         coord = xp.reshape(
-            xp.arange(n, dtype=xp.int64, device=where),
+            xp.arange(n, dtype=linear.dtype, device=where),
             tuple(n if e == d else 1 for e in range(len(shape))),
         )
         linear = linear + coord * strides[d]

@@ -25,6 +25,7 @@ import numpy as np
 
 from onnx_gather import _host, _spec
 from onnx_gather._backends._base import Backend
+from onnx_gather._backends._jax import _scatter as scatters
 from onnx_gather._backends._jax._check import with_index_check
 from onnx_gather._backends._jax._take import (
     BITS,
@@ -47,6 +48,8 @@ if TYPE_CHECKING:
     from onnx_gather._spec.gather import GatherPlan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
     from onnx_gather._spec.gather_nd import GatherNDPlan
+    from onnx_gather._spec.scatter_elements import ScatterElementsPlan
+    from onnx_gather._spec.scatter_nd import ScatterNDPlan
 
 
 def _eager_fn(
@@ -144,6 +147,69 @@ class JaxBackend(Backend):
     def gather_nd(self, data: jax.Array, indices: Any, plan: GatherNDPlan, /) -> jax.Array:
         """ONNX GatherND: advanced indexing in fill mode (``.at[...].get(mode="fill")``)."""
         return _run(take_nd, data, indices, plan, None)
+
+    def check_writable(self, out: Any, /) -> None:
+        msg = (
+            "JAX arrays are immutable: out= cannot write into one. To update data in place, "
+            "call the scatter inside jax.jit(..., donate_argnums=...) donating data; XLA "
+            "then writes the result into data's buffer"
+        )
+        raise TypeError(msg)
+
+    def scatter_elements(
+        self,
+        data: jax.Array,
+        indices: Any,
+        updates: jax.Array,
+        plan: ScatterElementsPlan,
+        out: Any = None,
+        /,
+    ) -> jax.Array:
+        """ONNX ScatterElements: ``.at[]`` with every order decided (:mod:`._scatter`).
+
+        ``out`` never arrives: :meth:`check_writable` refuses it first.
+        """
+        return _scatter_run(data, indices, updates, plan)
+
+    def scatter_nd(
+        self,
+        data: jax.Array,
+        indices: Any,
+        updates: jax.Array,
+        plan: ScatterNDPlan,
+        out: Any = None,
+        /,
+    ) -> jax.Array:
+        """ONNX ScatterND: as :meth:`scatter_elements`."""
+        return _scatter_run(data, indices, updates, plan)
+
+
+def _scatter_run(data: jax.Array, indices: Any, updates: jax.Array, plan: Plan) -> jax.Array:
+    """Any scatter: check what can be read now, record the rest for checkify, scatter.
+
+    An index out of range that no check stops (unchecked, or under tracing) drops its
+    update.
+    """
+    largest = max(plan.sizes)
+    if type(largest) is int and largest > _INT32_MAX:  # (not a symbolic size)
+        indices = _wide(indices, plan)
+    if isinstance(indices, np.ndarray):
+        indices, _ = _from_host(indices, data, plan)
+    elif plan.check_bounds and not traced(indices) and indices.size and _static(plan):
+        values = np.asarray(indices)  # concrete: checked now, eagerly or as a constant
+        _spec.check_range(plan, *value_range(values), lambda: values)
+    elif plan.check_bounds and traced(indices):
+        indices = with_index_check(indices, plan)
+    bits = BITS.get(data.dtype)
+    dtype = data.dtype
+    if bits is not None:  # bfloat16 as its bits (the module docstring of _scatter)
+        data = jax.lax.bitcast_convert_type(data, bits)
+        updates = jax.lax.bitcast_convert_type(updates, bits)
+    if traced(data) or traced(indices) or traced(updates):
+        out = scatters.scatter(data, indices, updates, plan, dtype)
+    else:
+        out = scatters.scatter_fn(plan, dtype)(data, indices, updates)
+    return jax.lax.bitcast_convert_type(out, dtype) if bits is not None else out
 
 
 def _run(kernel: Take, data: jax.Array, indices: Any, plan: Plan, block: Any) -> jax.Array:

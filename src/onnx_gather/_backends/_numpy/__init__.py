@@ -93,14 +93,20 @@ def scatter_elements(
     updates: Any,
     plan: ScatterElementsPlan,
     out: np.ndarray | None = None,
+    threads: int | None = None,
+    fresh: bool = False,
 ) -> np.ndarray:
     """ONNX ScatterElements; ``out`` (of the result's shape and dtype) receives it.
 
-    The compiled kernel, else NumPy's own kernels (:mod:`._scatter`).
+    The compiled kernel, else NumPy's own kernels (:mod:`._scatter`). ``fresh``: ``out``
+    is a new array to fill (the PyTorch backend's), not the caller's. The NumPy backend's
+    kernel, also run by the PyTorch backend on views of CPU tensors.
     """
     data, updates = _plain(data), _plain(updates, "updates")
     kernel = _COMPILED["scatter_elements"] if _kernels is not None else None
-    return _scatter.scatter_elements(data, indices, updates, plan, out, kernel, THREADS)
+    return _scatter.scatter_elements(
+        data, indices, updates, plan, out, kernel, threads or THREADS, fresh
+    )
 
 
 def scatter_nd(
@@ -109,11 +115,13 @@ def scatter_nd(
     updates: Any,
     plan: ScatterNDPlan,
     out: np.ndarray | None = None,
+    threads: int | None = None,
+    fresh: bool = False,
 ) -> np.ndarray:
-    """ONNX ScatterND; ``out`` as for :func:`scatter_elements`."""
+    """ONNX ScatterND; the arguments as for :func:`scatter_elements`."""
     data, updates = _plain(data), _plain(updates, "updates")
     kernel = _COMPILED["scatter_nd"] if _kernels is not None else None
-    return _scatter.scatter_nd(data, indices, updates, plan, out, kernel, THREADS)
+    return _scatter.scatter_nd(data, indices, updates, plan, out, kernel, threads or THREADS, fresh)
 
 
 #: The compiled kernel's function per operator (None without it).

@@ -66,13 +66,16 @@ def scatter_elements(
     out: np.ndarray | None = None,
     kernel: Callable[..., Any] | None = None,
     threads: int = 1,
+    fresh: bool = False,
 ) -> np.ndarray:
     """ONNX ScatterElements of NumPy arrays (see the module docstring).
 
-    ``kernel``: the compiled ``scatter_elements``, tried first where given.
+    ``kernel``: the compiled ``scatter_elements``, tried first where given; ``fresh``:
+    ``out`` is a new array to fill, not the caller's (a failed check may leave it written).
     """
     if kernel is not None:
-        done = _compiled(kernel, (plan.axis,), data, indices, updates, plan, out, threads)
+        args = (data, indices, updates, plan, out, threads, fresh)
+        done = _compiled(kernel, (plan.axis,), *args)
         if done is not None:
             return done
     positions, keep = _counted(indices, plan)
@@ -88,10 +91,11 @@ def scatter_nd(
     out: np.ndarray | None = None,
     kernel: Callable[..., Any] | None = None,
     threads: int = 1,
+    fresh: bool = False,
 ) -> np.ndarray:
-    """ONNX ScatterND of NumPy arrays (see the module docstring); ``kernel`` as above."""
+    """ONNX ScatterND of NumPy arrays (see the module docstring); the rest as above."""
     if kernel is not None:
-        done = _compiled(kernel, (), data, indices, updates, plan, out, threads)
+        done = _compiled(kernel, (), data, indices, updates, plan, out, threads, fresh)
         if done is not None:
             return done
     positions, keep = _counted(indices, plan)
@@ -111,6 +115,7 @@ def _compiled(
     plan: Any,
     out: np.ndarray | None,
     threads: int,
+    fresh: bool,
 ) -> np.ndarray | None:
     """The compiled kernel's result; None where it does not take the arrays (NumPy's then).
 
@@ -124,8 +129,8 @@ def _compiled(
     if out is not None and not out.flags.c_contiguous:
         return None  # (written through a copy by NumPy's path)
     source: np.ndarray | None = None  # (the kernel copies C-ordered data, over threads)
-    if out is None:
-        result = np.empty(data.shape, data.dtype)
+    if out is None or fresh:
+        result = np.empty(data.shape, data.dtype) if out is None else out
         if data.flags.c_contiguous and data.dtype.isnative:
             source = data
         else:
@@ -138,7 +143,7 @@ def _compiled(
         updates = updates.copy()
     if np.may_share_memory(indices, result):
         indices = indices.copy()
-    check = _SCAN_FIRST if out is not None else _WHILE_WRITING
+    check = _SCAN_FIRST if out is not None and not fresh else _WHILE_WRITING
     done = kernel(
         result, source, np.ascontiguousarray(indices), np.ascontiguousarray(updates), *attributes,
         _REDUCTION_CODES[plan.reduction], kind, check if plan.check_bounds else _DROP, threads,

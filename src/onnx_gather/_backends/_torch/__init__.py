@@ -27,6 +27,7 @@ from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._base import Backend
 from onnx_gather._backends._numpy import _kernels
 from onnx_gather._backends._torch import _fused
+from onnx_gather._backends._torch import _scatter as scatters
 from onnx_gather._backends._torch._exact import SIGNED_VIEW, exact, exact_nd
 from onnx_gather._backends._torch._indices import placed, values_unknown, wrapped
 from onnx_gather._host import Unrepresentable, python_indices
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from onnx_gather._spec.gather import GatherPlan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
     from onnx_gather._spec.gather_nd import GatherNDPlan
+    from onnx_gather._spec.scatter_elements import ScatterElementsPlan
+    from onnx_gather._spec.scatter_nd import ScatterNDPlan
 
 _NAMES: dict[torch.dtype, str] = {
     torch.bool: "bool",
@@ -321,6 +324,95 @@ class TorchBackend(Backend):
         if 0 in plan.sizes or 0 in plan.out_shape:  # nothing to read (unchecked): zeros
             return data.new_zeros(plan.out_shape)
         return exact_nd(data, indices, plan.batch_dims).reshape(plan.out_shape)
+
+    def scatter_elements(
+        self,
+        data: torch.Tensor,
+        indices: Any,
+        updates: torch.Tensor,
+        plan: ScatterElementsPlan,
+        out: torch.Tensor | None = None,
+        /,
+    ) -> torch.Tensor:
+        """ONNX ScatterElements: the compiled kernel on CPU views, else torch's operations.
+
+        Torch's operations (:mod:`._scatter`) serve CUDA and autograd, exactly.
+        """
+        kernel = numpy_kernels.scatter_elements
+        return _scatter_call(kernel, scatters.scatter_elements, data, indices, updates, plan, out)
+
+    def scatter_nd(
+        self,
+        data: torch.Tensor,
+        indices: Any,
+        updates: torch.Tensor,
+        plan: ScatterNDPlan,
+        out: torch.Tensor | None = None,
+        /,
+    ) -> torch.Tensor:
+        """ONNX ScatterND: as :meth:`scatter_elements`."""
+        kernel = numpy_kernels.scatter_nd
+        return _scatter_call(kernel, scatters.scatter_nd, data, indices, updates, plan, out)
+
+
+def _scatter_call(
+    kernel: Callable[..., Any],
+    own: Callable[..., torch.Tensor],
+    data: torch.Tensor,
+    indices: Any,
+    updates: torch.Tensor,
+    plan: Plan,
+    out: torch.Tensor | None,
+) -> torch.Tensor:
+    """A scatter on the compiled kernel (views of plain CPU tensors), else on ``own``.
+
+    ``own``: torch's operations. A tracer would record their rounds, as many as this
+    call's duplicates need, as a fixed graph: refused until the scatters have an
+    operator of their own in graphs (issue 22).
+    """
+    if (
+        _numpy_route(data, indices)
+        and _numpy_route(updates, indices)
+        and numpy_kernels.compiled_available()
+        and (out is None or (_numpy_route(out, indices) and out.is_contiguous()))
+        # (bfloat16 reaches NumPy as int16, whose arithmetic is not bfloat16's)
+        and (data.dtype != torch.bfloat16 or plan.reduction == "none")  # type: ignore[attr-defined]
+    ):
+        return _scatter_on_numpy(kernel, data, indices, updates, plan, out)
+    if values_unknown(data) or _recording() or _FORWARD_AD._current_level >= 0:
+        msg = (
+            f"{plan.op} cannot be traced or transformed by torch yet (torch.compile, "
+            f"torch.func, torch.jit.trace, make_fx, forward-mode AD): call it eagerly"
+        )
+        raise NotImplementedError(msg)
+    _check_servable(data, indices)
+    result = own(data, indices, updates, plan)
+    if out is None:
+        return result
+    with torch.no_grad():
+        out.copy_(result)
+    return out
+
+
+def _scatter_on_numpy(
+    kernel: Callable[..., Any],
+    data: torch.Tensor,
+    indices: Any,
+    updates: torch.Tensor,
+    plan: Plan,
+    out: torch.Tensor | None,
+) -> torch.Tensor:
+    """The NumPy backend's scatter ``kernel`` on views, into ``out`` or a new tensor."""
+    fresh = out is None
+    if out is None:
+        out = torch.empty(plan.out_shape, dtype=data.dtype, device=_CPU)
+    host = indices if isinstance(indices, np.ndarray) else _as_numpy(indices)
+    threads = min(numpy_kernels.THREADS, torch.get_num_threads())
+    source = _as_numpy(data)
+    # In place: the one view, so the kernel sees data itself (and copies nothing).
+    target = source if out is data else _as_numpy(out)
+    kernel(source, host, _as_numpy(updates), plan, target, threads, fresh)
+    return out
 
 
 def _triton_for(data: torch.Tensor, indices: Any, plan: Plan, walk: Sequence[int]) -> Any:

@@ -1,0 +1,183 @@
+"""The scatters in JAX: ``.at[]`` with every order decided, jitted once per plan.
+
+JAX leaves the order of a scatter's repeated indices to the implementation (the CPU keeps
+the last duplicate, a GPU may keep the first: jax-ml/jax#12359), so nothing here depends
+on it:
+
+* ``none``: each row's last update in C order is found first (``.at[].max`` of the update
+  positions, which no order changes), and only the winners are written.
+* Integers and bool: ``.at[].add`` / ``multiply`` / ``max`` / ``min``, whose results no
+  order changes (two's-complement wrap-around; bool add and max as max, mul and min as
+  min: OR and AND).
+* Floating and complex types: in rounds, as the PyTorch backend does (:mod:`.._torch.
+  _scatter`): round ``r`` applies each row's ``r``-th update in C order, all at distinct
+  rows, computed in float32 for float16 and bfloat16 and rounded back (exact), a NaN
+  result made canonical, max and min selected on the values' bits (IEEE 754-2019, the
+  first NaN kept). The number of rounds is read inside the computation
+  (``lax.fori_loop``), so one compilation serves every call of the plan.
+
+Indices are counted from the end; an update whose index is out of range is aimed past the
+last row and dropped (``mode="drop"``), under ``jit`` too. Eagerly the check runs on the
+host first; under tracing checkify reports it (:mod:`._check`). bfloat16 data goes in and
+out as its int16 bits (XLA's CPU code rewrites bfloat16 NaN payloads in fused gathers).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from onnx_gather._backends._base import element_positions, tuple_rows
+from onnx_gather._indices import DROP, counted
+from onnx_gather._memo import Memo
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+#: Each float type's unsigned twin, for selecting bits.
+_BITS = {2: jnp.uint16, 4: jnp.uint32, 8: jnp.uint64}
+_FNS: Memo[tuple[Any, ...], Callable[..., jax.Array]] = Memo(1024)
+
+
+def scatter_fn(plan: Any, dtype: Any) -> Callable[..., jax.Array]:
+    """The plan's scatter of ``dtype`` data (bfloat16: given as int16 bits), jitted once."""
+    key = (plan, np.dtype(dtype).name)
+    fn = _FNS.get(key)
+    if fn is None:
+        fn = _FNS.put(key, jax.jit(lambda d, i, u: scatter(d, i, u, plan, dtype)))
+    return fn
+
+
+def scatter(
+    data: jax.Array, indices: jax.Array, updates: jax.Array, plan: Any, dtype: Any
+) -> jax.Array:
+    """Either scatter on traced or concrete arrays (see the module docstring).
+
+    ``plan``: a ScatterElements or ScatterND plan; ``dtype``: the data's type; bfloat16
+    data and updates arrive as their int16 bits.
+    """
+    positions, keep = counted(jnp, indices, plan, DROP)
+    if plan.coordinates:
+        rows = tuple_rows(jnp, positions, plan.sizes, 0, None).reshape(-1)
+        cells = math.prod(plan.sizes)
+        width = math.prod(plan.out_shape[len(plan.sizes) :])
+        target = data.reshape(cells, width)
+        values = updates.reshape(rows.shape[0], width)
+    else:
+        rows = element_positions(jnp, positions, plan.out_shape, plan.axis, None).reshape(-1)
+        target, values = data.reshape(-1), updates.reshape(-1)
+    n = target.shape[0]
+    rows = jnp.where(keep.reshape(-1), rows, n)  # dropped: beyond the last row
+    result = _write(target, rows, values, plan.reduction, np.dtype(dtype))
+    return result.reshape(plan.out_shape)
+
+
+def _write(
+    target: jax.Array, rows: jax.Array, values: jax.Array, reduction: str, dtype: Any
+) -> jax.Array:
+    n, m = target.shape[0], rows.shape[0]
+    if m == 0:
+        return target
+    position = jnp.arange(m)
+    if reduction == "none":
+        latest = jnp.full((n,), -1, position.dtype).at[rows].max(position, mode="drop")
+        wins = latest[jnp.minimum(rows, n - 1)] == position
+        return target.at[jnp.where(wins, rows, n)].set(values, mode="drop")
+    if dtype == np.bool_ or dtype.kind in "iu":
+        if dtype == np.bool_:
+            how = "max" if reduction in ("add", "max") else "min"
+        else:
+            how = {"add": "add", "mul": "multiply", "max": "max", "min": "min"}[reduction]
+        return getattr(target.at[rows], how)(values, mode="drop")
+    if reduction == "add" and dtype.name != "bfloat16":
+        return _added(target, rows, values)
+    return _rounds(target, rows, values, reduction, dtype)
+
+
+def _rounds(
+    target: jax.Array, rows: jax.Array, values: jax.Array, reduction: str, dtype: Any
+) -> jax.Array:
+    """Round ``r`` applies each row's ``r``-th update (C order), all at distinct rows."""
+    n, m = target.shape[0], rows.shape[0]
+    position = jnp.arange(m)
+    order = jnp.argsort(rows, stable=True)
+    ranked = rows[order]
+    rank = jnp.zeros_like(position).at[order].set(position - jnp.searchsorted(ranked, ranked))
+    rank = jnp.where(rows < n, rank, -1)
+
+    def one_round(r: Any, result: jax.Array) -> jax.Array:
+        at = jnp.where(rank == r, rows, n)
+        old = result[jnp.minimum(at, n - 1)]
+        return result.at[at].set(combine(reduction, old, values, dtype), mode="drop")
+
+    return jax.lax.fori_loop(0, jnp.max(rank) + 1, one_round, target)
+
+
+@jax.custom_jvp
+def _added_impl(target: jax.Array, rows: jax.Array, values: jax.Array) -> jax.Array:
+    return _rounds(target, rows, values, "add", np.dtype(target.dtype))
+
+
+@_added_impl.defjvp
+def _added_jvp(primals: Any, tangents: Any) -> tuple[jax.Array, jax.Array]:
+    """Add is linear: its tangent needs no rounds, so reverse mode can transpose it."""
+    target, rows, values = primals
+    t_target, _, t_values = tangents
+    tangent = t_target.at[rows].add(t_values, mode="drop")
+    return _added_impl(target, rows, values), tangent
+
+
+def _added(target: jax.Array, rows: jax.Array, values: jax.Array) -> jax.Array:
+    """Float and complex add in rounds, differentiable in both modes (rows: integers)."""
+    return _added_impl(target, rows, values)
+
+
+def combine(reduction: str, old: jax.Array, new: jax.Array, dtype: Any) -> jax.Array:
+    """``f(old, new)`` for float and complex types (bfloat16 as int16 bits)."""
+    bfloat16 = dtype.name == "bfloat16"
+    if bfloat16:
+        old_bits, new_bits = old, new
+        old = jax.lax.bitcast_convert_type(old, jnp.bfloat16)
+        new = jax.lax.bitcast_convert_type(new, jnp.bfloat16)
+    if reduction in ("add", "mul"):
+        if dtype.kind == "c":
+            out = _complex(reduction, old, new)
+        else:
+            a, b = old.astype(jnp.float32), new.astype(jnp.float32)
+            if dtype.itemsize > 2:
+                a, b = old, new
+            out = _canonical(a + b if reduction == "add" else a * b).astype(old.dtype)
+        return jax.lax.bitcast_convert_type(out, jnp.int16) if bfloat16 else out
+    a, b = old.astype(jnp.float32), new.astype(jnp.float32)
+    if dtype.itemsize > 2:
+        a, b = old, new
+    if reduction == "max":
+        wins = (b > a) | ((b == a) & jnp.signbit(a) & ~jnp.signbit(b))
+    else:
+        wins = (b < a) | ((b == a) & ~jnp.signbit(a) & jnp.signbit(b))
+    take = ~jnp.isnan(a) & (jnp.isnan(b) | wins)
+    if bfloat16:
+        return jnp.where(take, new_bits, old_bits)
+    bits = _BITS[dtype.itemsize]
+    chosen = jnp.where(
+        take, jax.lax.bitcast_convert_type(new, bits), jax.lax.bitcast_convert_type(old, bits)
+    )
+    return jax.lax.bitcast_convert_type(chosen, old.dtype)
+
+
+def _canonical(x: jax.Array) -> jax.Array:
+    return jnp.where(jnp.isnan(x), jnp.asarray(jnp.nan, x.dtype), x)
+
+
+def _complex(reduction: str, old: jax.Array, new: jax.Array) -> jax.Array:
+    ar, ai, br, bi = old.real, old.imag, new.real, new.imag
+    if reduction == "add":
+        real, imag = ar + br, ai + bi
+    else:
+        real = ar * br - ai * bi
+        imag = ar * bi + ai * br
+    return jax.lax.complex(_canonical(real), _canonical(imag))

@@ -1,0 +1,109 @@
+"""The scatters under JAX's transforms: jit and vmap give the eager bits, checkify the error."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from helpers import assert_identical
+from jax.experimental import checkify
+from test_scatters import SE, SN, SWEEP, Scatter
+
+from onnx_gather import _api
+
+
+def _call(case: Scatter, *arrays: Any) -> Any:
+    return _api.run(case.op, case.opset, arrays, case.attribute_values(), case.check_bounds)
+
+
+def _jax_cases() -> list[Scatter]:
+    """Sweep calls JAX holds (no 64-bit types without x64, no strings), in range."""
+    wide = (
+        set() if jax.config.read("jax_enable_x64") else {"int64", "uint64", "float64", "complex128"}
+    )
+    chosen = []
+    for case in SWEEP[:120]:
+        if case.data.dtype.kind == "O" or case.data.dtype.name in wide:
+            continue
+        try:
+            case.oracle()
+        except IndexError:
+            continue
+        chosen.append(case)
+    return chosen
+
+
+@pytest.mark.parametrize("case", _jax_cases(), ids=lambda c: c.id)
+def test_jit_gives_the_eager_bits(case: Scatter) -> None:
+    arrays = tuple(jnp.asarray(x) for x in (case.data, case.indices, case.updates))
+    jitted = jax.jit(lambda d, i, u: _call(case, d, i, u))(*arrays)
+    assert_identical(np.asarray(jitted), case.oracle())
+
+
+def test_vmap_gives_each_example_its_own_result() -> None:
+    data = jnp.asarray(np.arange(12, dtype=np.float32).reshape(3, 4))
+    indices = jnp.asarray([[1, 1, 3], [0, 0, 0], [2, 3, 2]])
+    updates = jnp.asarray(np.arange(9, dtype=np.float32).reshape(3, 3) * 0.5)
+    case = Scatter("vmap", SE, np.zeros(4, np.float32), np.zeros(3, np.int64), np.zeros(3, np.float32),
+                   {"reduction": "add"})  # fmt: skip
+    batched = jax.vmap(lambda d, i, u: _call(case, d, i, u))(data, indices, updates)
+    for k in range(3):
+        one = Scatter("one", SE, np.asarray(data[k]), np.asarray(indices[k]), np.asarray(updates[k]),
+                      {"reduction": "add"})  # fmt: skip
+        assert_identical(np.asarray(batched[k]), one.oracle())
+
+
+@pytest.mark.parametrize("op", [SE, SN], ids=lambda op: op.name)
+def test_under_jit_a_bad_index_drops_its_update_and_checkify_names_it(op: Any) -> None:
+    data = jnp.zeros(4, jnp.float32)
+    indices = jnp.asarray([1, 7, 2]) if op is SE else jnp.asarray([[1], [7], [2]])
+    updates = jnp.asarray([1.0, 2.0, 3.0], jnp.float32)
+    case = Scatter(
+        "jit", op, np.zeros(4, np.float32), np.zeros(3, np.int64), np.zeros(3, np.float32)
+    )
+
+    def f(d: Any, i: Any, u: Any) -> Any:
+        return _call(case, d, i, u)
+
+    assert np.asarray(jax.jit(f)(data, indices, updates)).tolist() == [0.0, 1.0, 3.0, 0.0]
+    error, _ = jax.jit(checkify.checkify(f))(data, indices, updates)
+    name = "ScatterElements-18" if op is SE else "ScatterND-18"
+    position = "(1,)" if op is SE else r"(1, 0)"
+    with pytest.raises(
+        checkify.JaxRuntimeError, match=rf"{name}: index 7 at position \{position[:-1]}\)"
+    ):
+        error.throw()
+
+
+def test_grad_of_none_reaches_the_winning_update() -> None:
+    case = Scatter(
+        "grad", SE, np.zeros(3, np.float32), np.zeros(4, np.int64), np.zeros(4, np.float32)
+    )
+    indices = jnp.asarray([2, 0, 2, 2])
+
+    def loss(d: Any, u: Any) -> Any:
+        return jnp.sum(_call(case, d, indices, u) * jnp.asarray([10.0, 20.0, 30.0]))
+
+    gd, gu = jax.grad(loss, argnums=(0, 1))(jnp.zeros(3), jnp.asarray([1.0, 2.0, 3.0, 4.0]))
+    assert np.asarray(gd).tolist() == [0.0, 20.0, 0.0]
+    assert np.asarray(gu).tolist() == [0.0, 10.0, 0.0, 30.0]
+
+
+@pytest.mark.parametrize("op", [SE, SN], ids=lambda op: op.name)
+def test_grad_of_add_is_the_upstream_at_each_target(op: Any) -> None:
+    case = Scatter("grad", op, np.zeros(3, np.float32), np.zeros(4, np.int64), np.zeros(4, np.float32),
+                   {"reduction": "add"})  # fmt: skip
+    indices = jnp.asarray([2, 0, 2, 2]) if op is SE else jnp.asarray([[2], [0], [2], [2]])
+    weights = jnp.asarray([10.0, 20.0, 30.0])
+
+    def loss(d: Any, u: Any) -> Any:
+        return jnp.sum(_call(case, d, indices, u) * weights)
+
+    gd, gu = jax.jit(jax.grad(loss, argnums=(0, 1)))(
+        jnp.zeros(3), jnp.asarray([1.0, 2.0, 3.0, 4.0])
+    )
+    assert np.asarray(gd).tolist() == [10.0, 20.0, 30.0]
+    assert np.asarray(gu).tolist() == [30.0, 10.0, 30.0, 30.0]
