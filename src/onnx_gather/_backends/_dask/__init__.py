@@ -60,6 +60,7 @@ from onnx_gather import _spec
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._base import Backend
 from onnx_gather._backends._dask import _chunks as chunking
+from onnx_gather._backends._dask import _scatter as scatters
 from onnx_gather._host import checked
 from onnx_gather._spec.gather import GatherPlan
 from onnx_gather._spec.gather_elements import GatherElementsPlan
@@ -350,6 +351,25 @@ class DaskBackend(Backend):
         squeeze = tuple(slice(None) if d in keep else 0 for d in range(rank))
         result = _take_along_axis(data[squeeze], indices[squeeze], keep.index(plan.axis))
         return result[tuple(slice(None) if d in keep else None for d in range(rank))]
+
+    def check_writable(self, out: Any, /) -> None:
+        msg = (
+            "dask arrays are lazy and immutable: out= cannot write into one; use the "
+            "result (a new dask array, with data's chunks)"
+        )
+        raise TypeError(msg)
+
+    def scatter_elements(
+        self, data: da.Array, indices: Any, updates: da.Array, plan: Plan, out: Any = None, /
+    ) -> da.Array:
+        """ONNX ScatterElements, lazily (:mod:`._scatter`); ``out`` never arrives."""
+        return scatters.scatter(data, indices, updates, plan)
+
+    def scatter_nd(
+        self, data: da.Array, indices: Any, updates: da.Array, plan: Plan, out: Any = None, /
+    ) -> da.Array:
+        """ONNX ScatterND, lazily (:mod:`._scatter`); ``out`` never arrives."""
+        return scatters.scatter(data, indices, updates, plan)
 
 
 backend = DaskBackend()
