@@ -66,33 +66,120 @@ def test_add_gradient_is_the_upstream_at_each_target() -> None:
     assert torch.equal(updates.grad, grad[[1, 1, 0]])
 
 
-@pytest.mark.parametrize(
-    "transform",
-    [
-        lambda f: torch.compile(f, fullgraph=True, backend="eager"),
-        lambda f: torch.func.vmap(f),
-        lambda f: lambda *a: torch.jit.trace(f, a)(*a),
-    ],
-    ids=["compile", "vmap", "jit.trace"],
-)
-def test_transforms_are_refused_until_graphs_hold_scatters(transform: Any) -> None:
-    """A tracer would record this call's rounds as a fixed graph: a clear error instead."""
-
+def test_vmap_is_refused_until_it_has_a_rule() -> None:
     def f(d: torch.Tensor, i: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         return _call(SE, "add", d, i, u)
 
-    # A batch of two calls (vmap maps the first dim).
     data, indices, updates = (
         torch.zeros(2, 2, 3),
         torch.tensor([[[0, 1, 1]]] * 2),
         torch.ones(2, 1, 3),
     )
+    with pytest.raises(NotImplementedError, match=r"ScatterElements-18 under torch.func.vmap"):
+        torch.func.vmap(f)(data, indices, updates)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _inductor() -> None:
+    with warnings.catch_warnings():
+        # Importing inductor imports torch.utils.mkldnn, which warns about TorchScript.
+        warnings.filterwarnings("ignore", "`torch.jit.script_method` is deprecated")
+        import torch._inductor.compile_fx  # noqa: F401
+
+
+def _scatter_cases() -> list[tuple[_ops.Operator, str, tuple[torch.Tensor, ...]]]:
+    rng = np.random.default_rng(5)
+    data = torch.tensor(rng.standard_normal((5, 4)), dtype=torch.float32)
+    se = (data, torch.tensor([[0, 4, 4, 1], [4, 4, 0, -1]]), torch.ones(2, 4))
+    nd = (data, torch.tensor([[1], [-1], [1]]), torch.arange(12, dtype=torch.float32).reshape(3, 4))
+    return [(op, r, se if op is SE else nd) for op in (SE, SN) for r in ("none", "add", "max")]
+
+
+@pytest.mark.parametrize(("op", "reduction", "arrays"), _scatter_cases())
+@pytest.mark.parametrize("check_bounds", [True, False])
+def test_compiled_fullgraph_gives_the_eager_bits(
+    op: _ops.Operator, reduction: str, arrays: tuple[torch.Tensor, ...], check_bounds: bool
+) -> None:
+    attributes = (0, reduction) if op is SE else (reduction,)
+
+    def f(*a: torch.Tensor) -> torch.Tensor:
+        return _api.run(op, 18, a, attributes, check_bounds)
+
+    eager = f(*arrays)
+    torch._dynamo.reset()
+    compiled = torch.compile(f, fullgraph=True, backend="inductor")(*arrays)
+    assert torch.equal(compiled, eager)
+
+
+def test_a_compiled_call_raises_the_eager_error_when_the_graph_runs() -> None:
+    f = torch.compile(lambda d, i, u: _call(SN, "add", d, i, u), fullgraph=True)
+    with pytest.raises(IndexError, match=r"ScatterND-18: index 5 at position \(1, 0\)"):
+        f(torch.zeros(5, 2), torch.tensor([[1], [5]]), torch.ones(2, 2))
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+def test_compiled_gradients_are_the_eager_ones(reduction: str) -> None:
+    """The same formulas in both (:func:`onnx_gather._backends._torch._scatter.gradients`)."""
+    data, indices, updates = _inputs(SE, reduction)
+    grads = torch.autograd.grad(_call(SE, reduction, data, indices, updates).sum(), (data, updates))
+    f = torch.compile(lambda d, u: _call(SE, reduction, d, indices, u), fullgraph=True)
+    compiled = torch.autograd.grad(f(data, updates).sum(), (data, updates))
+    for got, want in zip(compiled, grads, strict=True):
+        assert torch.equal(got, want)
+
+
+def test_export_holds_one_operator_and_runs_as_eagerly() -> None:
+    class Update(torch.nn.Module):
+        def forward(
+            self, cache: torch.Tensor, pos: torch.Tensor, new: torch.Tensor
+        ) -> torch.Tensor:
+            return _call(SN, "none", cache, pos, new)
+
+    args = (torch.zeros(4, 3), torch.tensor([[2]]), torch.ones(1, 3))
+    program = torch.export.export(Update(), args)
+    assert "onnx_gather.run_v1" in str(program.graph)
+    assert torch.equal(program.module()(*args), Update()(*args))
+
+
+def test_make_fx_and_jit_trace_record_the_operator() -> None:
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    args = (torch.zeros(4, 3), torch.tensor([[2], [2]]), torch.ones(2, 3))
+
+    def f(d: torch.Tensor, i: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return _call(SN, "add", d, i, u)
+
+    graph = make_fx(f)(*args)
+    assert "run_v1" in graph.code
+    other = (torch.ones(4, 3), torch.tensor([[0], [3]]), torch.full((2, 3), 5.0))
+    assert torch.equal(graph(*other), f(*other))
     with warnings.catch_warnings():  # (torch.jit.trace is deprecated in torch 2.13 and warns)
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
-        with pytest.raises(Exception, match="cannot be traced or transformed by torch yet") as info:
-            transform(f)(data, indices, updates)
-    assert "ScatterElements-18" in str(info.value)
+        traced = torch.jit.trace(f, args)
+    assert "onnx_gather::run_v1" in str(traced.graph)
+    assert torch.equal(traced(*other), f(*other))
+
+
+def test_forward_mode_ad_carries_the_tangent() -> None:
+    import torch.autograd.forward_ad as fwAD
+
+    data, indices, updates = _inputs(SE, "add")
+    data, updates = data.detach(), updates.detach()
+    with warnings.catch_warnings(), fwAD.dual_level():
+        # (the first dual tensor scripts torch's decompositions, which warns)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        fwAD.make_dual(torch.zeros(1), torch.zeros(1))
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(updates, torch.ones_like(updates))
+        out = _call(SE, "add", data, indices, dual)
+        tangent = fwAD.unpack_dual(out).tangent
+    want = torch.zeros_like(data).index_put(
+        (indices.reshape(-1), torch.arange(6).repeat(3)),
+        torch.ones(18, dtype=data.dtype),
+        accumulate=True,
+    )
+    assert torch.equal(tangent, want)
 
 
 def test_in_place_on_a_tensor_writes_into_it() -> None:

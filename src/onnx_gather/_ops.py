@@ -356,9 +356,10 @@ BY_ONNX_OP_TYPE: Mapping[str, Operator] = {
 }
 
 
-#: Each operator and version by its name in messages and plans ("GatherND-13").
+#: Each operator and version by its name in messages and plans ("GatherND-13"), the
+#: scatters' too (a recorded graph names its operator so).
 BY_MESSAGE_NAME: Mapping[str, tuple[Operator, int]] = {
-    op.message_name(v): (op, v) for op in OPERATORS for v in op.numbers
+    op.message_name(v): (op, v) for op in OPERATORS + SCATTERS for v in op.numbers
 }
 
 

@@ -156,7 +156,7 @@ def _recordable(
                 return eager(self, data, indices, plan)
             if isinstance(indices, np.ndarray):  # host indices: a constant of the graph
                 indices = torch.as_tensor(indices.copy(), device=data.device)
-            return _fused.call(data, indices, plan)
+            return _fused.call(data, indices, plan=plan)
 
         def when_the_graph_runs(data: torch.Tensor, indices: Any, plan: Any) -> torch.Tensor:
             if _numpy_route(data, indices) and numpy_wins(plan):
@@ -364,34 +364,82 @@ def _scatter_call(
     plan: Plan,
     out: torch.Tensor | None,
 ) -> torch.Tensor:
-    """A scatter on the compiled kernel (views of plain CPU tensors), else on ``own``.
+    """A scatter: the compiled kernel on views, a fused operator, or torch's operations.
 
-    ``own``: torch's operations. A tracer would record their rounds, as many as this
-    call's duplicates need, as a fixed graph: refused until the scatters have an
-    operator of their own in graphs (issue 22).
+    Plain CPU tensors run the compiled kernel on views (in place where ``out`` is data).
+    A recorded call (``torch.compile``, ``torch.export``, ``make_fx``, ``torch.jit.trace``)
+    is one ``onnx_gather::run_v1`` operator, checked or not: torch's operations take as
+    many rounds as the call's duplicates need, which a graph cannot fix in advance.
+    Anything else (CUDA, autograd, forward-mode AD, ``torch.func.grad``) runs ``own``,
+    torch's operations; ``torch.func.vmap`` is refused for now.
     """
-    if (
+    if _scatter_numpy_route(data, indices, updates, plan, out):
+        return _scatter_on_numpy(kernel, data, indices, updates, plan, out)
+    if _scatter_in_graph(data, indices, updates):
+        if isinstance(indices, np.ndarray):  # host indices: a constant of the graph
+            indices = torch.as_tensor(indices.copy(), device=data.device)
+        result = _fused.call(data, indices, updates, plan=plan)
+    else:
+        if any(_batched(x) for x in (data, indices, updates)):
+            msg = f"{plan.op} under torch.func.vmap is not supported yet: call it in a loop"
+            raise NotImplementedError(msg)
+        _check_servable(data, indices)
+        result = own(data, indices, updates, plan)
+    if out is None:
+        return result
+    with torch.no_grad():
+        out.copy_(result)
+    return out
+
+
+def _scatter_numpy_route(
+    data: torch.Tensor, indices: Any, updates: torch.Tensor, plan: Plan, out: Any
+) -> bool:
+    """Whether a scatter runs the compiled kernel on views of plain CPU tensors."""
+    return (
         _numpy_route(data, indices)
         and _numpy_route(updates, indices)
         and numpy_kernels.compiled_available()
         and (out is None or (_numpy_route(out, indices) and out.is_contiguous()))
         # (bfloat16 reaches NumPy as int16, whose arithmetic is not bfloat16's)
         and (data.dtype != torch.bfloat16 or plan.reduction == "none")  # type: ignore[attr-defined]
-    ):
-        return _scatter_on_numpy(kernel, data, indices, updates, plan, out)
-    if values_unknown(data) or _recording() or _FORWARD_AD._current_level >= 0:
-        msg = (
-            f"{plan.op} cannot be traced or transformed by torch yet (torch.compile, "
-            f"torch.func, torch.jit.trace, make_fx, forward-mode AD): call it eagerly"
-        )
-        raise NotImplementedError(msg)
-    _check_servable(data, indices)
-    result = own(data, indices, updates, plan)
-    if out is None:
-        return result
-    with torch.no_grad():
-        out.copy_(result)
-    return out
+    )
+
+
+def _scatter_in_graph(data: torch.Tensor, indices: Any, updates: torch.Tensor) -> bool:
+    """Whether a scatter becomes one ``onnx_gather::run_v1`` operator of a recorded graph."""
+    if torch.compiler.is_compiling():
+        return True
+    if any(isinstance(x, torch.Tensor) and wrapped(x) for x in (data, indices, updates)):
+        return False
+    if torch._C._get_tracing_state() is not None:
+        _fused.register_onnx_export()
+        return True
+    return torch._C._len_torch_dispatch_stack() > 0
+
+
+_batched = torch._C._functorch.is_batchedtensor
+
+
+def _scatter_when_the_graph_runs(
+    own: Callable[..., torch.Tensor], kernel: Callable[..., Any]
+) -> Any:
+    """What the fused operator of a scatter runs: the compiled kernel on views, else ``own``."""
+
+    def run(data: torch.Tensor, indices: Any, updates: torch.Tensor, plan: Plan) -> torch.Tensor:
+        if _scatter_numpy_route(data, indices, updates, plan, None):
+            return _scatter_on_numpy(kernel, data, indices, updates, plan, None)
+        return own(data, indices, updates, plan)
+
+    return run
+
+
+_fused.EAGER["scatter_elements"] = _scatter_when_the_graph_runs(
+    scatters.scatter_elements, numpy_kernels.scatter_elements
+)
+_fused.EAGER["scatter_nd"] = _scatter_when_the_graph_runs(
+    scatters.scatter_nd, numpy_kernels.scatter_nd
+)
 
 
 def _scatter_on_numpy(

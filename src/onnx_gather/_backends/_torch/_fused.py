@@ -9,17 +9,20 @@ this one custom operator, generic over the family:
 ``onnx_gather::run_v1(Tensor[] inputs, str op, int[] ints, str strings, bool
 check_bounds) -> Tensor``
 
-``op`` names the operator and version as messages do ("GatherND-13"), ``ints`` holds its
-integer attributes and ``strings`` its string ones joined by commas (none in the gathers),
-in the registry's order (normalised, as the plan has them; a schema takes no list of
-strings), so the operator's planner plans the call again from them: for the fake (meta)
-kernel on symbolic shapes, and for the real one, which runs the backend's eager kernel
-(the compiled kernel on CPU, Triton or torch's own kernels on CUDA) and raises the
-eager IndexError when the graph runs. Its gradient is the operator's adjoint (the
-scatter-add of the upstream gradient, written in differentiable torch operations, so
-double backward works); the TorchScript ONNX exporter writes it as the ONNX node itself
-(Gather, GatherElements, GatherND with its attributes). The version in its name keeps
-the meaning of graphs exported today when the schema changes.
+``inputs`` are the operator's inputs in the registry's order (data, indices, and updates
+for a scatter); ``op`` names the operator and version as messages do ("GatherND-13"),
+``ints`` holds its integer attributes and ``strings`` its string ones joined by commas
+(a scatter's reduction), in the registry's order (normalised, as the plan has them; a
+schema takes no list of strings), so the operator's planner plans the call again from
+them: for the fake (meta) kernel on symbolic shapes, and for the real one, which runs
+the backend's eager kernel (the compiled kernel on CPU, Triton or torch's own kernels on
+CUDA) and raises the eager IndexError when the graph runs. A gather's gradient is its
+adjoint (the scatter-add of the upstream gradient, written in differentiable torch
+operations, so double backward works); a scatter's are its formulas
+(:func:`._scatter.gradients`), the same as an eager call's. The TorchScript ONNX
+exporter writes it as the ONNX node itself (Gather, GatherElements, GatherND,
+ScatterElements, ScatterND with their attributes). The version in its name keeps the
+meaning of graphs exported today when the schema changes.
 """
 
 from __future__ import annotations
@@ -39,19 +42,39 @@ if TYPE_CHECKING:
     from onnx_gather._spec import Plan
 
 #: The backend's eager kernel of each operator, by its registry method name (filled by the
-#: backend, which holds them): what the operator runs when the graph runs.
-EAGER: dict[str, Callable[[torch.Tensor, torch.Tensor, Any], torch.Tensor]] = {}
+#: backend, which holds them): what the operator runs when the graph runs, given the
+#: inputs and the plan.
+EAGER: dict[str, Callable[..., torch.Tensor]] = {}
 
 
-def call(data: torch.Tensor, indices: torch.Tensor, plan: Plan) -> torch.Tensor:
+def call(*inputs: torch.Tensor, plan: Plan) -> torch.Tensor:
     """The call as one ``onnx_gather::run_v1`` operator of the graph being recorded."""
+    ints, strings = split_attributes(plan.attributes())
     out: torch.Tensor = torch.ops.onnx_gather.run_v1(
-        [data, indices], plan.op, list(plan.attributes()), "", plan.check_bounds
+        list(inputs), plan.op, ints, strings, plan.check_bounds
     )
     return out
 
 
-def _plan(inputs: Sequence[torch.Tensor], op: str, ints: Sequence[int], check: bool) -> Any:
+def split_attributes(attributes: Sequence[Any]) -> tuple[list[int], str]:
+    """A plan's attributes as the schema holds them: the ints, and the strings joined."""
+    ints = [a for a in attributes if not isinstance(a, str)]
+    return ints, ",".join(a for a in attributes if isinstance(a, str))
+
+
+def joined_attributes(op: str, ints: Sequence[int], strings: str) -> tuple[Any, ...]:
+    """The attributes in the registry's order again, from the schema's ints and strings."""
+    operator, _ = _ops.BY_MESSAGE_NAME[op]
+    numbers, words = iter(ints), iter(strings.split(",") if strings else ())
+    return tuple(
+        next(words) if isinstance(default, str) else next(numbers)
+        for _, default in operator.attributes
+    )
+
+
+def _plan(
+    inputs: Sequence[torch.Tensor], op: str, ints: Sequence[int], check: bool, strings: str = ""
+) -> Any:
     """The call's plan, made again by the operator's planner (symbolic shapes too).
 
     Cached when the shapes are numbers (when the graph runs); symbolic ones (the fake
@@ -60,7 +83,7 @@ def _plan(inputs: Sequence[torch.Tensor], op: str, ints: Sequence[int], check: b
     from onnx_gather._backends._torch import backend
 
     shapes = tuple(tuple(x.shape) for x in inputs)
-    key = (op, tuple(ints), check, shapes, tuple(x.dtype for x in inputs))
+    key = (op, tuple(ints), strings, check, shapes, tuple(x.dtype for x in inputs))
     try:
         plan = _PLANS.get(key)
         cacheable = True
@@ -69,7 +92,8 @@ def _plan(inputs: Sequence[torch.Tensor], op: str, ints: Sequence[int], check: b
     if plan is None:
         operator, version = _ops.BY_MESSAGE_NAME[op]
         dtypes = tuple(backend.dtype_name(x) for x in inputs)
-        plan = operator.planner(operator, version, shapes, dtypes, tuple(ints), check)
+        attributes = joined_attributes(op, ints, strings)
+        plan = operator.planner(operator, version, shapes, dtypes, attributes, check)
         if cacheable:
             _PLANS.put(key, plan)
     return plan
@@ -88,9 +112,9 @@ def _run(
     check_bounds: bool,
 ) -> torch.Tensor:
     """When the graph runs: the backend's eager kernel of the operator ``op`` names."""
-    plan = _plan(inputs, op, ints, check_bounds)
+    plan = _plan(inputs, op, ints, check_bounds, strings)
     operator, _ = _ops.BY_MESSAGE_NAME[op]
-    out = EAGER[operator.method](inputs[0], inputs[1], plan)
+    out = EAGER[operator.method](*inputs, plan)
     # A custom op's output never aliases an input (an identity gather could, on a path
     # that returned a view): a copy only where it would.
     return out if out.data_ptr() != inputs[0].data_ptr() or not out.numel() else out.clone()
@@ -104,7 +128,7 @@ def _run_fake(
     strings: str,
     check_bounds: bool,
 ) -> torch.Tensor:
-    plan = _plan(inputs, op, ints, check_bounds)
+    plan = _plan(inputs, op, ints, check_bounds, strings)
     return inputs[0].new_empty(plan.out_shape)
 
 
@@ -124,13 +148,16 @@ def _run_vmap(
     call of the batch (:data:`BATCHED`), an index's position in a message then reading
     (batch entry, position).
     """
+    operator, _ = _ops.BY_MESSAGE_NAME[op]
+    if len(inputs) != 2:
+        msg = f"{op} under vmap in a recorded graph is not supported yet: call it eagerly"
+        raise NotImplementedError(msg)
     data, indices = inputs
     data_dim, indices_dim = in_dims[0]
     if data_dim is not None:
         data = data.movedim(data_dim, 0)
     if indices_dim is not None:
         indices = indices.movedim(indices_dim, 0)
-    operator, _ = _ops.BY_MESSAGE_NAME[op]
     rule = BATCHED[operator.method]
     return rule(data, indices, data_dim is not None, indices_dim is not None, op, list(ints),
                 strings, check_bounds, info.batch_size)  # fmt: skip
@@ -181,14 +208,20 @@ BATCHED: dict[str, Callable[..., tuple[torch.Tensor, int]]] = {
 
 
 def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
-    arrays, op, ints, _, check_bounds = inputs
-    ctx.save_for_backward(arrays[1])
-    ctx.plan = _plan(arrays, op, ints, check_bounds)
+    arrays, op, ints, strings, check_bounds = inputs
+    ctx.save_for_backward(*((*arrays, output) if len(arrays) > 2 else arrays[1:]))
+    ctx.plan = _plan(arrays, op, ints, check_bounds, strings)
     ctx.method = _ops.BY_MESSAGE_NAME[op][0].method
     ctx.data_shape = arrays[0].shape
 
 
 def _backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
+    if ctx.method in ("scatter_elements", "scatter_nd"):
+        from onnx_gather._backends._torch._scatter import gradients
+
+        data, indices, updates, result = ctx.saved_tensors
+        data_grad, updates_grad = gradients(grad, data, indices, updates, result, ctx.plan)
+        return [data_grad, None, updates_grad], None, None, None, None
     (indices,) = ctx.saved_tensors
     counted = _counted(xp, indices, ctx.plan, CLAMP).to(torch.int64)
     data_grad = ADJOINTS[ctx.method](grad, counted, ctx.plan, ctx.data_shape)
@@ -242,24 +275,29 @@ def _onnx_symbolic(g: Any, inputs: Any, op: Any, ints: Any, strings: Any, check_
     """
     from torch.onnx import symbolic_helper
 
-    data, indices = symbolic_helper._unpack_list(inputs)
+    arrays = symbolic_helper._unpack_list(inputs)
     name = symbolic_helper._maybe_get_const(op, "s")
-    values = symbolic_helper._maybe_get_const(ints, "is")
+    numbers = symbolic_helper._maybe_get_const(ints, "is")
+    words = symbolic_helper._maybe_get_const(strings, "s")
+    values = joined_attributes(name, numbers, words)
     operator, _ = _ops.BY_MESSAGE_NAME[name]
     opset = symbolic_helper.GLOBALS.export_onnx_opset_version
     version = operator.resolve(opset)
-    attributes = {}
+    attributes: dict[str, Any] = {}
     for (attribute, default), value in zip(operator.attributes, values, strict=True):
         since = operator.attribute_since.get(attribute, 0)
         if since <= version:
-            attributes[f"{attribute}_i"] = int(value)
+            if isinstance(value, str):
+                attributes[f"{attribute}_s"] = value
+            else:
+                attributes[f"{attribute}_i"] = int(value)
         elif value != default:
             msg = (
                 f"{name}: {attribute}={value} cannot be exported at opset {opset}: "
                 f"{operator.label}-{version} has no {attribute} (opset {since} adds it)"
             )
             raise ValueError(msg)
-    return g.op(operator.op_type, data, indices, **attributes)
+    return g.op(operator.op_type, *arrays, **attributes)
 
 
 def register_onnx_export() -> None:

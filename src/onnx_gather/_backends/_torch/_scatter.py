@@ -16,9 +16,14 @@ seen as rows and each update aimed at one, in torch operations alone:
   NaN results made canonical, max and min selected with ``where`` (IEEE 754-2019, the
   first NaN kept): the bits of the compiled kernel (:mod:`onnx_gather._spec.reductions`).
 
-Every operation is out of place, so autograd differentiates the sequence itself: the
-gradient of ``none`` goes to each row's winning update and to data where nothing was
-written; of ``add`` to both; of ``mul``, ``max`` and ``min`` through each step.
+Gradients are formulas (:func:`gradients`), the same for an eager call and a recorded
+one, in torch operations whose shapes do not depend on the values (a compiler traces
+them): ``none``: each row's winning update gets the row's gradient, data gets it where
+nothing was written; ``add``: data gets it, each update its row's; ``mul``, ``max``,
+``min``: as torch's ``scatter_reduce`` defines them (a product's gradient without
+dividing by a zero: with one zero among a row's factors only that one gets a gradient;
+max and min split the row's gradient evenly among data and the updates that equal the
+result). Double backward differentiates the formulas.
 """
 
 from __future__ import annotations
@@ -49,23 +54,180 @@ def scatter_elements(
     data: torch.Tensor, indices: Any, updates: torch.Tensor, plan: ScatterElementsPlan
 ) -> torch.Tensor:
     """ONNX ScatterElements in torch operations (see the module docstring)."""
-    positions, keep = _targets(indices, data, plan)
-    rows = element_positions(xp, positions, plan.out_shape, plan.axis, data.device).reshape(-1)
-    result = _write(data.reshape(-1), rows, updates.reshape(-1), keep, plan.reduction)
-    return result.reshape(plan.out_shape)
+    return _scatter(data, _targets(indices, data, plan), updates, plan)
 
 
 def scatter_nd(
     data: torch.Tensor, indices: Any, updates: torch.Tensor, plan: ScatterNDPlan
 ) -> torch.Tensor:
     """ONNX ScatterND in torch operations (see the module docstring)."""
-    positions, keep = _targets(indices, data, plan)
-    rows = tuple_rows(xp, positions, plan.sizes, 0, data.device).reshape(-1)
-    cells = math.prod(plan.sizes)
-    width = math.prod(plan.out_shape[len(plan.sizes) :])
-    values = updates.reshape(rows.shape[0], width)
-    result = _write(data.reshape(cells, width), rows, values, keep, plan.reduction)
+    return _scatter(data, _targets(indices, data, plan), updates, plan)
+
+
+def _layout(
+    data: torch.Tensor, positions: torch.Tensor, updates: torch.Tensor, plan: Any
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Data as rows, the row of each update, the updates as rows (views, no copies)."""
+    if plan.coordinates:
+        rows = tuple_rows(xp, positions, plan.sizes, 0, data.device).reshape(-1)
+        width = math.prod(plan.out_shape[len(plan.sizes) :])
+        target = data.reshape(math.prod(plan.sizes), width)
+        return target, rows, updates.reshape(rows.shape[0], width)
+    rows = element_positions(xp, positions, plan.out_shape, plan.axis, data.device)
+    return data.reshape(-1), rows.reshape(-1), updates.reshape(-1)
+
+
+def _scatter(data: torch.Tensor, targets: Any, updates: torch.Tensor, plan: Any) -> torch.Tensor:
+    positions, keep = targets
+    target, rows, values = _layout(data, positions, updates, plan)
+    if torch.is_grad_enabled() and (data.requires_grad or updates.requires_grad):
+        result = _Write.apply(target, rows, values, keep, plan.reduction)
+    else:
+        result = _write(target, rows, values, keep, plan.reduction)
     return result.reshape(plan.out_shape)
+
+
+class _Write(torch.autograd.Function):  # type: ignore[misc]
+    """:func:`write` with the formulas of :func:`row_gradients` as its backward."""
+
+    @staticmethod
+    def forward(
+        target: torch.Tensor, rows: torch.Tensor, values: torch.Tensor, keep: Any, reduction: str
+    ) -> torch.Tensor:
+        return _write(target, rows, values, keep, reduction)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+        target, rows, values, keep, reduction = inputs
+        ctx.save_for_backward(target, rows, values, output, keep)
+        ctx.save_for_forward(target, rows, values, keep)
+        ctx.reduction = reduction
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
+        target, rows, values, result, keep = ctx.saved_tensors
+        g_target, g_values = row_gradients(grad, target, rows, values, result, keep, ctx.reduction)
+        return g_target, None, g_values, None, None
+
+    @staticmethod
+    def jvp(ctx: Any, t_target: Any, t_rows: Any, t_values: Any, *_: Any) -> torch.Tensor:
+        target, rows, values, keep = ctx.saved_tensors
+        return _tangent(target, rows, values, keep, ctx.reduction, t_target, t_values)
+
+
+def gradients(
+    grad: torch.Tensor,
+    data: torch.Tensor,
+    indices: torch.Tensor,
+    updates: torch.Tensor,
+    result: torch.Tensor,
+    plan: Any,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A scatter's gradients to data and updates (see the module docstring).
+
+    In torch operations whose shapes do not depend on values: a compiler traces them
+    (the backward of a recorded call). ``indices`` as the call had them; ``result`` its
+    output.
+    """
+    positions, keep = counted(xp, indices.to(torch.int64), plan, DROP)
+    target, rows, values = _layout(data, positions, updates, plan)
+    g_target, g_values = row_gradients(
+        grad.reshape(target.shape), target, rows, values, result.reshape(target.shape),
+        keep.reshape(-1), plan.reduction,
+    )  # fmt: skip
+    return g_target.reshape(data.shape), g_values.reshape(updates.shape)
+
+
+def row_gradients(
+    grad: torch.Tensor,
+    target: torch.Tensor,
+    rows: torch.Tensor,
+    values: torch.Tensor,
+    result: torch.Tensor,
+    keep: torch.Tensor | None,
+    reduction: str,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The gradients of :func:`write` to ``target`` and ``values`` (rows of them)."""
+    n, m = target.shape[0], rows.shape[0]
+    kept = torch.ones(m, dtype=torch.bool, device=rows.device) if keep is None else keep
+    safe = torch.where(kept, rows, 0)  # (a dropped update's row: any, masked below)
+    wide = (slice(None), *([None] * (values.dim() - 1)))  # a per-update mask as rows
+    on = kept[wide]
+    g_rows = grad[safe]
+    zero = grad.new_zeros(())
+    if reduction == "none":
+        position = torch.arange(m, device=rows.device)
+        latest = torch.full((n,), -1, dtype=torch.int64, device=rows.device)
+        latest = latest.scatter_reduce(0, safe, torch.where(kept, position, -1), "amax")
+        wins = (latest[safe] == position) & kept
+        hits = torch.zeros(n, dtype=torch.int64, device=rows.device)
+        written = hits.index_add(0, safe, kept.to(torch.int64)) > 0
+        return torch.where(written[wide], zero, grad), torch.where(wins[wide], g_rows, zero)
+    if reduction == "add":
+        return grad, torch.where(on, g_rows, zero)
+    if reduction == "mul":
+        return _product_gradients(grad, target, safe, values, result, on, g_rows)
+    # max, min: the row's gradient split evenly among the contributors equal to the result.
+    picked = result[safe]
+    same_d = (target == result) | (torch.isnan(target) & torch.isnan(result))
+    same_u = ((values == picked) | (torch.isnan(values) & torch.isnan(picked))) & on
+    count = same_d.to(grad.dtype).index_add(0, safe, same_u.to(grad.dtype))
+    share = grad / torch.where(count == 0, torch.ones_like(count), count)
+    return torch.where(same_d, share, zero), torch.where(same_u, share[safe], zero)
+
+
+def _product_gradients(
+    grad: torch.Tensor,
+    target: torch.Tensor,
+    safe: torch.Tensor,
+    values: torch.Tensor,
+    result: torch.Tensor,
+    on: torch.Tensor,
+    g_rows: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A product's gradients without dividing by a zero (torch's scatter_reduce "prod").
+
+    A row's factors are data's value and its updates'. No zero among them: each factor's
+    gradient is the row's times the result over the factor. One zero: only that factor's,
+    the row's times the product of the others. More: none.
+    """
+    one = torch.ones((), dtype=values.dtype, device=values.device)
+    zero_u = (values == 0) & on
+    zero_d = target == 0
+    zeros = zero_d.to(torch.int64).index_add(0, safe, zero_u.to(torch.int64))
+    factors = torch.where(zero_u | ~on, one, values)
+    spread = safe.reshape(-1, *([1] * (values.dim() - 1))).expand_as(values)
+    others = torch.where(zero_d, one, target).scatter_reduce(0, spread, factors, "prod")
+    none_zero = zeros == 0
+    g_target = torch.where(
+        none_zero,
+        grad * (result / torch.where(zero_d, one, target)).conj(),
+        torch.where((zeros == 1) & zero_d, grad * others.conj(), 0),
+    )
+    g_values = torch.where(
+        none_zero[safe] & on,
+        g_rows * (result[safe] / torch.where(zero_u, one, values)).conj(),
+        torch.where((zeros[safe] == 1) & zero_u, g_rows * others[safe].conj(), 0),
+    )
+    return g_target, g_values
+
+
+def _tangent(
+    target: torch.Tensor,
+    rows: torch.Tensor,
+    values: torch.Tensor,
+    keep: Any,
+    reduction: str,
+    t_target: Any,
+    t_values: Any,
+) -> torch.Tensor:
+    """Forward-mode AD: the tangent of :func:`write` (none and add; the rest raise)."""
+    t_target = torch.zeros_like(target) if t_target is None else t_target
+    t_values = torch.zeros_like(values) if t_values is None else t_values
+    if reduction in ("none", "add"):
+        return _write(t_target, rows, t_values, keep, reduction)
+    msg = f"forward-mode AD of the scatters' reduction {reduction!r} is not supported yet"
+    raise NotImplementedError(msg)
 
 
 def _write(
