@@ -107,3 +107,51 @@ def test_grad_of_add_is_the_upstream_at_each_target(op: Any) -> None:
     )
     assert np.asarray(gd).tolist() == [10.0, 20.0, 30.0]
     assert np.asarray(gu).tolist() == [30.0, 10.0, 30.0, 30.0]
+
+
+@pytest.mark.parametrize("reduction", ["add", "mul", "max", "min"])
+@pytest.mark.parametrize("op", [SE, SN], ids=lambda op: op.name)
+def test_jax_gradients_are_the_torch_formulas(op: Any, reduction: str) -> None:
+    """The same gradients as PyTorch's (tests/test_torch_scatters.py checks those numerically)."""
+    rng = np.random.default_rng(3)
+    data = (rng.permutation(24).reshape(4, 6) + 0.5).astype(np.float32) / 8
+    if op is SE:
+        indices = np.array([[0, 1, 1, 3, 0, 2], [0, 1, 2, 3, 3, 2], [1, 1, 0, 0, 2, 3]])
+        updates = (rng.permutation(18).reshape(3, 6) * 1.5 + 0.25).astype(np.float32) / 8
+    else:
+        indices = np.array([[1], [3], [1], [0]])
+        updates = (rng.permutation(24).reshape(4, 6) * 1.5 + 0.25).astype(np.float32) / 8
+    data[0, 0] = 0.0  # a zero factor for mul
+    case = Scatter("g", op, data, indices, updates, {"reduction": reduction})
+    weights = jnp.asarray(rng.standard_normal(data.shape).astype(np.float32))
+
+    def loss(d: Any, u: Any) -> Any:
+        return jnp.sum(_call(case, d, jnp.asarray(indices), u) * weights)
+
+    gd, gu = jax.jit(jax.grad(loss, argnums=(0, 1)))(jnp.asarray(data), jnp.asarray(updates))
+    want_d, want_u = _numeric(case, np.asarray(weights))
+    np.testing.assert_allclose(np.asarray(gd), want_d, rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(np.asarray(gu), want_u, rtol=2e-3, atol=2e-3)
+
+
+def _numeric(case: Scatter, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Central differences of sum(oracle * weights), in float64 (no ties: well defined)."""
+    data, updates = case.data.astype(np.float64), case.updates.astype(np.float64)
+
+    def f(d: np.ndarray, u: np.ndarray) -> float:
+        c = Scatter("n", case.op, d, case.indices, u, case.attributes)
+        return float(np.sum(c.oracle() * weights))
+
+    grads = []
+    for x in (data, updates):
+        g = np.zeros_like(x)
+        for i in np.ndindex(x.shape):
+            step = 1e-6
+            x[i] += step
+            up = f(data, updates)
+            x[i] -= 2 * step
+            down = f(data, updates)
+            x[i] += step
+            g[i] = (up - down) / (2 * step)
+        grads.append(g)
+    return grads[0], grads[1]

@@ -14,7 +14,9 @@ on it:
   rows, computed in float32 for float16 and bfloat16 and rounded back (exact), a NaN
   result made canonical, max and min selected on the values' bits (IEEE 754-2019, the
   first NaN kept). The number of rounds is read inside the computation
-  (``lax.fori_loop``), so one compilation serves every call of the plan.
+  (``lax.fori_loop``), so one compilation serves every call of the plan. Their
+  derivatives are the family's formulas (a ``custom_jvp`` without loops, so
+  ``jax.grad`` transposes it; bfloat16, moved as its bits, has none).
 
 Indices are counted from the end; an update whose index is out of range is aimed past the
 last row and dropped (``mode="drop"``), under ``jit`` too. Eagerly the check runs on the
@@ -25,6 +27,7 @@ out as its int16 bits (XLA's CPU code rewrites bfloat16 NaN payloads in fused ga
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import jax
@@ -93,9 +96,9 @@ def _write(
         else:
             how = {"add": "add", "mul": "multiply", "max": "max", "min": "min"}[reduction]
         return getattr(target.at[rows], how)(values, mode="drop")
-    if reduction == "add" and dtype.name != "bfloat16":
-        return _added(target, rows, values)
-    return _rounds(target, rows, values, reduction, dtype)
+    if dtype.name == "bfloat16":  # (as int16 bits: nothing to differentiate)
+        return _rounds(target, rows, values, reduction, dtype)
+    return _reduced(target, rows, values, reduction)
 
 
 def _rounds(
@@ -117,23 +120,57 @@ def _rounds(
     return jax.lax.fori_loop(0, jnp.max(rank) + 1, one_round, target)
 
 
-@jax.custom_jvp
-def _added_impl(target: jax.Array, rows: jax.Array, values: jax.Array) -> jax.Array:
-    return _rounds(target, rows, values, "add", np.dtype(target.dtype))
+@partial(jax.custom_jvp, nondiff_argnums=(3,))
+def _reduced(target: jax.Array, rows: jax.Array, values: jax.Array, reduction: str) -> jax.Array:
+    """Float and complex reductions in rounds, with the family's gradient formulas.
+
+    The rounds' loop counts its rounds at run time, which reverse mode cannot transpose;
+    the tangent below needs no loop (it is linear in the tangents, so ``jax.grad``
+    transposes it): the same formulas as the PyTorch backend's
+    (:func:`onnx_gather._backends._torch._scatter.row_gradients`).
+    """
+    return _rounds(target, rows, values, reduction, np.dtype(target.dtype))
 
 
-@_added_impl.defjvp
-def _added_jvp(primals: Any, tangents: Any) -> tuple[jax.Array, jax.Array]:
-    """Add is linear: its tangent needs no rounds, so reverse mode can transpose it."""
+@_reduced.defjvp
+def _reduced_jvp(reduction: str, primals: Any, tangents: Any) -> tuple[jax.Array, jax.Array]:
     target, rows, values = primals
     t_target, _, t_values = tangents
-    tangent = t_target.at[rows].add(t_values, mode="drop")
-    return _added_impl(target, rows, values), tangent
-
-
-def _added(target: jax.Array, rows: jax.Array, values: jax.Array) -> jax.Array:
-    """Float and complex add in rounds, differentiable in both modes (rows: integers)."""
-    return _added_impl(target, rows, values)
+    result = _reduced(target, rows, values, reduction)
+    n = target.shape[0]
+    kept = rows < n
+    safe = jnp.where(kept, rows, 0)
+    wide = kept.reshape((-1,) + (1,) * (values.ndim - 1))
+    if reduction == "add":
+        return result, t_target.at[rows].add(t_values, mode="drop")
+    if reduction == "mul":
+        one = jnp.ones((), values.dtype)
+        zero_u = (values == 0) & wide
+        zero_d = target == 0
+        zeros = zero_d.astype(jnp.int32).at[rows].add(zero_u.astype(jnp.int32), mode="drop")
+        factors = jnp.where(zero_u | ~wide, one, values)
+        others = jnp.where(zero_d, one, target).at[rows].multiply(factors, mode="drop")
+        none_zero = zeros == 0
+        t_data = jnp.where(
+            none_zero,
+            t_target * (result / jnp.where(zero_d, one, target)),
+            jnp.where((zeros == 1) & zero_d, t_target * others, 0),
+        )
+        t_each = jnp.where(
+            none_zero[safe] & wide,
+            t_values * (result[safe] / jnp.where(zero_u, one, values)),
+            jnp.where((zeros[safe] == 1) & zero_u, t_values * others[safe], 0),
+        )
+        return result, t_data.at[rows].add(t_each, mode="drop")
+    # max, min: the row's tangent, the mean of those of the contributors equal to it.
+    picked = result[safe]
+    same_d = (target == result) | (jnp.isnan(target) & jnp.isnan(result))
+    same_u = ((values == picked) | (jnp.isnan(values) & jnp.isnan(picked))) & wide
+    count = (
+        same_d.astype(target.real.dtype).at[rows].add(same_u.astype(target.real.dtype), mode="drop")
+    )
+    total = jnp.where(same_d, t_target, 0).at[rows].add(jnp.where(same_u, t_values, 0), mode="drop")
+    return result, total / jnp.where(count == 0, 1, count)
 
 
 def combine(reduction: str, old: jax.Array, new: jax.Array, dtype: Any) -> jax.Array:
