@@ -21,6 +21,7 @@ from libs import BFLOAT16, LIBS, Library
 from onnx_gather import _api, _ops
 from onnx_gather._backends import _numpy as _numpy_backend
 from onnx_gather._conformance import oracle
+from onnx_gather._conformance.runner import difference
 
 SE, SN = _ops.SCATTER_ELEMENTS, _ops.SCATTER_ND
 #: The libraries whose backends serve the scatters so far; the rest join with their kernels.
@@ -654,3 +655,132 @@ def test_views_and_layouts_give_the_same_bits(layout: str, route: str) -> None:
         assert_identical(got, want)
         ran += 1
     assert ran > 20
+
+
+def _official() -> list[Any]:
+    """The ONNX backend test suite's single-node ScatterElements and ScatterND cases."""
+    node = pytest.importorskip("onnx.backend.test.case.node")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (building the suite evaluates cases that warn)
+        every = node.collect_testcases(None)
+    kinds = {SE.op_type, SN.op_type}
+    chosen = {}
+    for case in every:
+        nodes = case.model.graph.node
+        if len(nodes) == 1 and nodes[0].op_type in kinds:
+            chosen.setdefault(case.name, case)
+    return list(chosen.values())
+
+
+OFFICIAL = _official()
+
+
+def test_the_suite_has_both_operators_and_every_reduction() -> None:
+    names = {case.name for case in OFFICIAL}
+    assert {"test_scatter_elements_with_duplicate_indices", "test_scatter_elements_with_reduction_max",
+            "test_scatternd_multiply", "test_scatternd_min_with_element_indices"} <= names, names  # fmt: skip
+
+
+@pytest.mark.parametrize("lib_", SERVED, ids=lambda lib: lib.name)
+@pytest.mark.parametrize("case", OFFICIAL, ids=lambda c: c.name)
+def test_official_case(lib_: Library, case: Any) -> None:
+    node = case.model.graph.node[0]
+    op = SE if node.op_type == SE.op_type else SN
+    attributes = _ops.node_attributes(op, node)
+    opset = next(o.version for o in case.model.opset_import if o.domain in ("", "ai.onnx"))
+    for inputs, outputs in case.data_sets:
+        data, indices, updates = (np.asarray(x) for x in inputs)
+        arrays = (lib_.asarray(data), lib_.indices(indices), lib_.asarray(updates))
+        values = tuple(attributes[name] for name, _ in op.attributes)
+        got = _api.run(op, opset, arrays, values, True)
+        assert_identical(lib_.to_numpy(got), np.asarray(outputs[0]))
+
+
+def _peer_disagreement(got: Any, want: np.ndarray) -> str | None:
+    """None where a peer's answer is ours, else the class of the difference.
+
+    The classes docs/conformance.md explains (its table "The scatters' peers").
+    """
+    if isinstance(got, Exception):
+        text = str(got)
+        if "not supported" in text or "not currently registered" in text:
+            return "no kernel for the type"
+        if "Numpy_type" in text or "Unable to handle object" in text:
+            return "input the Python binding cannot take"
+        return f"error: {text[:200]}"
+    got = np.asarray(got)
+    if difference(got, want) is None:
+        return None
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return f"shape or dtype: {difference(got, want)}"
+    a, b = got.reshape(-1), want.reshape(-1)
+    with np.errstate(invalid="ignore"):
+        differ = a.view(np.uint8).reshape(a.size, -1) != b.view(np.uint8).reshape(b.size, -1)
+    classes = set()
+    for i in np.flatnonzero(differ.any(axis=1)):
+        x, y = (complex(a[i]), complex(b[i])) if a.dtype.kind == "c" else (float(a[i]), float(b[i]))
+        if np.isnan(x) and np.isnan(y):
+            classes.add("which NaN")
+        elif np.isnan(y):
+            classes.add("max/min drop a NaN")
+        elif x == y == 0:
+            classes.add("signed zero in max/min")
+        else:
+            classes.add(f"value: {x} vs {y}")
+    return ", ".join(sorted(classes))
+
+
+#: What the peers may do otherwise, and why (docs/conformance.md).
+_EXPLAINED = {
+    "no kernel for the type",  # ORT: complex ScatterElements, ScatterND float16/bool reductions
+    "input the Python binding cannot take",  # ORT's binding: bfloat16, 0-d bool arrays
+    "which NaN",  # a NaN from add/mul keeps an operand's payload there; ours is canonical
+    "max/min drop a NaN",  # std::max / Python max: a NaN loses to a number
+    "signed zero in max/min",  # -0.0 == +0.0 to them: whichever came first stays
+}
+
+
+def test_peers_disagree_only_where_explained() -> None:
+    """ONNX Runtime's CPU kernels and the reference evaluator on the sweep's checked calls."""
+    import warnings
+
+    import onnxruntime as ort
+    from onnx.reference import ReferenceEvaluator
+
+    ort.set_default_logger_severity(4)  # (its errors are counted here, not logged)
+    found: dict[str, set[str]] = {"onnxruntime": set(), "reference": set()}
+    for case in SWEEP:
+        if case.data.dtype.kind == "O" or not case.check_bounds:
+            continue
+        try:
+            want: Any = case.oracle()
+        except IndexError:
+            want = None
+        given = dict(case.op.attributes) | case.attributes
+        arrays = (case.data, case.indices.astype(np.int64), case.updates)
+        types = [str(x.dtype) for x in arrays]
+        model = case.op.onnx_model(case.opset, types, [x.shape for x in arrays], given)
+        feed = dict(zip(case.op.inputs, arrays, strict=True))
+        for peer in found:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    if peer == "onnxruntime":
+                        session = ort.InferenceSession(
+                            model.SerializeToString(), providers=["CPUExecutionProvider"]
+                        )
+                        got = session.run(None, feed)[0]
+                    else:
+                        got = ReferenceEvaluator(model).run(None, feed)[0]
+            except Exception as exc:
+                got = exc
+            if want is None:  # out of range: every peer raises
+                assert isinstance(got, Exception), (peer, case.id)
+                continue
+            kind = _peer_disagreement(got, want)
+            if kind is not None:
+                found[peer].update(kind.split(", "))
+    assert found["onnxruntime"] <= _EXPLAINED, found
+    assert found["reference"] <= _EXPLAINED, found
