@@ -24,6 +24,8 @@ from onnx_gather._conformance import oracle
 from onnx_gather._conformance.runner import difference
 
 SE, SN = _ops.SCATTER_ELEMENTS, _ops.SCATTER_ND
+#: Tests of NumPy's kernels, the oracle or the peers alone: run in NumPy's session only.
+NUMPY_ONLY = pytest.mark.backend("numpy")
 #: The libraries whose backends serve the scatters so far; the rest join with their kernels.
 SERVED = [lib for lib in LIBS if lib.name in ("numpy", "array-api-strict", "torch", "jax", "dask")]
 
@@ -265,6 +267,7 @@ def test_case(lib_: Library, case: Scatter) -> None:
     assert_identical(lib_.to_numpy(_run(lib_, case)), case.oracle())
 
 
+@NUMPY_ONLY
 @pytest.mark.parametrize("case", [c for c in CASES if c.raises is None], ids=lambda c: c.id)
 def test_inputs_are_not_modified(case: Scatter) -> None:
     data, indices, updates = (x.copy() for x in (case.data, case.indices, case.updates))
@@ -276,6 +279,7 @@ def test_inputs_are_not_modified(case: Scatter) -> None:
         assert_identical(given, kept)
 
 
+@NUMPY_ONLY
 @pytest.mark.parametrize(
     "case", [c for c in SPEC + RULES if c.expected is not None], ids=lambda c: c.id
 )
@@ -283,6 +287,7 @@ def test_oracle_agrees_with_literals(case: Scatter) -> None:
     assert_identical(case.oracle(), case.expected)
 
 
+@NUMPY_ONLY
 @pytest.mark.parametrize("case", ERRORS, ids=lambda c: c.id)
 def test_oracle_raises_the_same_type(case: Scatter) -> None:
     with pytest.raises(case.raises):
@@ -321,6 +326,7 @@ def test_out_of_an_immutable_library_points_to_donation(lib_: Library) -> None:
         _api.run(SE, 18, arrays, (0, "none"), True, data)
 
 
+@NUMPY_ONLY
 def test_out_on_a_strided_view_and_its_errors() -> None:
     base = np.zeros((4, 6), np.int32)
     view = base[::2, ::2]  # (2, 3), not contiguous
@@ -347,6 +353,7 @@ def test_out_on_a_strided_view_and_its_errors() -> None:
         _api.run(SE, 18, (data, a([[0]]), [[1]]), (0, "none"), True)
 
 
+@NUMPY_ONLY
 def test_in_place_updates_data_itself() -> None:
     """``out=data`` on a KV-cache-like array: data is the result, no copy of it is made.
 
@@ -573,6 +580,7 @@ def _large_cases() -> list[Scatter]:
     return cases
 
 
+@NUMPY_ONLY
 @pytest.mark.parametrize("case", _large_cases(), ids=lambda c: c.id)
 def test_large_threaded_calls_agree_with_numpy_kernels(
     case: Scatter, monkeypatch: pytest.MonkeyPatch
@@ -584,6 +592,7 @@ def test_large_threaded_calls_agree_with_numpy_kernels(
     assert_identical(compiled, _api.run(case.op, 18, arrays, case.attribute_values(), True))
 
 
+@NUMPY_ONLY
 @pytest.mark.parametrize("name", ["float16", "bfloat16"])
 @pytest.mark.parametrize("reduction", ["add", "mul"])
 def test_every_16_bit_float_rounds_as_numpy_does(name: str, reduction: str) -> None:
@@ -612,6 +621,7 @@ def test_every_16_bit_float_rounds_as_numpy_does(name: str, reduction: str) -> N
         updates = np.roll(updates, 1)
 
 
+@NUMPY_ONLY
 @pytest.mark.parametrize("op", [SE, SN], ids=lambda op: op.name)
 def test_a_bad_index_leaves_data_written_in_place_untouched(op: _ops.Operator, route: str) -> None:
     """``out=data`` with a bad index: the IndexError, and not one element written before it."""
@@ -628,6 +638,7 @@ def test_a_bad_index_leaves_data_written_in_place_untouched(op: _ops.Operator, r
     assert_identical(data, before)
 
 
+@NUMPY_ONLY
 @pytest.mark.parametrize("layout", ["transposed", "strided", "fortran-updates", "int32"])
 def test_views_and_layouts_give_the_same_bits(layout: str, route: str) -> None:
     """Data, indices and updates of any strides: the sweep again, on views."""
@@ -677,10 +688,12 @@ def _official() -> list[Any]:
 OFFICIAL = _official()
 
 
+@NUMPY_ONLY
 def test_the_suite_has_both_operators_and_every_reduction() -> None:
     names = {case.name for case in OFFICIAL}
+    # (onnx 1.16, the floor, has these; later releases add mul and element-wise max/min.)
     assert {"test_scatter_elements_with_duplicate_indices", "test_scatter_elements_with_reduction_max",
-            "test_scatternd_multiply", "test_scatternd_min_with_element_indices"} <= names, names  # fmt: skip
+            "test_scatternd_multiply", "test_scatternd_min"} <= names, names  # fmt: skip
 
 
 @pytest.mark.parametrize("lib_", SERVED, ids=lambda lib: lib.name)
@@ -742,15 +755,23 @@ _EXPLAINED = {
 }
 
 
+@NUMPY_ONLY
 def test_peers_disagree_only_where_explained() -> None:
     """ONNX Runtime's CPU kernels and the reference evaluator on the sweep's checked calls."""
     import warnings
 
+    import onnx
     import onnxruntime as ort
     from onnx.reference import ReferenceEvaluator
 
     ort.set_default_logger_severity(4)  # (its errors are counted here, not logged)
-    found: dict[str, set[str]] = {"onnxruntime": set(), "reference": set()}
+    found: dict[str, set[str]] = {"onnxruntime": set()}
+    # The reference evaluator's scatters raised errors of their own on valid inputs before
+    # the releases that fixed them (onnx 1.16, the floor: negative indices, slices, mul;
+    # DESIGN.md cites onnx#8096 and #7842): compared from the release the table was
+    # measured with.
+    if tuple(int(p) for p in onnx.__version__.split(".")[:2]) >= (1, 23):
+        found["reference"] = set()
     for case in SWEEP:
         if case.data.dtype.kind == "O" or not case.check_bounds:
             continue
@@ -782,5 +803,5 @@ def test_peers_disagree_only_where_explained() -> None:
             kind = _peer_disagreement(got, want)
             if kind is not None:
                 found[peer].update(kind.split(", "))
-    assert found["onnxruntime"] <= _EXPLAINED, found
-    assert found["reference"] <= _EXPLAINED, found
+    for classes in found.values():
+        assert classes <= _EXPLAINED, found
