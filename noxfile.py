@@ -171,8 +171,9 @@ def no_compiler(session: nox.Session) -> None:
     """A machine without a C compiler: the install goes on without the compiled kernel.
 
     The package is built from source with CC and CXX pointing at /bin/false, so the
-    optional extension fails to build; the case table, the API tests and the fallback's
-    forced fast paths then run on NumPy and on torch CPU tensors (torch's own kernels).
+    optional extension fails to build; the case table, the API tests, the fallback's
+    forced fast paths and the scatters' tests then run on NumPy and on torch CPU tensors
+    (torch's own kernels).
     """
     session.install("-r", "backends/numpy.txt", "-r", "backends/torch.txt", "build")
     # From an sdist, as such a machine gets it: no build/ leftovers of this tree inside.
@@ -189,6 +190,7 @@ def no_compiler(session: nox.Session) -> None:
         "tests/test_cases.py",
         "tests/test_api.py",
         "tests/test_fast_paths.py",
+        "tests/test_scatters.py",
         *session.posargs,
         env={"ONNX_GATHER_BACKENDS": "numpy,torch", "ONNX_GATHER_EXPECT_KERNEL": "absent"},
     )
