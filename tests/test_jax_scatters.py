@@ -155,3 +155,20 @@ def _numeric(case: Scatter, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray
             g[i] = (up - down) / (2 * step)
         grads.append(g)
     return grads[0], grads[1]
+
+
+def test_rounds_give_the_same_bits_where_updates_are_not_applied_in_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The route of devices whose scatters are not one ordered loop (GPUs), run on the CPU."""
+    from onnx_gather._backends._jax import _scatter
+
+    monkeypatch.setattr(_scatter, "serial_device", lambda data: False)
+    ran = 0
+    for case in _jax_cases():
+        if case.data.dtype.kind != "f" or case.attribute_values()[-1] not in ("add", "mul"):
+            continue
+        arrays = tuple(jnp.asarray(x) for x in (case.data, case.indices, case.updates))
+        assert_identical(np.asarray(_call(case, *arrays)), case.oracle())
+        ran += 1
+    assert ran > 5

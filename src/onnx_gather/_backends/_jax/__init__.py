@@ -205,10 +205,11 @@ def _scatter_run(data: jax.Array, indices: Any, updates: jax.Array, plan: Plan) 
     if bits is not None:  # bfloat16 as its bits (the module docstring of _scatter)
         data = jax.lax.bitcast_convert_type(data, bits)
         updates = jax.lax.bitcast_convert_type(updates, bits)
+    serial = scatters.serial_device(data)
     if traced(data) or traced(indices) or traced(updates):
-        out = scatters.scatter(data, indices, updates, plan, dtype)
+        out = scatters.scatter(data, indices, updates, plan, dtype, serial)
     else:
-        out = scatters.scatter_fn(plan, dtype)(data, indices, updates)
+        out = scatters.scatter_fn(plan, dtype, serial)(data, indices, updates)
     return jax.lax.bitcast_convert_type(out, dtype) if bits is not None else out
 
 

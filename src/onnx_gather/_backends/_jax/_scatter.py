@@ -9,7 +9,10 @@ on it:
 * Integers and bool: ``.at[].add`` / ``multiply`` / ``max`` / ``min``, whose results no
   order changes (two's-complement wrap-around; bool add and max as max, mul and min as
   min: OR and AND).
-* Floating and complex types: in rounds, as the PyTorch backend does (:mod:`.._torch.
+* Real add and mul on the CPU: XLA's own scatter, whose CPU code applies the updates one
+  at a time in their order (the tests' sweep checks it bit for bit), a NaN result made
+  canonical.
+* Other floating and complex reductions, and any on other devices: in rounds, as the PyTorch backend does (:mod:`.._torch.
   _scatter`): round ``r`` applies each row's ``r``-th update in C order, all at distinct
   rows, computed in float32 for float16 and bfloat16 and rounded back (exact), a NaN
   result made canonical, max and min selected on the values' bits (IEEE 754-2019, the
@@ -46,22 +49,41 @@ _BITS = {2: jnp.uint16, 4: jnp.uint32, 8: jnp.uint64}
 _FNS: Memo[tuple[Any, ...], Callable[..., jax.Array]] = Memo(1024)
 
 
-def scatter_fn(plan: Any, dtype: Any) -> Callable[..., jax.Array]:
+def scatter_fn(plan: Any, dtype: Any, serial: bool) -> Callable[..., jax.Array]:
     """The plan's scatter of ``dtype`` data (bfloat16: given as int16 bits), jitted once."""
-    key = (plan, np.dtype(dtype).name)
+    key = (plan, np.dtype(dtype).name, serial)
     fn = _FNS.get(key)
     if fn is None:
-        fn = _FNS.put(key, jax.jit(lambda d, i, u: scatter(d, i, u, plan, dtype)))
+        fn = _FNS.put(key, jax.jit(lambda d, i, u: scatter(d, i, u, plan, dtype, serial)))
     return fn
 
 
+def serial_device(data: Any) -> bool:
+    """Whether ``data``'s scatters run on the CPU, whose XLA scatter is one loop in order.
+
+    XLA's CPU code applies a scatter's updates one at a time in the order of the updates
+    (checked bit for bit against the loop oracle by the tests' sweep, float16 rounding
+    and duplicates included); a GPU's atomics do not. Traced values run on the default
+    backend.
+    """
+    if isinstance(data, jax.core.Tracer):
+        return bool(jax.default_backend() == "cpu")
+    return all(device.platform == "cpu" for device in data.devices())
+
+
 def scatter(
-    data: jax.Array, indices: jax.Array, updates: jax.Array, plan: Any, dtype: Any
+    data: jax.Array,
+    indices: jax.Array,
+    updates: jax.Array,
+    plan: Any,
+    dtype: Any,
+    serial: bool = False,
 ) -> jax.Array:
     """Either scatter on traced or concrete arrays (see the module docstring).
 
     ``plan``: a ScatterElements or ScatterND plan; ``dtype``: the data's type; bfloat16
-    data and updates arrive as their int16 bits.
+    data and updates arrive as their int16 bits. ``serial``: the device applies a
+    scatter's updates in order (:func:`serial_device`).
     """
     positions, keep = counted(jnp, indices, plan, DROP)
     if plan.coordinates:
@@ -75,12 +97,17 @@ def scatter(
         target, values = data.reshape(-1), updates.reshape(-1)
     n = target.shape[0]
     rows = jnp.where(keep.reshape(-1), rows, n)  # dropped: beyond the last row
-    result = _write(target, rows, values, plan.reduction, np.dtype(dtype))
+    result = _write(target, rows, values, plan.reduction, np.dtype(dtype), serial)
     return result.reshape(plan.out_shape)
 
 
 def _write(
-    target: jax.Array, rows: jax.Array, values: jax.Array, reduction: str, dtype: Any
+    target: jax.Array,
+    rows: jax.Array,
+    values: jax.Array,
+    reduction: str,
+    dtype: Any,
+    serial: bool,
 ) -> jax.Array:
     n, m = target.shape[0], rows.shape[0]
     if m == 0:
@@ -98,7 +125,17 @@ def _write(
         return getattr(target.at[rows], how)(values, mode="drop")
     if dtype.name == "bfloat16":  # (as int16 bits: nothing to differentiate)
         return _rounds(target, rows, values, reduction, dtype)
-    return _reduced(target, rows, values, reduction)
+    return _reduced(target, rows, values, reduction, serial)
+
+
+def _in_order(target: jax.Array, rows: jax.Array, values: jax.Array, reduction: str) -> jax.Array:
+    """Add or mul where the device applies updates in order: XLA's scatter, NaNs canonical."""
+    n = target.shape[0]
+    how = "add" if reduction == "add" else "multiply"
+    out = getattr(target.at[rows], how)(values, mode="drop")
+    touched = jnp.zeros((n,), bool).at[rows].set(True, mode="drop")
+    touched = touched.reshape((n,) + (1,) * (target.ndim - 1))
+    return jnp.where(touched & jnp.isnan(out), jnp.asarray(jnp.nan, out.dtype), out)
 
 
 def _rounds(
@@ -120,23 +157,32 @@ def _rounds(
     return jax.lax.fori_loop(0, jnp.max(rank) + 1, one_round, target)
 
 
-@partial(jax.custom_jvp, nondiff_argnums=(3,))
-def _reduced(target: jax.Array, rows: jax.Array, values: jax.Array, reduction: str) -> jax.Array:
-    """Float and complex reductions in rounds, with the family's gradient formulas.
+@partial(jax.custom_jvp, nondiff_argnums=(3, 4))
+def _reduced(
+    target: jax.Array, rows: jax.Array, values: jax.Array, reduction: str, serial: bool
+) -> jax.Array:
+    """Float and complex reductions, with the family's gradient formulas.
 
-    The rounds' loop counts its rounds at run time, which reverse mode cannot transpose;
-    the tangent below needs no loop (it is linear in the tangents, so ``jax.grad``
-    transposes it): the same formulas as the PyTorch backend's
-    (:func:`onnx_gather._backends._torch._scatter.row_gradients`).
+    Real add and mul where the device applies updates in order (the CPU): XLA's own
+    scatter; anything else in rounds. The rounds' loop counts its rounds at run time,
+    which reverse mode cannot transpose; the tangent below needs no loop (it is linear
+    in the tangents, so ``jax.grad`` transposes it): the same formulas as the PyTorch
+    backend's (:func:`onnx_gather._backends._torch._scatter.row_gradients`), whichever
+    way the values were computed.
     """
-    return _rounds(target, rows, values, reduction, np.dtype(target.dtype))
+    dtype = np.dtype(target.dtype)
+    if serial and dtype.kind == "f" and reduction in ("add", "mul"):
+        return _in_order(target, rows, values, reduction)
+    return _rounds(target, rows, values, reduction, dtype)
 
 
 @_reduced.defjvp
-def _reduced_jvp(reduction: str, primals: Any, tangents: Any) -> tuple[jax.Array, jax.Array]:
+def _reduced_jvp(
+    reduction: str, serial: bool, primals: Any, tangents: Any
+) -> tuple[jax.Array, jax.Array]:
     target, rows, values = primals
     t_target, _, t_values = tangents
-    result = _reduced(target, rows, values, reduction)
+    result = _reduced(target, rows, values, reduction, serial)
     n = target.shape[0]
     kept = rows < n
     safe = jnp.where(kept, rows, 0)
