@@ -17,9 +17,10 @@
    and its kernel in one lookup, before step 2 (which has nothing to do for it): the
    short path of small calls.
 4. **Kernel**: the backend's method for the operator (the registry's ``method``) runs the
-   plan (and, for a scatter given ``out=``, writes into ``out``, checked here once). It owns the bounds policy: it counts negative indices from the end, checks (when
-   ``plan.check_bounds``) and computes in as few passes as its library allows, and raises
-   ``_spec``'s IndexError where it reads the values.
+   plan (a scatter given ``out=`` writes into it, checked here once). It owns the bounds
+   policy: it counts negative indices from the end, checks (when ``plan.check_bounds``)
+   and computes in as few passes as its library allows, and raises ``_spec``'s
+   IndexError where it reads the values.
 
 Nothing here asks which operator runs: the registry record says all of it.
 """

@@ -77,7 +77,10 @@ def plan(
     reduction = reductions.check(name, version, attributes[0], data_dtype)
     r = len(data_shape)
     if not indices_shape:
-        msg = f"{name}: indices must have rank >= 1 (the last dim holds coordinates), got a rank-0 array"
+        msg = (
+            f"{name}: indices must have rank >= 1 (the last dim holds coordinates), got a "
+            f"rank-0 array"
+        )
         raise ValueError(msg)
     k = indices_shape[-1]
     if not 1 <= k <= r:

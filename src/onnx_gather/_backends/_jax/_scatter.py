@@ -12,14 +12,17 @@ on it:
 * Real add and mul on the CPU: XLA's own scatter, whose CPU code applies the updates one
   at a time in their order (the tests' sweep checks it bit for bit), a NaN result made
   canonical.
-* Other floating and complex reductions, and any on other devices: in rounds, as the PyTorch backend does (:mod:`.._torch.
-  _scatter`): round ``r`` applies each row's ``r``-th update in C order, all at distinct
-  rows, computed in float32 for float16 and bfloat16 and rounded back (exact), a NaN
-  result made canonical, max and min selected on the values' bits (IEEE 754-2019, the
-  first NaN kept). The number of rounds is read inside the computation
-  (``lax.fori_loop``), so one compilation serves every call of the plan. Their
-  derivatives are the family's formulas (a ``custom_jvp`` without loops, so
-  ``jax.grad`` transposes it; bfloat16, moved as its bits, has none).
+* Other floating and complex reductions, and any on other devices: in rounds, as the
+  PyTorch backend does (:mod:`.._torch._scatter`): round ``r`` applies each row's
+  ``r``-th update in C order, all at distinct rows, computed in float32 for float16 and
+  bfloat16 and rounded back (exact), a NaN result made canonical, max and min selected
+  on the values' bits (IEEE 754-2019, the first NaN kept). The number of rounds is read
+  inside the computation (``lax.fori_loop``), so one compilation serves every call of
+  the plan.
+
+The derivatives of every float reduction are the family's formulas (a ``custom_jvp``
+without loops, so ``jax.grad`` transposes it), however the values were computed;
+bfloat16, moved as its bits, has none.
 
 Indices are counted from the end; an update whose index is out of range is aimed past the
 last row and dropped (``mode="drop"``), under ``jit`` too. Eagerly the check runs on the

@@ -28,6 +28,7 @@ meaning of graphs exported today when the schema changes.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -149,7 +150,8 @@ def _run_vmap(
     (batch entry, position).
     """
     operator, _ = _ops.BY_MESSAGE_NAME[op]
-    if len(inputs) != 2:
+    rule = BATCHED.get(operator.method)
+    if rule is None:  # (the scatters have none yet)
         msg = f"{op} under vmap in a recorded graph is not supported yet: call it eagerly"
         raise NotImplementedError(msg)
     data, indices = inputs
@@ -158,7 +160,6 @@ def _run_vmap(
         data = data.movedim(data_dim, 0)
     if indices_dim is not None:
         indices = indices.movedim(indices_dim, 0)
-    rule = BATCHED[operator.method]
     return rule(data, indices, data_dim is not None, indices_dim is not None, op, list(ints),
                 strings, check_bounds, info.batch_size)  # fmt: skip
 
@@ -209,26 +210,37 @@ BATCHED: dict[str, Callable[..., tuple[torch.Tensor, int]]] = {
 
 def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
     arrays, op, ints, strings, check_bounds = inputs
-    ctx.save_for_backward(*((*arrays, output) if len(arrays) > 2 else arrays[1:]))
-    ctx.plan = _plan(arrays, op, ints, check_bounds, strings)
     ctx.method = _ops.BY_MESSAGE_NAME[op][0].method
+    keep, _ = BACKWARDS[ctx.method]
+    ctx.save_for_backward(*keep(arrays, output))
+    ctx.plan = _plan(arrays, op, ints, check_bounds, strings)
     ctx.data_shape = arrays[0].shape
 
 
 def _backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
-    if ctx.method in ("scatter_elements", "scatter_nd"):
-        from onnx_gather._backends._torch._scatter import gradients
-
-        data, indices, updates, result = ctx.saved_tensors
-        data_grad, updates_grad = gradients(grad, data, indices, updates, result, ctx.plan)
-        return [data_grad, None, updates_grad], None, None, None, None
-    (indices,) = ctx.saved_tensors
-    counted = _counted(xp, indices, ctx.plan, CLAMP).to(torch.int64)
-    data_grad = ADJOINTS[ctx.method](grad, counted, ctx.plan, ctx.data_shape)
-    return [data_grad, None], None, None, None, None
+    _, gradients = BACKWARDS[ctx.method]
+    return gradients(ctx.saved_tensors, grad, ctx.plan, ctx.data_shape), None, None, None, None
 
 
-_run.register_autograd(_backward, setup_context=_setup_context)
+def _gather_backward(
+    adjoint: Callable[..., torch.Tensor], saved: Sequence[torch.Tensor], grad: torch.Tensor,
+    plan: Any, shape: Any,
+) -> list[Any]:  # fmt: skip
+    """A gather's gradients: to data, its adjoint of the counted indices (the one saved)."""
+    (indices,) = saved
+    counted = _counted(xp, indices, plan, CLAMP).to(torch.int64)
+    return [adjoint(grad, counted, plan, shape), None]
+
+
+def _scatter_backward(
+    saved: Sequence[torch.Tensor], grad: torch.Tensor, plan: Any, shape: Any
+) -> list[Any]:
+    """A scatter's gradients to data and updates: its formulas (:mod:`._scatter`)."""
+    from onnx_gather._backends._torch._scatter import gradients
+
+    data, indices, updates, result = saved
+    data_grad, updates_grad = gradients(grad, data, indices, updates, result, plan)
+    return [data_grad, None, updates_grad]
 
 
 def _gather_adjoint(grad: torch.Tensor, indices: torch.Tensor, plan: Any, shape: Any) -> Any:
@@ -257,13 +269,36 @@ def _gather_nd_adjoint(grad: torch.Tensor, indices: torch.Tensor, plan: Any, sha
     return zeros.index_put(nd_index(zeros, indices, plan.batch_dims), grad, accumulate=True)
 
 
-#: Each operator's gradient to data, by its registry method name: ``adjoint(grad, counted
+#: Each gather's gradient to data, by its registry method name: ``adjoint(grad, counted
 #: indices, plan, data shape)``, in differentiable torch operations.
 ADJOINTS: dict[str, Callable[[torch.Tensor, torch.Tensor, Any, Any], torch.Tensor]] = {
     "gather": _gather_adjoint,
     "gather_elements": _gather_elements_adjoint,
     "gather_nd": _gather_nd_adjoint,
 }
+
+
+def _indices_only(arrays: Sequence[torch.Tensor], output: torch.Tensor) -> tuple[torch.Tensor]:
+    return (arrays[1],)
+
+
+def _inputs_and_result(arrays: Sequence[torch.Tensor], output: torch.Tensor) -> tuple[Any, ...]:
+    return (*arrays, output)
+
+
+#: Each operator's backward, by its registry method name: what the forward saves
+#: (``keep(inputs, output)``) and ``gradients(saved, grad, plan, data shape)``, a gradient
+#: (or None) per input.
+BACKWARDS: dict[str, tuple[Callable[..., tuple[Any, ...]], Callable[..., list[Any]]]] = {
+    **{
+        name: (_indices_only, partial(_gather_backward, adjoint))
+        for name, adjoint in ADJOINTS.items()
+    },
+    "scatter_elements": (_inputs_and_result, _scatter_backward),
+    "scatter_nd": (_inputs_and_result, _scatter_backward),
+}
+
+_run.register_autograd(_backward, setup_context=_setup_context)
 
 
 def _onnx_symbolic(g: Any, inputs: Any, op: Any, ints: Any, strings: Any, check_bounds: Any) -> Any:
