@@ -166,9 +166,7 @@ def test_rounds_give_the_same_bits_where_updates_are_not_applied_in_order(
     monkeypatch.setattr(_scatter, "serial_device", lambda data: False)
     ran = 0
     for case in _jax_cases():
-        if case.data.dtype.kind != "f" or case.attribute_values()[-1] not in ("add", "mul"):
-            continue
         arrays = tuple(jnp.asarray(x) for x in (case.data, case.indices, case.updates))
         assert_identical(np.asarray(_call(case, *arrays)), case.oracle())
         ran += 1
-    assert ran > 5
+    assert ran > 50

@@ -4,8 +4,10 @@ JAX leaves the order of a scatter's repeated indices to the implementation (the 
 the last duplicate, a GPU may keep the first: jax-ml/jax#12359), so nothing here depends
 on it:
 
-* ``none``: each row's last update in C order is found first (``.at[].max`` of the update
-  positions, which no order changes), and only the winners are written.
+* ``none``: on the CPU, whose XLA scatter applies updates in order (below), one
+  ``.at[].set``: the last update of each row stays. Elsewhere each row's last update in
+  C order is found first (``.at[].max`` of the update positions, which no order
+  changes), and only the winners are written.
 * Integers and bool: ``.at[].add`` / ``multiply`` / ``max`` / ``min``, whose results no
   order changes (two's-complement wrap-around; bool add and max as max, mul and min as
   min: OR and AND).
@@ -117,6 +119,8 @@ def _write(
         return target
     position = jnp.arange(m)
     if reduction == "none":
+        if serial:  # updates applied in order: the last of each row stays
+            return target.at[rows].set(values, mode="drop")
         latest = jnp.full((n,), -1, position.dtype).at[rows].max(position, mode="drop")
         wins = latest[jnp.minimum(rows, n - 1)] == position
         return target.at[jnp.where(wins, rows, n)].set(values, mode="drop")
