@@ -35,6 +35,49 @@
 
 #include <math.h>
 
+/* The reductions' arithmetic is IEEE's whatever the calling thread's mode: XLA's CPU
+ * threads run with subnormals flushed to zero (FTZ and DAZ set: a JAX callback runs this
+ * kernel on one, openxla/xla#22858), and so may any caller (torch.set_flush_denormal).
+ * Each piece of work clears those flags for itself and restores the caller's after. */
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
+#include <xmmintrin.h>
+typedef unsigned int og_fpmode;
+#define OG_FLUSH_BITS 0x8040u /* MXCSR FTZ (bit 15) and DAZ (bit 6) */
+static inline og_fpmode
+og_ieee_enter(void)
+{
+    og_fpmode mode = _mm_getcsr();
+    if (mode & OG_FLUSH_BITS) _mm_setcsr(mode & ~OG_FLUSH_BITS);
+    return mode;
+}
+static inline void
+og_ieee_leave(og_fpmode mode)
+{
+    if (mode & OG_FLUSH_BITS) _mm_setcsr(mode);
+}
+#elif defined(__aarch64__)
+typedef unsigned long og_fpmode;
+#define OG_FLUSH_BITS ((1ul << 24) | (1ul << 19)) /* FPCR FZ and FZ16 */
+static inline og_fpmode
+og_ieee_enter(void)
+{
+    og_fpmode mode, ieee;
+    __asm__ volatile("mrs %0, fpcr" : "=r"(mode));
+    ieee = mode & ~OG_FLUSH_BITS;
+    if (mode != ieee) __asm__ volatile("msr fpcr, %0" : : "r"(ieee));
+    return mode;
+}
+static inline void
+og_ieee_leave(og_fpmode mode)
+{
+    if (mode & OG_FLUSH_BITS) __asm__ volatile("msr fpcr, %0" : : "r"(mode));
+}
+#else
+typedef int og_fpmode;
+static inline og_fpmode og_ieee_enter(void) { return 0; }
+static inline void og_ieee_leave(og_fpmode mode) { (void)mode; }
+#endif
+
 enum { OG_NONE, OG_ADD, OG_MUL, OG_MAX, OG_MIN, OG_NREDUCTIONS };
 enum {
     OG_K_BOOL, OG_K_I8, OG_K_I16, OG_K_I32, OG_K_I64, OG_K_U8, OG_K_U16, OG_K_U32, OG_K_U64,
@@ -519,8 +562,10 @@ se_work(void *p, int t, int nt)
 {
     se_job *j = (se_job *)p;
     npy_intp lo = 0, hi = 0;
+    og_fpmode mode = og_ieee_enter();
     if (j->split >= 0) og_part(j->shape[j->split], t, nt, &lo, &hi);
     if (j->split < 0 || lo < hi) se_range(j, lo, hi);
+    og_ieee_leave(mode);
 }
 
 /* ------------------------------------------------------------------------------ */
@@ -634,8 +679,10 @@ nd_work(void *p, int t, int nt)
 {
     nd_job *j = (nd_job *)p;
     npy_intp lo, hi;
+    og_fpmode mode = og_ieee_enter();
     og_part(j->width, t, nt, &lo, &hi);
     if (lo < hi) nd_range(j, lo, hi);
+    og_ieee_leave(mode);
 }
 
 /* ------------------------------------------------------------------------------ */
@@ -756,7 +803,7 @@ og_scatter_elements(PyObject *self, PyObject *args)
         /* nothing to write */
     }
     else if (job.split < 0) {
-        se_range(&job, 0, 0);
+        se_work(&job, 0, 1);
     }
     else {
         og_run(se_work, &job, nt);

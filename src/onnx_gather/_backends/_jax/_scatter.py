@@ -11,16 +11,15 @@ on it:
 * Integers and bool: ``.at[].add`` / ``multiply`` / ``max`` / ``min``, whose results no
   order changes (two's-complement wrap-around; bool add and max as max, mul and min as
   min: OR and AND).
-* Real add and mul on the CPU: XLA's own scatter, whose CPU code applies the updates one
-  at a time in their order (the tests' sweep checks it bit for bit), a NaN result made
-  canonical.
-* Other floating and complex reductions, and any on other devices: in rounds, as the
-  PyTorch backend does (:mod:`.._torch._scatter`): round ``r`` applies each row's
-  ``r``-th update in C order, all at distinct rows, computed in float32 for float16 and
-  bfloat16 and rounded back (exact), a NaN result made canonical, max and min selected
-  on the values' bits (IEEE 754-2019, the first NaN kept). The number of rounds is read
-  inside the computation (``lax.fori_loop``), so one compilation serves every call of
-  the plan.
+* Float and complex reductions on the CPU: the library's NumPy kernel on the arrays'
+  host memory (``jax.pure_callback`` under ``jit``): XLA's CPU arithmetic flushes
+  subnormals to zero (:func:`_on_host`), which IEEE per-step rounding does not.
+* The same on other devices: in rounds, as the PyTorch backend does
+  (:mod:`.._torch._scatter`): round ``r`` applies each row's ``r``-th update in C order,
+  all at distinct rows, computed in float32 for float16 and bfloat16 and rounded back
+  (exact), a NaN result made canonical, max and min selected on the values' bits (IEEE
+  754-2019, the first NaN kept). The number of rounds is read inside the computation
+  (``lax.fori_loop``), so one compilation serves every call of the plan.
 
 The derivatives of every float reduction are the family's formulas (a ``custom_jvp``
 without loops, so ``jax.grad`` transposes it), however the values were computed;
@@ -42,6 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from onnx_gather import _api, _ops
 from onnx_gather._backends._base import element_positions, tuple_rows
 from onnx_gather._indices import DROP, counted
 from onnx_gather._memo import Memo
@@ -131,18 +131,34 @@ def _write(
             how = {"add": "add", "mul": "multiply", "max": "max", "min": "min"}[reduction]
         return getattr(target.at[rows], how)(values, mode="drop")
     if dtype.name == "bfloat16":  # (as int16 bits: nothing to differentiate)
+        if serial:
+            return _on_host(target, rows, values, reduction, dtype)
         return _rounds(target, rows, values, reduction, dtype)
     return _reduced(target, rows, values, reduction, serial)
 
 
-def _in_order(target: jax.Array, rows: jax.Array, values: jax.Array, reduction: str) -> jax.Array:
-    """Add or mul where the device applies updates in order: XLA's scatter, NaNs canonical."""
-    n = target.shape[0]
-    how = "add" if reduction == "add" else "multiply"
-    out = getattr(target.at[rows], how)(values, mode="drop")
-    touched = jnp.zeros((n,), bool).at[rows].set(True, mode="drop")
-    touched = touched.reshape((n,) + (1,) * (target.ndim - 1))
-    return jnp.where(touched & jnp.isnan(out), jnp.asarray(jnp.nan, out.dtype), out)
+def _on_host(
+    target: jax.Array, rows: jax.Array, values: jax.Array, reduction: str, dtype: Any
+) -> jax.Array:
+    """A float reduction on the CPU: NumPy's exact kernels, called back from the computation.
+
+    XLA's CPU code computes with subnormals flushed to zero (its arithmetic runs with the
+    FTZ and DAZ flags set, openxla/xla#22858: ``1e-45 + 1e-45`` is 0 there, and
+    ``maximum(1e-45, 0)`` is 0), so no XLA computation on the CPU gives IEEE results
+    where a subnormal is an operand or a result. The CPU's arrays are host memory: the
+    library's NumPy kernel runs on them (one pass, updates in C order, rows past the last
+    dropped), inside ``jit`` through ``jax.pure_callback``.
+    """
+
+    def run(t: np.ndarray, r: np.ndarray, v: np.ndarray) -> np.ndarray:
+        stored = t.dtype
+        t, v = np.asarray(t).view(dtype), np.asarray(v).view(dtype)
+        indices = np.asarray(r).reshape(-1, 1)
+        out = _api.run(_ops.SCATTER_ND, 18, (t, indices, v), (reduction,), False)
+        return np.asarray(out).view(stored)
+
+    shape = jax.ShapeDtypeStruct(target.shape, target.dtype)
+    return jax.pure_callback(run, shape, target, rows, values, vmap_method="sequential")
 
 
 def _rounds(
@@ -170,16 +186,15 @@ def _reduced(
 ) -> jax.Array:
     """Float and complex reductions, with the family's gradient formulas.
 
-    Real add and mul where the device applies updates in order (the CPU): XLA's own
-    scatter; anything else in rounds. The rounds' loop counts its rounds at run time,
-    which reverse mode cannot transpose; the tangent below needs no loop (it is linear
+    On the CPU NumPy's kernel (:func:`_on_host`); elsewhere in rounds. The rounds' loop
+    counts its rounds at run time, which reverse mode cannot transpose; the tangent below needs no loop (it is linear
     in the tangents, so ``jax.grad`` transposes it): the same formulas as the PyTorch
     backend's (:func:`onnx_gather._backends._torch._scatter.row_gradients`), whichever
     way the values were computed.
     """
     dtype = np.dtype(target.dtype)
-    if serial and dtype.kind == "f" and reduction in ("add", "mul"):
-        return _in_order(target, rows, values, reduction)
+    if serial:
+        return _on_host(target, rows, values, reduction, dtype)
     return _rounds(target, rows, values, reduction, dtype)
 
 
