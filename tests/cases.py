@@ -1,6 +1,6 @@
 """The shared table of cases: every behaviour the library promises, run on every backend.
 
-Each case names the operator, its inputs, ``axis``, ``opset`` and either the expected
+Each case names the operator, its inputs, its attributes, ``opset`` and either the expected
 exception (type and a pattern its message must contain: the bad value) or the expected
 result. Results come from the specs: literally where a spec prints the example (or where a
 runtime's answer is the point of the case), else from the loop oracle in ``oracle.py``,
@@ -10,11 +10,12 @@ which reads the spec's equations directly; a literal must also be the oracle's a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from case_type import Case
 from libs import BFLOAT16
+from scatter_cases import SCATTER_CASES
 
 from onnx_gather import _ops
 from onnx_gather._examples import EXAMPLES
@@ -23,23 +24,6 @@ GATHER = _ops.GATHER.name
 ELEMENTS = _ops.GATHER_ELEMENTS.name
 OPENVINO = _ops.OPENVINO_GATHER_ELEMENTS.name
 ND = _ops.GATHER_ND.name
-
-
-@dataclass(frozen=True)
-class Case:
-    id: str
-    op: str  # a registry name
-    data: np.ndarray
-    indices: np.ndarray
-    attributes: dict[str, Any]
-    opset: int | None = None  # None: the operator's default
-    check_bounds: bool = True
-    raises: type[Exception] | None = None
-    match: str | None = None
-    expected: Any = None  # a literal (a spec's, or a runtime's); None means "ask the oracle"
-    # The indices as the caller writes them (a Python int or list), for values no int32 or
-    # int64 array holds; ``indices`` then holds the same values as Python objects.
-    written: Any = None
 
 
 def case(
@@ -54,12 +38,14 @@ def case(
     match: str | None = None,
     expected: Any = None,
     written: Any = None,
+    updates: np.ndarray | None = None,
     **attributes: Any,
 ) -> Case:
     """A case, its attributes by name (the operator's defaults where left out)."""
     given = dict(_ops.get(op).attributes)
     given.update(attributes)
-    return Case(id, op, data, indices, given, opset, check_bounds, raises, match, expected, written)
+    return Case(id, op, data, indices, given, opset, check_bounds, raises, match, expected, written,
+                updates)  # fmt: skip
 
 
 def a(values: Any, dtype: Any = None) -> np.ndarray:
@@ -188,6 +174,7 @@ def _spec_examples() -> list[Case]:
             e.indices,
             opset=e.opset,
             expected=e.expected,
+            updates=e.updates,
             **e.attributes,
         )
         for e in EXAMPLES
@@ -533,6 +520,7 @@ def all_cases() -> list[Case]:
         + _dtype_cases()
         + _campaign_cases()
         + _gather_nd_cases()
+        + SCATTER_CASES
     )
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "duplicate case ids"

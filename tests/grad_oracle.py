@@ -86,7 +86,7 @@ class GradCase:
         """The output's shape: the loop oracle's, on zeros."""
         zeros = np.zeros(self.data_shape, np.float32)
         shape: tuple[int, ...] = run_oracle(
-            self.op, zeros, self.indices, self.attributes, None
+            self.op, (zeros, self.indices), self.attributes, None
         ).shape
         return shape
 

@@ -17,8 +17,15 @@ def run_case(lib: Library, case: Case, indices: Any = None) -> Any:
     data = lib.asarray(case.data)
     if indices is None:
         indices = case.written if case.written is not None else lib.indices(case.indices)
+    more = () if case.updates is None else (lib.asarray(case.updates),)
     return call(
-        case.op, data, indices, opset=case.opset, check_bounds=case.check_bounds, **case.attributes
+        case.op,
+        data,
+        indices,
+        *more,
+        opset=case.opset,
+        check_bounds=case.check_bounds,
+        **case.attributes,
     )
 
 
@@ -31,7 +38,7 @@ def expected(case: Case) -> np.ndarray:
 
 def oracle_answer(case: Case) -> np.ndarray:
     """The loop oracle's answer for ``case`` (or its exception)."""
-    return run_oracle(case.op, case.data, case.indices, case.attributes, case.opset)
+    return run_oracle(case.op, case.arrays, case.attributes, case.opset, case.check_bounds)
 
 
 def assert_identical(actual: np.ndarray, want: np.ndarray) -> None:
@@ -41,5 +48,5 @@ def assert_identical(actual: np.ndarray, want: np.ndarray) -> None:
 
 
 def applies(lib: Library, case: Case) -> bool:
-    """Whether the library can hold the case's data type at all."""
-    return type_name(case.data.dtype) in lib.holds
+    """Whether the library can hold the case's data types (data's, a scatter's updates')."""
+    return all(type_name(x.dtype) in lib.holds for x in (case.data, case.updates) if x is not None)

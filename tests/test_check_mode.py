@@ -35,6 +35,8 @@ def test_check_prints_the_matrix() -> None:
     assert "official ONNX cases" in header
     assert "gather_elements" in header
     assert "openvino.gather_elements" in header
+    assert "scatter_elements" in header
+    assert "scatter_nd" in header
     row = next(line for line in lines if line.startswith("numpy "))
     assert row.count("pass (10 examples)") == len(OPS), row
     assert "all conform" in done.stdout

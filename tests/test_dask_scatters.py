@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from helpers import assert_identical
 
-from onnx_gather import _api, _ops
+import onnx_gather as og
+from onnx_gather import _ops
 
 SE, SN = _ops.SCATTER_ELEMENTS, _ops.SCATTER_ND
 
@@ -16,7 +17,7 @@ def test_a_call_computes_nothing_and_the_error_comes_at_compute() -> None:
     data = da.zeros((6, 4), chunks=(2, 3), dtype=np.float32)
     indices = da.from_array(np.array([[0, 1, 2, 3], [5, 6, 1, 0]]), chunks=(1, 2))
     updates = da.ones((2, 4), chunks=(1, 2), dtype=np.float32)
-    result = _api.run(SE, 18, (data, indices, updates), (0, "add"), True)  # no error yet
+    result = og.scatter_elements(data, indices, updates, reduction="add")  # no error yet
     assert result.chunks == data.chunks
     with pytest.raises(
         IndexError, match=r"index 6 at position \(1, 1\) of indices .* axis 0 of size 6"
@@ -33,17 +34,15 @@ def test_irregular_chunks_give_the_numpy_bits(op: _ops.Operator, reduction: str)
     if op is SE:
         indices = rng.integers(-23, 23, (40, 17))
         updates = rng.standard_normal((40, 17)).astype(np.float32)
-        attributes: tuple[object, ...] = (0, reduction)
         chunks = ((7, 13, 20), (5, 12))
     else:
         indices = rng.integers(-17, 17, (300, 2)) % np.array([23, 17])
         updates = rng.standard_normal(300).astype(np.float32)
-        attributes = (reduction,)
         chunks = ((100, 150, 50), (2,))
-    want = _api.run(op, 18, (data, indices, updates), attributes, True)
+    want = _ops.call(op, data, indices, updates, reduction=reduction)
     lazy = (
         da.from_array(data, chunks=((5, 10, 8), (9, 8))),
         da.from_array(indices, chunks=chunks),
         da.from_array(updates, chunks=chunks if op is SE else chunks[:1]),
     )
-    assert_identical(_api.run(op, 18, lazy, attributes, True).compute(), want)
+    assert_identical(_ops.call(op, *lazy, reduction=reduction).compute(), want)

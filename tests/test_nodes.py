@@ -26,7 +26,7 @@ def test_run_node_on_the_official_cases(lib: Library, case: Any) -> None:
     """Every official node case of every operator, its attributes read from its node."""
     node = case.model.graph.node[0]
     for run in official_runs(case, lib.holds):
-        got = og.run_node(node, lib.asarray(run.data), lib.indices(run.indices), opset=run.opset)
+        got = og.run_node(node, *run.inputs(lib), opset=run.opset)
         assert_identical(lib.to_numpy(got), run.expected)
 
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from onnx_gather import _api, _ops
+import onnx_gather as og
+from onnx_gather import _ops
 
 SE, SN = _ops.SCATTER_ELEMENTS, _ops.SCATTER_ND
 
@@ -29,9 +30,12 @@ def _inputs(op: _ops.Operator, reduction: str) -> tuple[torch.Tensor, torch.Tens
     return data.requires_grad_(), indices, updates.requires_grad_()
 
 
+#: The public functions themselves (what a compiler traces; not ``_ops.call``'s lookup).
+FUNCTIONS = {SE.name: og.scatter_elements, SN.name: og.scatter_nd}
+
+
 def _call(op: _ops.Operator, reduction: str, *arrays: Any) -> Any:
-    attributes = (0, reduction) if op is SE else (reduction,)
-    return _api.run(op, 18, arrays, attributes, True)
+    return FUNCTIONS[op.name](*arrays, reduction=reduction)
 
 
 @pytest.mark.parametrize("op", [SE, SN], ids=lambda op: op.name)
@@ -100,10 +104,8 @@ def _scatter_cases() -> list[tuple[_ops.Operator, str, tuple[torch.Tensor, ...]]
 def test_compiled_fullgraph_gives_the_eager_bits(
     op: _ops.Operator, reduction: str, arrays: tuple[torch.Tensor, ...], check_bounds: bool
 ) -> None:
-    attributes = (0, reduction) if op is SE else (reduction,)
-
     def f(*a: torch.Tensor) -> torch.Tensor:
-        return _api.run(op, 18, a, attributes, check_bounds)
+        return FUNCTIONS[op.name](*a, check_bounds=check_bounds, reduction=reduction)
 
     eager = f(*arrays)
     torch._dynamo.reset()
@@ -187,6 +189,6 @@ def test_in_place_on_a_tensor_writes_into_it() -> None:
     twin = cache.view(-1)  # shares the memory
     new = torch.ones(2, 1, 3)
     idx = torch.tensor([[[0, 4]], [[1, 4]]])
-    assert _api.run(SN, 18, (cache, idx, new), ("none",), True, cache) is cache
+    assert og.scatter_nd(cache, idx, new, out=cache) is cache
     assert twin.reshape(2, 5, 3)[:, 4].eq(1).all()
     assert twin.reshape(2, 5, 3)[:, :4].eq(0).all()

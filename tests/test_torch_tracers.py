@@ -38,7 +38,7 @@ def _call(op: str, x: Any, idx: Any, **extra: Any) -> Any:
 
 
 def _want(op: str, x: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    return run_oracle(op, x, idx, CALLS[op][2], None)
+    return run_oracle(op, (x, idx), CALLS[op][2], None)
 
 
 def _other_inputs(op: str) -> tuple[np.ndarray, np.ndarray]:

@@ -206,7 +206,7 @@ def _bits_replaced(example: Example) -> np.ndarray:
         if example.op == GATHER:
             shape = example.data.shape[:ax] + shape + example.data.shape[ax + 1 :]
         return np.zeros(shape, example.data.dtype)
-    return run_oracle(example.op, example.data, safe, example.attributes, example.opset)
+    return run_oracle(example.op, (example.data, safe), example.attributes, example.opset)
 
 
 def _conforms(router: Routed, example: Example) -> None:
@@ -221,7 +221,7 @@ def _conforms(router: Routed, example: Example) -> None:
     # Bad indices, unchecked (whatever the example's check_bounds): no error, and each bad
     # index reads element 0 (nothing outside data: a read elsewhere would show the filler
     # a view skips, or garbage).
-    data, indices, _ = inputs(LIB, example)
+    (data, indices), _ = inputs(LIB, example)
     unchecked = call(
         example.op, data, indices, opset=example.opset, check_bounds=False, **example.attributes
     )

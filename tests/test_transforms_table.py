@@ -71,7 +71,7 @@ def apply(op: str, x: Any, idx: Any, **attributes: Any) -> Any:
 
 
 def want(op: str, form: str, x: np.ndarray = X) -> np.ndarray:
-    return run_oracle(op, x, indices_array(op, form), ATTRIBUTES[op], None)
+    return run_oracle(op, (x, indices_array(op, form)), ATTRIBUTES[op], None)
 
 
 def want_grad(op: str, form: str, g: np.ndarray) -> np.ndarray:

@@ -160,7 +160,7 @@ def onnx_gather_peer(example: Example) -> Outcome:
     index may give any value.
     """
     checked = dataclasses.replace(example, check_bounds=True)
-    return _guard(lambda: call(checked.data, checked.indices, checked))
+    return _guard(lambda: call(checked.arrays, checked))
 
 
 def peers() -> dict[str, tuple[Peer, Callable[[np.ndarray], np.ndarray] | None]]:

@@ -1,4 +1,7 @@
-"""ONNX-exact Gather, GatherElements and GatherND on NumPy, PyTorch, JAX, Dask, CuPy and array-API arrays.
+"""ONNX-exact indexing operators on NumPy, PyTorch, JAX, Dask, CuPy and array-API arrays.
+
+Gather, GatherElements, GatherND, ScatterElements and ScatterND, exactly as ONNX
+defines them, on whatever array library the caller uses.
 
 >>> import numpy as np
 >>> import onnx_gather as og
@@ -29,6 +32,8 @@ __all__ = [
     "gather_nd",
     "reference_ops",
     "run_node",
+    "scatter_elements",
+    "scatter_nd",
 ]
 
 
@@ -230,3 +235,203 @@ def gather_nd(
            [4, 5]])
     """
     return run(_ops.GATHER_ND, opset, (data, indices), (batch_dims,), check_bounds)
+
+
+_SCATTER_NOTES = """The result starts as a copy of ``data`` (or is ``out``); each update is
+    combined with the element it lands on by ``reduction``, one update at a time in C order
+    of its position in ``indices``, in ``data``'s dtype:
+
+    - ``"none"``: the update replaces the element; of several updates that land on one
+      element, the last in that order wins (on every backend and device);
+    - ``"add"``, ``"mul"``: rounded after every update (float16 and bfloat16 too);
+      integers wrap around; bool: add is OR, mul is AND; a NaN result is the canonical
+      quiet NaN;
+    - ``"max"``, ``"min"``: IEEE 754-2019 maximum/minimum (a NaN wins: the first one in
+      that order; -0.0 < +0.0); bool: OR / AND; complex data has no max/min (TypeError).
+
+    Strings take ``"none"`` only.
+"""
+
+
+def scatter_elements(
+    data: Any,
+    indices: Any,
+    updates: Any,
+    /,
+    axis: int = 0,
+    *,
+    reduction: str = "none",
+    opset: int = 18,
+    check_bounds: bool = True,
+    out: Any = None,
+) -> Any:
+    """ONNX ``ScatterElements``: write each update where GatherElements would read it.
+
+    For rank 2 and ``axis=1``: ``out[i][indices[i][j]] = f(out[i][indices[i][j]],
+    updates[i][j])`` for every ``(i, j)`` in C order, ``f`` the reduction.
+
+    Parameters
+    ----------
+    data : array
+        A NumPy, PyTorch, JAX, Dask or CuPy array, or an array of any array-API library,
+        of rank >= 1 and an ONNX data type (bfloat16 from version 13; strings where the
+        library has them).
+    indices : array or sequence of ints
+        int32 or int64 indices of ``data``'s rank; off ``axis`` each dimension at most
+        ``data``'s, along ``axis`` any length. An array of ``data``'s library, a NumPy
+        array, or a (nested) sequence of ints.
+    updates : array
+        An array of ``data``'s library and dtype, of ``indices``' shape.
+    axis : int, optional
+        The axis the indices address, in ``[-r, r-1]``. Default 0.
+    reduction : {"none", "add", "mul", "max", "min"}, optional
+        How an update combines with the element it lands on (see Notes). ``add`` and
+        ``mul`` need version 16; ``max`` and ``min`` too (the spec adds them in 18, but
+        exporters write them at 16 and ONNX Runtime runs them there). Default ``"none"``.
+    opset : int, optional
+        The model's opset import: ScatterElements-11 serves opsets 11 and 12, -13 serves
+        13-15, -16 serves 16 and 17, -18 serves 18 and newer. Below 11 is a ValueError.
+        Default 18.
+    check_bounds : bool, optional
+        Raise IndexError for an index outside ``[-s, s-1]``, ``s = data.shape[axis]``
+        (every index is checked before anything is written, also with ``out=``). With
+        False the check is skipped and an out-of-range update is dropped: it writes
+        nothing, on every backend. Default True.
+    out : array, optional
+        The array that receives the result: of ``data``'s library, shape and dtype, and
+        writable. ``out=data`` updates ``data`` in place and writes only the targets (the
+        cheap way to update a cache). JAX arrays are immutable: there ``out=`` is a
+        TypeError (use ``jax.jit(..., donate_argnums=0)``); so are Dask's.
+
+    Returns
+    -------
+    array
+        Of ``data``'s library, dtype, device and shape: ``out`` where given, else a new
+        array that aliases no input (the inputs are never modified).
+
+    Raises
+    ------
+    IndexError
+        An index is out of range; the message names the operator, the value, its position
+        in ``indices``, the axis and its size.
+    TypeError
+        Disallowed index or data type; ``updates`` of another dtype or library than
+        ``data``; ``reduction`` not a str, ``max``/``min`` on complex data or a reduction
+        of strings; an unsuitable ``out``.
+    ValueError
+        ``opset`` below 11, an unknown reduction or one the version lacks, ``axis`` out of
+        range, 0-d ``data``, ranks that differ, ``updates`` of another shape than
+        ``indices``, or an indices dimension off the axis larger than ``data``'s.
+
+    Notes
+    -----
+    {notes}
+    Gradients flow to ``data`` and ``updates`` (PyTorch autograd and ``torch.func``,
+    ``jax.grad``): ``none`` sends each element's gradient to its winning update, or to
+    ``data`` where nothing was written; ``add`` to both; ``mul``, ``max`` and ``min`` as
+    ``torch.scatter_reduce`` defines them. Under ``jax.jit`` nothing can raise: an
+    out-of-range update is dropped, and :func:`jax.experimental.checkify.checkify`
+    reports the IndexError's text.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import onnx_gather as og
+    >>> og.scatter_elements(np.zeros(3), [2, 0, 2], np.array([1.0, 2.0, 3.0]))
+    array([2., 0., 3.])
+    >>> og.scatter_elements(np.zeros(3), [2, 0, 2], np.array([1.0, 2.0, 3.0]), reduction="add")
+    array([2., 0., 4.])
+    """
+    return run(
+        _ops.SCATTER_ELEMENTS,
+        opset,
+        (data, indices, updates),
+        (axis, reduction),
+        check_bounds,
+        out,
+    )
+
+
+def scatter_nd(
+    data: Any,
+    indices: Any,
+    updates: Any,
+    /,
+    *,
+    reduction: str = "none",
+    opset: int = 18,
+    check_bounds: bool = True,
+    out: Any = None,
+) -> Any:
+    """ONNX ``ScatterND``: write slices of ``data`` that index tuples address.
+
+    The last dim of ``indices`` holds ``k`` coordinates into ``data``'s first ``k`` dims:
+    for every index tuple ``t = indices[j...]`` in C order, ``out[t[0], ..., t[k-1],
+    rest...] = f(out[t[0], ..., t[k-1], rest...], updates[j..., rest...])``, ``f`` the
+    reduction.
+
+    Parameters
+    ----------
+    data : array
+        A NumPy, PyTorch, JAX, Dask or CuPy array, or an array of any array-API library,
+        of rank ``r >= 1`` and an ONNX data type (bfloat16 from version 13; strings where
+        the library has them).
+    indices : array or sequence of ints
+        int32 or int64 indices of rank ``q >= 1``; ``k = indices.shape[-1]`` in ``[1, r]``.
+    updates : array
+        An array of ``data``'s library and dtype, of shape ``indices.shape[:-1] +
+        data.shape[k:]``.
+    reduction : {"none", "add", "mul", "max", "min"}, optional
+        As for :func:`scatter_elements`. Default ``"none"``.
+    opset : int, optional
+        The model's opset import, as for :func:`scatter_elements`. Default 18.
+    check_bounds : bool, optional
+        Raise IndexError for a coordinate outside ``[-s, s-1]``, ``s`` the size of the
+        data axis it addresses (coordinate ``j``: axis ``j``). With False an index tuple
+        with a coordinate out of range is dropped: its slice writes nothing. Default True.
+    out : array, optional
+        As for :func:`scatter_elements`: ``out=cache`` writes one new position of a
+        key/value cache in place.
+
+    Returns
+    -------
+    array
+        Of ``data``'s library, dtype, device and shape: ``out`` where given, else a new
+        array that aliases no input.
+
+    Raises
+    ------
+    IndexError
+        A coordinate is out of range; the message names the operator, the value, its
+        position in ``indices`` (its last entry: which coordinate), the axis it addresses
+        and that axis' size.
+    TypeError
+        As for :func:`scatter_elements`.
+    ValueError
+        ``opset`` below 11, an unknown reduction or one the version lacks, 0-d ``data`` or
+        ``indices``, ``indices.shape[-1]`` outside ``[1, r]``, or ``updates`` of the
+        wrong shape.
+
+    Notes
+    -----
+    {notes}
+    Gradients and tracing: as for :func:`scatter_elements` (to ``updates``: GatherND of
+    the upstream gradient at each tuple that wins or contributes).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import onnx_gather as og
+    >>> cache = np.zeros((2, 4, 3), np.float32)
+    >>> _ = og.scatter_nd(cache, [[0, 1], [1, 1]], np.ones((2, 3), np.float32), out=cache)
+    >>> cache[:, 1]
+    array([[1., 1., 1.],
+           [1., 1., 1.]], dtype=float32)
+    >>> og.scatter_nd(np.zeros(4, np.int64), [[1], [1], [3]], np.array([5, 6, 7]), reduction="add")
+    array([ 0, 11,  0,  7])
+    """
+    return run(_ops.SCATTER_ND, opset, (data, indices, updates), (reduction,), check_bounds, out)
+
+
+scatter_elements.__doc__ = (scatter_elements.__doc__ or "").replace("{notes}", _SCATTER_NOTES)
+scatter_nd.__doc__ = (scatter_nd.__doc__ or "").replace("{notes}", _SCATTER_NOTES)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from onnx_gather import _ops
 from onnx_gather._conformance.libraries import installed, type_name
 from onnx_gather._examples import EXAMPLES, Example
 from onnx_gather._ops import call
@@ -30,8 +31,8 @@ and onnx: in a checkout of onnx-gather, pip install -e ".[check]".
 """
 
 
-def _call(example: Example, data: Any, indices: Any) -> Any:
-    return call(example.op, data, indices, opset=example.opset, **example.attributes)
+def _call(example: Example, arrays: tuple[Any, ...]) -> Any:
+    return call(example.op, *arrays, opset=example.opset, **example.attributes)
 
 
 def run_examples(names: list[str] | None = None) -> int:
@@ -46,8 +47,9 @@ def run_examples(names: list[str] | None = None) -> int:
             if type_name(example.data.dtype) not in lib.holds:
                 continue
             try:
-                data, indices = lib.asarray(example.data), lib.indices(example.indices)
-                result = lib.to_numpy(_call(example, data, indices))
+                result = lib.to_numpy(
+                    _call(example, lib.inputs(_ops.get(example.op).inputs, example.arrays))
+                )
                 ok = result.shape == example.expected.shape and np.array_equal(
                     result, example.expected
                 )

@@ -11,7 +11,14 @@ from typing import Any
 
 import numpy as np
 
-from onnx_gather._ops import GATHER, GATHER_ELEMENTS, GATHER_ND, OPENVINO_GATHER_ELEMENTS
+from onnx_gather._ops import (
+    GATHER,
+    GATHER_ELEMENTS,
+    GATHER_ND,
+    OPENVINO_GATHER_ELEMENTS,
+    SCATTER_ELEMENTS,
+    SCATTER_ND,
+)
 
 
 @dataclass(frozen=True)
@@ -25,6 +32,12 @@ class Example:
     attributes: dict[str, Any]
     expected: Any
     opset: int | None = None  # None: the operator's default
+    updates: Any = None  # a scatter's third input
+
+    @property
+    def arrays(self) -> tuple[Any, ...]:
+        """The inputs in the operator's order."""
+        return (self.data, self.indices) + (() if self.updates is None else (self.updates,))
 
 
 def _f(values: Any) -> np.ndarray:
@@ -57,11 +70,35 @@ def _nd(
     return Example(name, GATHER_ND.name, data, indices, {"batch_dims": batch_dims}, expected, opset)
 
 
+def _scatter_elements(
+    name: str, data: Any, indices: Any, updates: Any, axis: int, expected: Any
+) -> Example:
+    attributes = {"axis": axis, "reduction": "none"}
+    op = SCATTER_ELEMENTS.name
+    return Example(name, op, data, indices, attributes, expected, updates=updates)
+
+
+def _scatter_nd(name: str, data: Any, indices: Any, updates: Any, expected: Any) -> Example:
+    return Example(name, SCATTER_ND.name, data, indices, {"reduction": "none"}, expected,
+                   updates=updates)  # fmt: skip
+
+
 _G1 = [[1.0, 1.2], [2.3, 3.4], [4.5, 5.7]]
 _G2 = [[1.0, 1.2, 1.9], [2.3, 3.4, 3.9], [4.5, 5.7, 5.9]]
 _G1_OUT = [[[1.0, 1.2], [2.3, 3.4]], [[2.3, 3.4], [4.5, 5.7]]]
 _SQUARE = [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
 _CUBE = [[[0, 1], [2, 3]], [[4, 5], [6, 7]]]
+_ND2_DATA = [
+    [[1, 2, 3, 4], [5, 6, 7, 8], [8, 7, 6, 5], [4, 3, 2, 1]],
+    [[1, 2, 3, 4], [5, 6, 7, 8], [8, 7, 6, 5], [4, 3, 2, 1]],
+    [[8, 7, 6, 5], [4, 3, 2, 1], [1, 2, 3, 4], [5, 6, 7, 8]],
+    [[8, 7, 6, 5], [4, 3, 2, 1], [1, 2, 3, 4], [5, 6, 7, 8]],
+]
+_ND2_UPDATES = [
+    [[5, 5, 5, 5], [6, 6, 6, 6], [7, 7, 7, 7], [8, 8, 8, 8]],
+    [[1, 1, 1, 1], [2, 2, 2, 2], [3, 3, 3, 3], [4, 4, 4, 4]],
+]
+_ND2_OUT = [_ND2_UPDATES[0], _ND2_DATA[1], _ND2_UPDATES[1], _ND2_DATA[3]]
 
 EXAMPLES: tuple[Example, ...] = (
     _gather("Gather example 1", _f(_G1), _i([[0, 1], [1, 2]]), 0, _f(_G1_OUT)),
@@ -83,4 +120,13 @@ EXAMPLES: tuple[Example, ...] = (
     _nd("GatherND example 5", _f(_CUBE), _i([[1], [0]]), 1, _f([[2, 3], [4, 5]])),
     _nd("GatherND-11 example 1", _i([[0, 1], [2, 3]]), _i([[0, 0], [1, 1]]), 0, _i([0, 3]), opset=11),
     _nd("GatherND-12 example 5", _f(_CUBE), _i([[1], [0]]), 1, _f([[2, 3], [4, 5]]), opset=12),
+    _scatter_elements("ScatterElements example 1", _f(np.zeros((3, 3))), _i([[1, 0, 2], [0, 2, 1]]),
+                      _f([[1.0, 1.1, 1.2], [2.0, 2.1, 2.2]]), 0,
+                      _f([[2.0, 1.1, 0.0], [1.0, 0.0, 2.2], [0.0, 2.1, 1.2]])),
+    _scatter_elements("ScatterElements example 2", _f([[1, 2, 3, 4, 5]]), _i([[1, 3]]),
+                      _f([[1.1, 2.1]]), 1, _f([[1.0, 1.1, 3.0, 2.1, 5.0]])),
+    _scatter_nd("ScatterND example 1", _f([1, 2, 3, 4, 5, 6, 7, 8]), _i([[4], [3], [1], [7]]),
+                _f([9, 10, 11, 12]), _f([1, 11, 3, 10, 9, 6, 7, 12])),
+    _scatter_nd("ScatterND example 2", _f(_ND2_DATA), _i([[0], [2]]), _f(_ND2_UPDATES),
+                _f(_ND2_OUT)),
 )  # fmt: skip

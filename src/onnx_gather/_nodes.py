@@ -22,16 +22,18 @@ _DEFAULT_DOMAINS = ("", "ai.onnx")
 def run_node(
     node: Any, /, *inputs: Any, opset: int | None = None, check_bounds: bool = True
 ) -> Any:
-    """Run one ONNX node of the family (Gather, GatherElements, GatherND) on ``inputs``.
+    """Run one ONNX node of the family (any ONNX operator of the registry) on ``inputs``.
 
     Parameters
     ----------
     node : onnx.NodeProto
         The node. Its ``op_type`` selects the operator and its attributes (``axis``,
-        ``batch_dims``) are read from it; attributes it leaves out take ONNX's defaults.
+        ``batch_dims``, ``reduction``) are read from it; attributes it leaves out take
+        ONNX's defaults.
     *inputs : array
-        The node's inputs in order (``data``, ``indices``), of any supported library; the
-        same rules as the public functions (indices may be NumPy or Python sequences).
+        The node's inputs in order (``data``, ``indices``, and a scatter's ``updates``),
+        of any supported library; the same rules as the public functions (indices may be
+        NumPy or Python sequences).
     opset : int, optional
         The model's opset import for the default domain, which selects the operator's
         version. Default: the operator's newest version.

@@ -302,7 +302,7 @@ SCATTER_ELEMENTS = Operator(
         11: "the operator",
         13: "bfloat16",
         16: "reduction add, mul",
-        18: "reduction max, min",
+        18: "reduction max, min (the library takes them from 16, as exporters and ORT do)",
     },
     bfloat16_from=13,
     default_opset=18,
@@ -323,7 +323,7 @@ SCATTER_ND = Operator(
         11: "the operator",
         13: "bfloat16",
         16: "reduction add, mul",
-        18: "reduction max, min",
+        18: "reduction max, min (the library takes them from 16, as exporters and ORT do)",
     },
     bfloat16_from=13,
     default_opset=18,
@@ -338,14 +338,15 @@ SCATTER_ND = Operator(
     onnx_index_types=("int64",),
 )
 
-#: The scatters (issue 22), served so far by the NumPy backend and the array-API base
-#: (tests/test_scatters.py): they join :data:`OPERATORS` (the public functions, the
-#: tables, the campaign, the transforms) once every backend runs them natively. Their
-#: ``strategy`` names the campaign's example strategies still to be written.
-SCATTERS: tuple[Operator, ...] = (SCATTER_ELEMENTS, SCATTER_ND)
-
 #: Every operator, in the order tables list them.
-OPERATORS: tuple[Operator, ...] = (GATHER, GATHER_ELEMENTS, OPENVINO_GATHER_ELEMENTS, GATHER_ND)
+OPERATORS: tuple[Operator, ...] = (
+    GATHER,
+    GATHER_ELEMENTS,
+    OPENVINO_GATHER_ELEMENTS,
+    GATHER_ND,
+    SCATTER_ELEMENTS,
+    SCATTER_ND,
+)
 #: Operators by public name.
 BY_NAME: Mapping[str, Operator] = {op.name: op for op in OPERATORS}
 #: The public names, in table order (the column headers of ``python -m onnx_gather check``).
@@ -356,10 +357,10 @@ BY_ONNX_OP_TYPE: Mapping[str, Operator] = {
 }
 
 
-#: Each operator and version by its name in messages and plans ("GatherND-13"), the
-#: scatters' too (a recorded graph names its operator so).
+#: Each operator and version by its name in messages and plans ("GatherND-13"; a recorded
+#: graph names its operator so).
 BY_MESSAGE_NAME: Mapping[str, tuple[Operator, int]] = {
-    op.message_name(v): (op, v) for op in OPERATORS + SCATTERS for v in op.numbers
+    op.message_name(v): (op, v) for op in OPERATORS for v in op.numbers
 }
 
 

@@ -25,12 +25,11 @@ def run_official(lib: Library, cases: Sequence[Any]) -> tuple[int, int, list[str
     """Run the official cases on ``lib``: (passed, total, failure descriptions)."""
     passed, total, failures = 0, 0, []
     for case in cases:
-        for op, data, indices, attributes, opset, want in official_runs(case, lib.holds):
+        for run in official_runs(case, lib.holds):
             total += 1
             try:
-                arrays = (lib.asarray(data), lib.indices(indices))
-                got = lib.to_numpy(call(op, *arrays, opset=opset, **attributes))
-                problem = difference(got, want)
+                got = call(run.op, *run.inputs(lib), opset=run.opset, **run.attributes)
+                problem = difference(lib.to_numpy(got), run.expected)
             except Exception as exc:
                 problem = f"{type(exc).__name__}: {exc}"
             if problem is None:

@@ -95,6 +95,16 @@ class Library:
         """Indices as this library's array where it can hold their type, else NumPy."""
         return self.asarray(a) if type_name(a.dtype) in self.holds else a
 
+    def inputs(self, roles: Sequence[str], arrays: Sequence[np.ndarray]) -> tuple[Any, ...]:
+        """An operator's inputs (``roles``: the registry's ``inputs``) as this library's.
+
+        Indices by :meth:`indices`, the rest (data, a scatter's updates) by :meth:`asarray`.
+        """
+        return tuple(
+            self.indices(x) if role == "indices" else self.asarray(x)
+            for role, x in zip(roles, arrays, strict=True)
+        )
+
 
 def _host_types() -> frozenset[str]:
     """Every ONNX type NumPy can hold here: bfloat16 only with ml_dtypes."""
@@ -121,7 +131,8 @@ def _torch_on(device: str) -> Library | None:
     def convert(a: np.ndarray) -> Any:
         if type_name(a.dtype) == "bfloat16":
             # torch.from_numpy knows no ml_dtypes type: carry the bits.
-            bits = torch.from_numpy(np.ascontiguousarray(a).view(np.uint16).copy())
+            # (Not np.ascontiguousarray: that makes a 0-d array 1-d.)
+            bits = torch.from_numpy(np.array(a, copy=True, order="C").view(np.uint16))
             return bits.view(torch.bfloat16).to(device)
         return torch.from_numpy(np.array(a, copy=True)).to(device)
 

@@ -24,11 +24,15 @@ class OfficialRun(NamedTuple):
     """One data set of one official case: the call to make and its expected output."""
 
     op: str  # a registry name: onnx_gather._ops.OPS
-    data: np.ndarray
-    indices: np.ndarray
+    arrays: tuple[np.ndarray, ...]  # the inputs, in the operator's order
     attributes: dict[str, Any]
     opset: int
     expected: np.ndarray
+
+    def inputs(self, lib: Any) -> tuple[Any, ...]:
+        """The inputs as arrays of ``lib`` (a ``Library``)."""
+        inputs: tuple[Any, ...] = lib.inputs(_ops.get(self.op).inputs, self.arrays)
+        return inputs
 
 
 def official_cases() -> list[Any]:
@@ -56,9 +60,13 @@ def official_runs(case: Any, holds: Collection[str]) -> Iterator[OfficialRun]:
     attributes = _ops.node_attributes(op, node)
     opset = next(o.version for o in case.model.opset_import if o.domain in ("", "ai.onnx"))
     for inputs, outputs in case.data_sets:
-        data, indices = (np.asarray(x) for x in inputs)
+        arrays = tuple(np.asarray(x) for x in inputs)
         want = np.asarray(outputs[0])
-        if data.dtype.name not in holds and data.dtype.name in _NARROW:
-            data = data.astype(_NARROW[data.dtype.name])
+        if want.dtype.name not in holds and want.dtype.name in _NARROW:
+            # Data and the values written into it (a scatter's updates), not the indices.
+            arrays = tuple(
+                x.astype(_NARROW[x.dtype.name]) if role != "indices" else x
+                for role, x in zip(op.inputs, arrays, strict=True)
+            )
             want = want.astype(_NARROW[want.dtype.name])
-        yield OfficialRun(op.name, data, indices, attributes, opset, want)
+        yield OfficialRun(op.name, arrays, attributes, opset, want)

@@ -161,7 +161,9 @@ def gather_nd(data: Any, indices: Any, batch_dims: int = 0, opset: int = 13) -> 
 
 
 #: Each reduction and the version of the scatters that adds it.
-_REDUCTIONS = {"none": 11, "add": 16, "mul": 16, "max": 18, "min": 18}
+#: max and min from 16 too, as decided (_spec/reductions.py): the exported models ONNX
+#: Runtime and the reference evaluator run.
+_REDUCTIONS = {"none": 11, "add": 16, "mul": 16, "max": 16, "min": 16}
 
 
 def _check_scatter(
@@ -211,7 +213,29 @@ def _combine(reduction: str, old: Any, new: Any, dtype: np.dtype[Any]) -> Any:
         if reduction == "add":
             return _canonical(np.add(a, b))[0]
         if reduction == "mul":
-            return _canonical(np.multiply(a, b))[0]
+            return _canonical(_multiply(a, b))[0]
+        return _ordered(reduction, a, b)
+
+
+def _multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a * b``; complex numbers as ``(ac - bd) + (ad + bc)i``, every operation rounded.
+
+    Not NumPy's complex multiply: its SIMD loops fuse a multiply and an add where the CPU
+    has FMA (AVX-512 here), which rounds once where the definition rounds twice.
+    """
+    if a.dtype.kind != "c":
+        product: np.ndarray = np.multiply(a, b)
+        return product
+    out = np.empty_like(a)
+    ar, ai, br, bi = a.real.copy(), a.imag.copy(), b.real.copy(), b.imag.copy()
+    out.real = np.subtract(np.multiply(ar, br), np.multiply(ai, bi))
+    out.imag = np.add(np.multiply(ar, bi), np.multiply(ai, br))
+    return out
+
+
+def _ordered(reduction: str, a: np.ndarray, b: np.ndarray) -> Any:
+    """Max or min of one-element arrays ``a`` (the element's value) and ``b`` (the update)."""
+    dtype = a.dtype
     if dtype.kind in "iu":
         return (a if (a[0] >= b[0]) == (reduction == "max") else b)[0]
     # IEEE 754-2019 maximum/minimum: NaN wins (the first one: old, if it is one), and
@@ -246,8 +270,13 @@ def scatter_elements(
     axis: int = 0,
     reduction: str = "none",
     opset: int = 18,
+    check_bounds: bool = True,
 ) -> np.ndarray:
-    """ONNX ScatterElements-11/13/16/18: one update at a time, in C order of its position."""
+    """ONNX ScatterElements-11/13/16/18: one update at a time, in C order of its position.
+
+    ``check_bounds=False``: an update whose index is out of range is dropped (the library's
+    decided behaviour when unchecked; the spec has none).
+    """
     data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
     version = _version(opset, (11, 13, 16, 18))
     _check_scatter(data, indices, updates, version)
@@ -264,8 +293,11 @@ def scatter_elements(
             raise ValueError("indices larger than data off the axis")
     size = data.shape[axis]
     positions = list(itertools.product(*map(range, indices.shape)))
-    for pos in positions:  # every index is checked, also when there is nothing to write
-        _resolve(int(indices[pos]), size)
+    if check_bounds:
+        for pos in positions:  # every index is checked, also when there is nothing to write
+            _resolve(int(indices[pos]), size)
+    else:
+        positions = [p for p in positions if -size <= int(indices[p]) < size]
     out: np.ndarray = data.copy()
     for pos in positions:
         target = (*pos[:axis], _resolve(int(indices[pos]), size), *pos[axis + 1 :])
@@ -274,9 +306,17 @@ def scatter_elements(
 
 
 def scatter_nd(
-    data: Any, indices: Any, updates: Any, reduction: str = "none", opset: int = 18
+    data: Any,
+    indices: Any,
+    updates: Any,
+    reduction: str = "none",
+    opset: int = 18,
+    check_bounds: bool = True,
 ) -> np.ndarray:
-    """ONNX ScatterND-11/13/16/18: the spec's loop over index tuples, element by element."""
+    """ONNX ScatterND-11/13/16/18: the spec's loop over index tuples, element by element.
+
+    ``check_bounds=False``: an index tuple with a coordinate out of range is dropped.
+    """
     data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
     version = _version(opset, (11, 13, 16, 18))
     _check_scatter(data, indices, updates, version)
@@ -290,9 +330,16 @@ def scatter_nd(
     if updates.shape != indices.shape[:-1] + data.shape[k:]:
         raise ValueError("updates of the wrong shape")
     tuples = list(itertools.product(*map(range, indices.shape[:-1])))
-    for pos in tuples:
-        for j in range(k):
-            _resolve(int(indices[(*pos, j)]), data.shape[j])
+
+    def valid(pos: tuple[int, ...]) -> bool:
+        return all(-data.shape[j] <= int(indices[(*pos, j)]) < data.shape[j] for j in range(k))
+
+    if check_bounds:
+        for pos in tuples:
+            for j in range(k):
+                _resolve(int(indices[(*pos, j)]), data.shape[j])
+    else:
+        tuples = [pos for pos in tuples if valid(pos)]
     out: np.ndarray = data.copy()
     for pos in tuples:
         coordinate = tuple(_resolve(int(indices[(*pos, j)]), data.shape[j]) for j in range(k))
@@ -317,6 +364,9 @@ class Oracle(NamedTuple):
 
     run: Callable[..., np.ndarray]
     size_at: Callable[[Sequence[int], dict[str, Any], Any], int]
+    #: Whether an unchecked out-of-range index has a defined result (the scatters drop
+    #: its update: ``run(..., check_bounds=False)``); a gather's may be anything.
+    drops: bool = False
 
 
 def _size_of_coordinate(
@@ -329,5 +379,5 @@ GATHER = Oracle(gather, _size_along_axis)
 GATHER_ELEMENTS = Oracle(gather_elements, _size_along_axis)
 OPENVINO_GATHER_ELEMENTS = Oracle(openvino_gather_elements, _size_along_axis)
 GATHER_ND = Oracle(gather_nd, _size_of_coordinate)
-SCATTER_ELEMENTS = Oracle(scatter_elements, _size_along_axis)
-SCATTER_ND = Oracle(scatter_nd, _size_of_coordinate)
+SCATTER_ELEMENTS = Oracle(scatter_elements, _size_along_axis, drops=True)
+SCATTER_ND = Oracle(scatter_nd, _size_of_coordinate, drops=True)

@@ -42,20 +42,31 @@ def oracle_of(op: str) -> Oracle:
 
 
 def run_oracle(
-    op: str, data: Any, indices: Any, attributes: dict[str, Any], opset: int | None
+    op: str,
+    arrays: tuple[Any, ...],
+    attributes: dict[str, Any],
+    opset: int | None,
+    check_bounds: bool = True,
 ) -> np.ndarray:
-    """The operator's loop oracle on these inputs (``opset`` None: the operator's default)."""
+    """The operator's loop oracle on ``arrays`` (its inputs in order).
+
+    ``opset`` None: the operator's default. ``check_bounds=False`` matters only to an
+    oracle that defines an unchecked call (``Oracle.drops``: the scatters drop an
+    out-of-range update); any other raises its IndexError either way.
+    """
     operator = _ops.get(op)
     chosen = operator.default_opset if opset is None else opset
-    return oracle_of(op).run(data, indices, opset=chosen, **attributes)
+    found = oracle_of(op)
+    if found.drops and not check_bounds:
+        return found.run(*arrays, opset=chosen, check_bounds=False, **attributes)
+    return found.run(*arrays, opset=chosen, **attributes)
 
 
-def call(lib_data: Any, indices: Any, example: Example) -> Any:
-    """Run ``example``'s operator through its public function on these inputs."""
+def call(arrays: tuple[Any, ...], example: Example) -> Any:
+    """Run ``example``'s operator through its public function on ``arrays``."""
     return _ops.call(
         example.op,
-        lib_data,
-        indices,
+        *arrays,
         opset=example.opset,
         check_bounds=example.check_bounds,
         **example.attributes,
@@ -66,7 +77,7 @@ def expected(example: Example) -> Outcome:
     """What the loop oracle says: the spec's value or exception."""
     try:
         value = run_oracle(
-            example.op, example.data, example.indices, example.attributes, example.opset
+            example.op, example.arrays, example.attributes, example.opset, example.check_bounds
         )
     except (IndexError, ValueError, TypeError) as exc:
         return Outcome(error=exc)
@@ -104,11 +115,12 @@ def _present(make: Any, logical: np.ndarray, layout: Layout, pad: Any, reverse_o
     return x
 
 
-def inputs(lib: Library, example: Example) -> tuple[Any, Any, bool]:
-    """The example's data and indices as ``lib`` (and the example's form) presents them.
+def inputs(lib: Library, example: Example) -> tuple[tuple[Any, ...], bool]:
+    """The example's inputs as ``lib`` (and the example's form) presents them.
 
-    The third item says whether the data had to be presented plainly instead of through
-    its view: where the library's own slicing or ``permute_dims`` changes the bits, the call
+    Data and updates through their layouts, indices in the example's form. The second
+    item says whether the data had to be presented plainly instead of through its view:
+    where the library's own slicing or ``permute_dims`` changes the bits, the call
     would be judged on other data than the oracle's. XLA's CPU transpose flushes bfloat16
     subnormals to zero for some shapes (jax 0.10.2: data of shape (2, 5, 1, 2, 1) through
     ``permute_dims(x, (0, 4, 2, 3, 1))``; XLA flushes denormals on CPU, openxla/xla#22858).
@@ -126,10 +138,20 @@ def inputs(lib: Library, example: Example) -> tuple[Any, Any, bool]:
             return example.pad(shape, "indices")
 
         make: Callable[[np.ndarray], Any] = lib.indices
+        reverse_indices = reverse_ok
         if example.indices_form == "numpy":
-            make, reverse_ok = np.asarray, True
-        indices = _present(make, example.indices, example.indices_layout, pad, reverse_ok)
-    return data, indices, plain
+            make, reverse_indices = np.asarray, True
+        indices = _present(make, example.indices, example.indices_layout, pad, reverse_indices)
+    if example.updates is None:
+        return (data, indices), plain
+    updates = _present(
+        lib.asarray, example.updates, example.updates_layout, example.pad, reverse_ok
+    )
+    if not example.updates_layout.plain and (
+        difference(lib.to_numpy(updates), example.updates) is not None
+    ):
+        updates = lib.asarray(example.updates)
+    return (data, indices, updates), plain
 
 
 def actual(lib: Library, example: Example) -> tuple[Outcome, str | None, bool]:
@@ -137,9 +159,10 @@ def actual(lib: Library, example: Example) -> tuple[Outcome, str | None, bool]:
 
     The third item says whether the data was presented plainly (see :func:`inputs`).
     """
-    data, indices, plain = inputs(lib, example)
+    arrays, plain = inputs(lib, example)
+    data, indices = arrays[:2]
     try:
-        result = call(data, indices, example)
+        result = call(arrays, example)
         # Inside the try: a lazy library (Dask) raises when the result is computed.
         outcome = Outcome(value=lib.to_numpy(result))
     except Exception as exc:  # judged by mismatch(): only the oracle's type conforms
@@ -151,6 +174,10 @@ def actual(lib: Library, example: Example) -> tuple[Outcome, str | None, bool]:
         difference(np.asarray(_to_numpy_any(lib, indices)), example.indices) is not None
     ):
         touched = "the call modified its indices argument"
+    elif example.updates is not None and (
+        difference(lib.to_numpy(arrays[2]), example.updates) is not None
+    ):
+        touched = "the call modified its updates argument"
     return outcome, touched, plain
 
 
@@ -217,7 +244,8 @@ def mismatch(example: Example, got: Outcome, want: Outcome) -> str | None:
 
     Values must be identical. Errors must have the oracle's exception type; an IndexError
     must also name an offending value and its position in ``indices``. With
-    ``check_bounds=False`` an out-of-range index may give anything except a crash.
+    ``check_bounds=False`` an out-of-range index may give anything except a crash, where
+    the oracle defines no result for it (:func:`expected` has the scatters' answer).
     """
     if want.error is not None:
         if isinstance(want.error, IndexError) and not example.check_bounds:

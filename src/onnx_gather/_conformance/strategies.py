@@ -1,9 +1,9 @@
-"""Hypothesis strategies: random Gather, GatherElements and OpenVINO GatherElements-6 calls.
+"""Hypothesis strategies: random calls of every operator of the registry.
 
-One example is one call: operator, data, indices, axis, opset, ``check_bounds``, and how
-each input is presented (a contiguous array, or a transposed / strided / reversed view of a
-larger array, made later with the library's own operations; indices also as a NumPy array
-or a Python list). Everything is drawn step by step from small choices, so a failure
+One example is one call: operator, data, indices (and a scatter's updates), attributes,
+opset, ``check_bounds``, and how each input is presented (a contiguous array, or a
+transposed / strided / reversed view of a larger array, made later with the library's own
+operations; indices also as a NumPy array or a Python list). Everything is drawn step by step from small choices, so a failure
 shrinks to a small example: few and short dims, the first dtype that still fails, counting
 values, plain layouts.
 
@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from onnx_gather import _ops
 from onnx_gather._conformance.libraries import bfloat16
+from onnx_gather._spec import reductions
 
 #: Every ONNX data type, in the order a failing example shrinks towards.
 DTYPES = (
@@ -207,13 +208,23 @@ class Example:
     op: str
     data: np.ndarray
     indices: np.ndarray
-    attributes: dict[str, int]
+    attributes: dict[str, Any]
     opset: int | None
     check_bounds: bool = True
     data_layout: Layout = field(default_factory=Layout)
     indices_layout: Layout = field(default_factory=Layout)
     indices_form: str = "array"
     seed: int = 0
+    #: The scatters' third input (data's dtype), and how it is presented.
+    updates: np.ndarray | None = None
+    updates_layout: Layout = field(default_factory=Layout)
+
+    @property
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """The inputs in the operator's order."""
+        if self.updates is None:
+            return (self.data, self.indices)
+        return (self.data, self.indices, self.updates)
 
     @property
     def dtype_name(self) -> str:
@@ -295,9 +306,11 @@ class Shapes(NamedTuple):
 
     data: tuple[int, ...]
     indices: tuple[int, ...]
-    attributes: dict[str, int]
+    attributes: dict[str, Any]
     #: The size of the axis each index component addresses (one, or one per coordinate).
     sizes: tuple[int, ...]
+    #: The scatters' updates (None: the operator has none).
+    updates: tuple[int, ...] | None = None
 
 
 Draw = Callable[[st.SearchStrategy[Any]], Any]
@@ -393,6 +406,57 @@ def _gather_nd_shapes(draw: Draw, op: _ops.Operator) -> Shapes:
     return Shapes(tuple(data_shape), index_shape, {"batch_dims": b}, sizes)
 
 
+def _updates_shape(draw: Draw, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape``, the one the rule asks for; about one example in fifteen breaks it."""
+    if not draw(_weighted((False, 14), (True, 1))):
+        return shape
+    if shape and draw(st.booleans()):
+        d = draw(st.integers(0, len(shape) - 1))
+        return (*shape[:d], shape[d] + 1, *shape[d + 1 :])
+    return (*shape, 1)  # another rank
+
+
+def _scatter_elements_shapes(draw: Draw, op: _ops.Operator) -> Shapes:
+    """ScatterElements: GatherElements' shapes; updates of the indices' shape."""
+    drawn = _elements_shapes(draw, op)
+    return drawn._replace(updates=_updates_shape(draw, drawn.indices))
+
+
+def _scatter_nd_shapes(draw: Draw, op: _ops.Operator) -> Shapes:
+    """ScatterND: data of rank 1-5, ``k`` coordinates per tuple, few tuples.
+
+    Updates of shape ``indices.shape[:-1] + data.shape[k:]``; about one example in ten
+    has a ``k`` of 0 or beyond the rank; about one in five an addressed axis of 64-300
+    with the other dims at most 2.
+    """
+    rank = draw(st.integers(1, 5))
+    large = draw(_weighted((False, 4), (True, 1)))
+    data_shape = _dims(draw, rank, 2 if large else MAX_DIM, BUDGET)
+    k = draw(st.integers(1, rank))
+    if large:
+        data_shape[draw(st.integers(0, k - 1))] = draw(st.integers(*LARGE_AXIS))
+    slice_size = int(np.prod(data_shape[k:], dtype=np.int64))
+    middle = _dims(draw, draw(st.integers(0, 2)), MAX_DIM, BUDGET // max(slice_size, 1))
+    updates = (*middle, *data_shape[k:])
+    if draw(_weighted((False, 18), (True, 1))):
+        k = draw(st.sampled_from([0, rank + 1]))
+    sizes = tuple(data_shape[j] if j < rank else 1 for j in range(k))
+    return Shapes(tuple(data_shape), (*middle, k), {}, sizes, _updates_shape(draw, tuple(updates)))
+
+
+def _reduction(draw: Draw, opset: int | None, dtype_name: str) -> str:
+    """A scatter's reduction: mostly one the version and type allow, sometimes not."""
+    version = 18 if opset is None else opset
+    allowed = [r for r, since in reductions.SINCE.items() if since <= version] or ["none"]
+    if dtype_name == "string":
+        allowed = ["none"]
+    elif dtype_name.startswith("complex"):
+        allowed = [r for r in allowed if r not in reductions.ORDERED]
+    if draw(_weighted((True, 19), (False, 1))):
+        return str(draw(st.sampled_from(allowed)))
+    return str(draw(st.sampled_from([*reductions.SINCE, "sum"])))
+
+
 @st.composite
 def _examples(
     draw: Draw,
@@ -436,6 +500,15 @@ def _examples(
             flat[position : position + 1] = pool[draw(st.integers(0, pool.size - 1))]
     index_dtype = draw(st.sampled_from(("int64", "int32")))
     indices = _index_values(draw, drawn.indices, drawn.sizes, index_dtype, seed)
+    attributes = dict(drawn.attributes)
+    if any(name == "reduction" for name, _ in op.attributes):
+        attributes["reduction"] = _reduction(draw, opset, dtype_name)
+    updates = None
+    if drawn.updates is not None:
+        updates_dtype = dtype
+        if draw(_weighted((False, 29), (True, 1))):  # another type than data's
+            updates_dtype = np.dtype(np.int16 if dtype != np.int16 else np.int8)
+        updates = values(updates_dtype, drawn.updates, mode, seed + 3)
 
     form = draw(_weighted(("array", 4), ("numpy", 1), ("list", 1)))
     if form == "list" and (
@@ -446,13 +519,17 @@ def _examples(
         op=op.name,
         data=data,
         indices=indices,
-        attributes=drawn.attributes,
+        attributes=attributes,
         opset=opset,
         check_bounds=draw(_weighted((True, 9), (False, 1))),
         data_layout=draw(_layout(len(drawn.data))),
         indices_layout=draw(_layout(len(drawn.indices))) if form != "list" else Layout(),
         indices_form=form,
         seed=seed,
+        updates=updates,
+        updates_layout=(
+            draw(_layout(len(drawn.updates))) if drawn.updates is not None else Layout()
+        ),
     )
 
 
@@ -474,6 +551,16 @@ def openvino_gather_elements_examples(dtypes: Sequence[str]) -> st.SearchStrateg
 def gather_nd_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
     """GatherND examples (the registry's strategy for it)."""
     return _examples(_ops.GATHER_ND, _gather_nd_shapes, dtypes)
+
+
+def scatter_elements_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
+    """ScatterElements examples (the registry's strategy for it)."""
+    return _examples(_ops.SCATTER_ELEMENTS, _scatter_elements_shapes, dtypes)
+
+
+def scatter_nd_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
+    """ScatterND examples (the registry's strategy for it)."""
+    return _examples(_ops.SCATTER_ND, _scatter_nd_shapes, dtypes)
 
 
 def examples(op: str | _ops.Operator, dtypes: Sequence[str]) -> st.SearchStrategy[Example]:

@@ -2,7 +2,8 @@
 
 ScatterElements and ScatterND combine an update with the value it lands on by their
 ``reduction`` attribute: ``none`` (the update replaces it; version 11), ``add`` and ``mul``
-(version 16), ``max`` and ``min`` (version 18). Each is typed arithmetic in data's dtype,
+(version 16), ``max`` and ``min`` (version 18 in the spec; accepted from 16, below). Each
+is typed arithmetic in data's dtype,
 one update at a time in C order of the update's position in ``indices``:
 
 - ``none``: where several updates land on one element, the last in that order wins;
@@ -21,8 +22,13 @@ from __future__ import annotations
 
 from typing import Any
 
-#: Each reduction and the version of ScatterElements / ScatterND that adds it.
-SINCE = {"none": 11, "add": 16, "mul": 16, "max": 18, "min": 18}
+#: Each reduction and the version of ScatterElements / ScatterND that adds it. ``max`` and
+#: ``min`` from 16, a decision: the spec adds them in 18, but torch's TorchScript exporter
+#: writes ``scatter_reduce(..., "amax"/"amin")`` as ScatterElements-16 with reduction
+#: max/min (torch 2.13, symbolic_opset16), and ONNX Runtime's CPU kernels and the ONNX
+#: reference evaluator run max and min at versions 16 and 17 of both operators: a model
+#: they run, this library runs too (README, semantics table).
+SINCE = {"none": 11, "add": 16, "mul": 16, "max": 16, "min": 16}
 #: The reductions that order values: complex data has none.
 ORDERED = frozenset({"max", "min"})
 

@@ -211,6 +211,13 @@ def write(
             rows, values = rows[last], values[last]
         target[rows] = values
         return
+    # NaN, infinity and a signalling NaN compared are data here, not errors: no warnings.
+    with np.errstate(all="ignore"):
+        _reduce(target, rows, values, reduction)
+
+
+def _reduce(target: np.ndarray, rows: np.ndarray, values: np.ndarray, reduction: str) -> None:
+    """:func:`write`'s reductions: ``ufunc.at`` in order, then NaNs and zeros as decided."""
     ufunc = _UFUNCS[reduction]
     zeros = reduction in ("max", "min") and _is_float(target.dtype)
     if zeros:
@@ -219,8 +226,7 @@ def write(
         special = np.zeros(target.shape, bool)
         np.logical_or.at(special, rows, _is_zero(target[rows], negative))
         np.logical_or.at(special, rows, _is_zero(values, negative))
-    with np.errstate(all="ignore"):  # NaN and infinity are results here, not errors
-        ufunc.at(target, rows, values)
+    ufunc.at(target, rows, values)
     if reduction in ("add", "mul") and (_is_float(target.dtype) or target.dtype.kind == "c"):
         _canonical_nans(target, rows)
     if zeros:

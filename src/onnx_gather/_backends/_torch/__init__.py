@@ -375,9 +375,9 @@ def _scatter_call(
     """
     if _scatter_numpy_route(data, indices, updates, plan, out):
         return _scatter_on_numpy(kernel, data, indices, updates, plan, out)
+    if isinstance(indices, np.ndarray):  # host indices (in a graph: a constant of it)
+        indices = torch.as_tensor(indices.copy(), device=data.device)
     if _scatter_in_graph(data, indices, updates):
-        if isinstance(indices, np.ndarray):  # host indices: a constant of the graph
-            indices = torch.as_tensor(indices.copy(), device=data.device)
         result = _fused.call(data, indices, updates, plan=plan)
     else:
         if any(_batched(x) for x in (data, indices, updates)):

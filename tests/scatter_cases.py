@@ -1,0 +1,206 @@
+"""The scatters' part of the shared case table (``tests/cases.py`` runs it on every backend).
+
+The official examples of every version, every rule of DESIGN.md's scatter section and
+every error. Every expected result is a spec's literal or the loop oracle's answer
+(``onnx_gather._conformance.oracle``, the spec's loops read literally); a literal must be
+the oracle's too. Unchecked cases expect the decided result: an update out of range is
+dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from case_type import Case
+from libs import BFLOAT16
+
+from onnx_gather import _ops
+
+SE, SN = _ops.SCATTER_ELEMENTS, _ops.SCATTER_ND
+
+
+def scatter(
+    id: str,
+    op: _ops.Operator | str,
+    data: np.ndarray,
+    indices: np.ndarray,
+    updates: np.ndarray,
+    attributes: dict[str, Any] | None = None,
+    *,
+    opset: int = 18,
+    check_bounds: bool = True,
+    raises: type[Exception] | None = None,
+    match: str | None = None,
+    expected: np.ndarray | None = None,
+) -> Case:
+    """A scatter's case, its attributes by name (the operator's defaults where left out)."""
+    op = _ops.get(op)
+    given = dict(op.attributes) | (attributes or {})
+    return Case(id, op.name, data, indices, given, opset, check_bounds, raises, match, expected,
+                updates=updates)  # fmt: skip
+
+
+def a(values: Any, dtype: Any = None) -> np.ndarray:
+    return np.array(values, dtype=dtype)
+
+
+F32 = np.float32
+ZERO33 = np.zeros((3, 3), F32)
+NAN1 = np.array([0x7FC00001], np.uint32).view(F32)[0]  # quiet NaNs with payloads
+NAN2 = np.array([0x7FC00002], np.uint32).view(F32)[0]
+
+SPEC = [
+    # ONNX's node tests: scatter_elements_with_negative_indices, _with_duplicate_indices,
+    # _with_reduction_max / _min.
+    scatter("se-negative", SE, a([[1.0, 2.0, 3.0, 4.0, 5.0]], F32), a([[1, -3]]),
+            a([[1.1, 2.1]], F32), {"axis": 1}, expected=a([[1.0, 1.1, 2.1, 4.0, 5.0]], F32)),
+    scatter("se-duplicates-add", SE, a([[1.0, 2.0, 3.0, 4.0, 5.0]], F32), a([[1, 1]]),
+            a([[1.1, 2.1]], F32), {"axis": 1, "reduction": "add"},
+            expected=a([[1.0, 5.2, 3.0, 4.0, 5.0]], F32)),
+    scatter("se-max", SE, a([[1.0, 2.0, 3.0, 4.0, 5.0]], F32), a([[1, 1]]),
+            a([[1.1, 2.1]], F32), {"axis": 1, "reduction": "max"},
+            expected=a([[1.0, 2.1, 3.0, 4.0, 5.0]], F32)),
+    scatter("se-min", SE, a([[1.0, 2.0, 3.0, 4.0, 5.0]], F32), a([[1, 1]]),
+            a([[1.1, 2.1]], F32), {"axis": 1, "reduction": "min"},
+            expected=a([[1.0, 1.1, 3.0, 4.0, 5.0]], F32)),
+    # ONNX's node test scatternd_add: the two updates of index 0 both land.
+    scatter("snd-add-duplicates", SN, a([[1, 2], [3, 4]], F32), a([[0], [0]]),
+            a([[5, 6], [7, 8]], F32), {"reduction": "add"}, expected=a([[13, 16], [3, 4]], F32)),
+    scatter("snd-mul-duplicates", SN, a([[1, 2], [3, 4]], F32), a([[0], [0]]),
+            a([[5, 6], [7, 8]], F32), {"reduction": "mul"}, expected=a([[35, 96], [3, 4]], F32)),
+]  # fmt: skip
+
+#: Every rule in DESIGN.md's scatter section, the expected answer the oracle's.
+RULES = [
+    scatter("se-none-last-duplicate-wins", SE, a([0, 0, 0], F32), a([2, 0, 2, 2]),
+            a([1, 2, 3, 4], F32), expected=a([2, 0, 4], F32)),
+    scatter("snd-none-last-duplicate-wins", SN, a([[0, 0], [0, 0]], np.int64), a([[1], [0], [1]]),
+            a([[1, 1], [2, 2], [3, 3]], np.int64), expected=a([[2, 2], [3, 3]], np.int64)),
+    scatter("se-float16-rounds-every-step", SE, a([1024], np.float16), a([0, 0, 0, 0]),
+            a([0.5, 0.5, 0.5, 0.5], np.float16), {"reduction": "add"},
+            expected=a([1024], np.float16)),  # 1024.5 rounds to 1024, four times
+    scatter("se-float16-mul", SE, a([1.0009765625], np.float16), a([0, 0, 0]),
+            a([1.0009765625] * 3, np.float16), {"reduction": "mul"}),
+    scatter("se-int8-add-wraps", SE, a([120, -120], np.int8), a([0, 0, 1]),
+            a([5, 5, -10], np.int8), {"reduction": "add"}, expected=a([-126, 126], np.int8)),
+    scatter("se-int8-mul-wraps", SE, a([16], np.int8), a([0, 0]), a([4, 3], np.int8),
+            {"reduction": "mul"}, expected=a([-64], np.int8)),
+    scatter("se-uint8-add-wraps", SE, a([250], np.uint8), a([0, 0]), a([5, 3], np.uint8),
+            {"reduction": "add"}, expected=a([2], np.uint8)),
+    scatter("snd-uint64-max", SN, a([2**64 - 2, 0], np.uint64), a([[0], [1], [1]]),
+            a([2**64 - 1, 2**63, 5], np.uint64), {"reduction": "max"}),
+    scatter("se-int64-min", SE, a([0, 0], np.int64), a([0, 1, 1]),
+            a([-(2**63), 2**62, -5], np.int64), {"reduction": "min"}),
+    *(scatter(f"se-bool-{r}", SE, a([True, False, True, False]), a([0, 1, 2, 3, 1, 3]),
+              a([False, False, False, True, True, True]), {"reduction": r})
+      for r in ("add", "mul", "max", "min")),
+    scatter("se-max-signed-zeros", SE, a([-0.0, 0.0, -0.0, 0.0], F32), a([0, 1, 2, 3, 2]),
+            a([0.0, -0.0, -0.0, 0.0, -0.0], F32), {"reduction": "max"},
+            expected=a([0.0, 0.0, -0.0, 0.0], F32)),
+    scatter("se-min-signed-zeros", SE, a([-0.0, 0.0, 0.0, 0.0], F32), a([0, 1, 2, 3, 2]),
+            a([0.0, -0.0, 0.0, 0.0, 0.0], F32), {"reduction": "min"},
+            expected=a([-0.0, -0.0, 0.0, 0.0], F32)),
+    *(scatter(f"se-{r}-signed-zeros-{np.dtype(t).name}", SE, a([-0.0, 0.0, -0.0], t),
+              a([0, 1, 2, 2]), a([0.0, -0.0, 0.0, -0.0], t), {"reduction": r})
+      for r in ("max", "min") for t in (np.float16, np.float64)),
+    scatter("se-max-nan-first-wins", SE, a([1.0, NAN1, 1.0], F32), a([0, 0, 1, 2, 2]),
+            a([NAN2, NAN1, NAN2, 5.0, NAN2], F32), {"reduction": "max"},
+            expected=a([NAN2, NAN1, NAN2], F32)),
+    scatter("snd-min-nan-first-wins", SN, a([[1.0, 2.0], [NAN1, 0.0]], F32), a([[0], [1], [0]]),
+            a([[NAN1, 3.0], [NAN2, NAN2], [NAN2, NAN2]], F32), {"reduction": "min"},
+            expected=a([[NAN1, NAN2], [NAN1, NAN2]], F32)),
+    scatter("se-complex-add", SE, a([1 + 2j, 0], np.complex64), a([0, 0, 1]),
+            a([0.5 - 1j, 3j, -1], np.complex64), {"reduction": "add"}),
+    scatter("snd-complex-mul", SN, a([1 + 2j, 0], np.complex128), a([[0], [0]]),
+            a([0.5 - 1j, 3j], np.complex128), {"reduction": "mul"}),
+    scatter("snd-strings", SN, a(["a", "b", "c"], object), a([[2], [0], [2]]),
+            a(["x", "y", "z"], object), expected=a(["y", "b", "z"], object)),
+    scatter("se-trim-off-axis", SE, np.arange(12, dtype=F32).reshape(3, 4), a([[2], [0]]),
+            a([[-1], [-2]], F32), {"axis": 1}),
+    scatter("se-axis-negative-rank3", SE, np.arange(24, dtype=np.int32).reshape(2, 3, 4),
+            a([[[0, -1, 2, 0]], [[1, 1, -2, 0]]]), -a([[[1, 2, 3, 4]], [[5, 6, 7, 8]]], np.int32),
+            {"axis": -2, "reduction": "add"}),
+    scatter("snd-full-coordinates", SN, np.arange(12, dtype=np.int16).reshape(3, 4),
+            a([[0, -1], [2, 3], [0, 3], [-3, 0]], np.int32), a([100, 200, 300, 400], np.int16)),
+    scatter("snd-0d-updates", SN, a([1.0, 2.0], F32), a([-1]), a(7.0, F32),
+            expected=a([1.0, 7.0], F32)),
+    scatter("snd-empty-updates", SN, np.zeros((3, 0), F32), a([[1], [2]]), np.zeros((2, 0), F32)),
+    scatter("se-empty-updates", SE, a([[1.0, 2.0]], F32), np.zeros((0, 2), np.int64),
+            np.zeros((0, 2), F32)),
+    # Unchecked: an update out of range is dropped, the rest land.
+    scatter("se-unchecked-drops", SE, a([1, 2, 3], np.int32), a([0, 3, -4, 7, -1]),
+            a([10, 20, 30, 40, 50], np.int32), check_bounds=False,
+            expected=a([10, 2, 50], np.int32)),
+    scatter("snd-unchecked-drops", SN, a([[1, 2], [3, 4]], np.int32),
+            a([[0, 2], [5, 0], [-3, 1], [1, -1]]), a([10, 20, 30, 40], np.int32),
+            {"reduction": "add"}, check_bounds=False, expected=a([[1, 2], [3, 44]], np.int32)),
+    scatter("se-opset-11", SE, a([1, 2], np.int64), a([1, 1]), a([5, 6], np.int64), opset=11,
+            expected=a([1, 6], np.int64)),
+    # max and min at versions 16 and 17, as torch's exporter writes them and ORT runs them.
+    scatter("se-max-at-opset-16", SE, a([1.0, 5.0, 3.0], F32), a([0, 1, 0]), a([4.0, 4.0, 2.0], F32),
+            {"reduction": "max"}, opset=16, expected=a([4.0, 5.0, 3.0], F32)),
+    scatter("snd-min-at-opset-17", SN, a([1.0, 5.0, 3.0], F32), a([[0], [1]]), a([4.0, 4.0], F32),
+            {"reduction": "min"}, opset=17, expected=a([1.0, 4.0, 3.0], F32)),
+    scatter("snd-opset-16-mul", SN, a([2, 3], np.int64), a([[1], [1]]), a([5, 6], np.int64),
+            {"reduction": "mul"}, opset=16, expected=a([2, 90], np.int64)),
+]  # fmt: skip
+if BFLOAT16 is not None:
+    RULES.append(
+        scatter("se-bfloat16-rounds-every-step", SE, a([256], BFLOAT16), a([0, 0, 0]),
+                a([0.5, 0.5, 1.5], BFLOAT16), {"reduction": "add"},
+                expected=a([258], BFLOAT16))  # 256.5 -> 256 twice, then 257.5 -> 258
+    )  # fmt: skip
+
+ERRORS = [
+    scatter("se-out-of-range", SE, ZERO33, a([[1, 0, 3]]), a([[1.0, 2.0, 3.0]], F32),
+            raises=IndexError,
+            match=r"ScatterElements-18: index 3 at position \(0, 2\) of indices is out of "
+                  r"range for axis 0 of size 3"),
+    scatter("se-out-of-range-negative", SE, ZERO33, a([[0], [-4]]), a([[1.0], [2.0]], F32),
+            {"axis": 1}, raises=IndexError, match=r"index -4 at position \(1, 0\).*axis 1 of size 3"),
+    scatter("snd-out-of-range-coordinate", SN, np.zeros((2, 5), F32), a([[1, 4], [0, 5]]),
+            a([1.0, 2.0], F32), raises=IndexError,
+            match=r"ScatterND-18: index 5 at position \(1, 1\) of indices is out of range for "
+                  r"axis 1 of size 5"),
+    scatter("snd-out-of-range-empty-updates", SN, np.zeros((3, 0), F32), a([[3]]),
+            np.zeros((1, 0), F32), raises=IndexError, match=r"index 3 at position \(0, 0\)"),
+    scatter("se-updates-dtype", SE, ZERO33, a([[0]]), a([[1.0]], np.float64), raises=TypeError,
+            match="updates must have data's type float32, got float64"),
+    scatter("se-index-dtype", SE, ZERO33, a([[0]], np.int16), a([[1.0]], F32), raises=TypeError,
+            match="int16"),
+    scatter("se-reduction-unknown", SE, ZERO33, a([[0]]), a([[1.0]], F32), {"reduction": "sum"},
+            raises=ValueError, match="unknown reduction 'sum'"),
+    scatter("se-reduction-too-new", SE, ZERO33, a([[0]]), a([[1.0]], F32), {"reduction": "add"},
+            opset=13, raises=ValueError, match="reduction 'add' needs version 16"),
+    scatter("snd-max-too-new", SN, ZERO33, a([[0]]), a([[1.0, 2.0, 3.0]], F32),
+            {"reduction": "max"}, opset=13, raises=ValueError, match="reduction 'max' needs version 16"),
+    scatter("se-reduction-not-a-str", SE, ZERO33, a([[0]]), a([[1.0]], F32), {"reduction": 1},
+            raises=TypeError, match="reduction must be a str, got 1"),
+    scatter("se-complex-max", SE, a([1j]), a([0]), a([2j]), {"reduction": "max"},
+            raises=TypeError, match="'max' needs ordered values; complex128"),
+    scatter("snd-string-add", SN, a(["a"], object), a([[0]]), a(["b"], object),
+            {"reduction": "add"}, raises=TypeError, match="'add' needs numbers"),
+    scatter("se-bfloat16-before-13", SE, ZERO33.astype(BFLOAT16 or F32), a([[0]]),
+            a([[1.0]], BFLOAT16 or F32), opset=11, raises=TypeError, match="bfloat16"),
+    scatter("se-rank", SE, ZERO33, a([0]), a([1.0], F32), raises=ValueError,
+            match=r"same rank as data \(2\), got rank 1"),
+    scatter("se-updates-shape", SE, ZERO33, a([[0, 1]]), a([[1.0]], F32), raises=ValueError,
+            match=r"updates must have the indices' shape \(1, 2\), got \(1, 1\)"),
+    scatter("se-larger-off-axis", SE, ZERO33, np.zeros((1, 4), np.int64),
+            np.zeros((1, 4), F32), raises=ValueError, match="indices dim 1 is 4, larger than data's 3"),
+    scatter("se-axis", SE, ZERO33, a([[0]]), a([[1.0]], F32), {"axis": 2}, raises=ValueError,
+            match="axis 2 is out of range"),
+    scatter("snd-k-too-large", SN, ZERO33, a([[0, 0, 0]]), a([1.0], F32), raises=ValueError,
+            match=r"indices.shape\[-1\] is 3"),
+    scatter("snd-updates-shape", SN, ZERO33, a([[0], [1]]), a([[1.0, 2.0, 3.0]], F32),
+            raises=ValueError, match=r"updates must have shape indices.shape\[:-1\] \+ "
+                                     r"data.shape\[1:\] = \(2, 3\), got \(1, 3\)"),
+    scatter("snd-rank-0-indices", SN, ZERO33, a(0), a(1.0, F32), raises=ValueError,
+            match="indices must have rank >= 1"),
+    scatter("snd-opset-10", SN, ZERO33, a([[0]]), a([[1.0, 2.0, 3.0]], F32), opset=10,
+            raises=ValueError, match="opset 10 has no ScatterND"),
+]  # fmt: skip
+
+
+SCATTER_CASES = SPEC + RULES + ERRORS
