@@ -46,3 +46,21 @@ def test_irregular_chunks_give_the_numpy_bits(op: _ops.Operator, reduction: str)
         da.from_array(updates, chunks=chunks if op is SE else chunks[:1]),
     )
     assert_identical(_ops.call(op, *lazy, reduction=reduction).compute(), want)
+
+
+def test_scatter_elements_parts_only_where_an_indices_block_can_land() -> None:
+    """An update lands at its own position off the axis: no part for blocks it cannot reach.
+
+    Data of 3 x 2 blocks, indices of 3 x 2 blocks, axis 0: each indices block reaches the
+    3 output blocks of its own column, 18 parts (every pair would be 36).
+    """
+    data = da.zeros((6, 4), chunks=2, dtype=np.float32)
+    indices = da.from_array(np.array([[0, 5, 1, 1]] * 6), chunks=2)
+    updates = da.ones((6, 4), chunks=2, dtype=np.float32)
+    result = og.scatter_elements(data, indices, updates, reduction="add")
+    layer = result.dask.layers[result.name]
+    parts = [key for key in layer if key[0].endswith("-part")]
+    assert len(parts) == 18
+    want = og.scatter_elements(np.zeros((6, 4), np.float32), np.array([[0, 5, 1, 1]] * 6),
+                               np.ones((6, 4), np.float32), reduction="add")  # fmt: skip
+    assert_identical(result.compute(), want)

@@ -17,7 +17,9 @@ tuple of ``r`` coordinates), a ScatterND update the slice of data's trailing dim
   give the same bits as every backend.
 
 A task holds one indices block and its updates (targets, parts), or one data block and
-the updates aimed at it (joins); there are (indices blocks x output blocks) parts. The
+the updates aimed at it (joins); there is a part per indices block and output block it
+can reach: every output block for ScatterND, those whose extent off the axis overlaps the
+indices block's for ScatterElements. The
 indices of ScatterND are whole along their last dim and its updates along data's
 trailing dims.
 """
@@ -67,6 +69,10 @@ def scatter(data: da.Array, indices: Any, updates: da.Array, plan: Any) -> da.Ar
     out_blocks = list(itertools.product(*map(range, data.numblocks)))
     data_starts = [tuple(accumulate(c, initial=0)) for c in data.chunks]
     shape = tuple(int(n) for n in data.shape)
+    # ScatterElements: an update lands at its own position off the axis, so an indices
+    # block meets only the output blocks whose extent off the axis overlaps its own.
+    off_axis = () if nd else tuple(d for d in range(data.ndim) if d != plan.axis)
+    parts: dict[tuple[int, ...], list[Any]] = {bo: [] for bo in out_blocks}
     for bi in itertools.product(*map(range, indices.numblocks)):
         offset = tuple(starts[d][b] for d, b in enumerate(bi))
         graph[(name + "-targets", *bi)] = (
@@ -74,14 +80,19 @@ def scatter(data: da.Array, indices: Any, updates: da.Array, plan: Any) -> da.Ar
         )  # fmt: skip
         ub = bi[:-1] + (0,) * (updates.ndim - len(bi) + 1) if nd else bi
         for bo in out_blocks:
+            if any(
+                starts[d][bi[d] + 1] <= data_starts[d][bo[d]]
+                or data_starts[d][bo[d] + 1] <= starts[d][bi[d]]
+                for d in off_axis
+            ):
+                continue
             box = tuple((data_starts[d][b], data_starts[d][b + 1]) for d, b in enumerate(bo))
             graph[(name + "-part", *bi, *bo)] = (
                 _part, (name + "-targets", *bi), (updates.name, *ub), box, k
             )  # fmt: skip
-    blocks = list(itertools.product(*map(range, indices.numblocks)))
+            parts[bo].append((name + "-part", *bi, *bo))
     for bo in out_blocks:
-        parts = [(name + "-part", *bi, *bo) for bi in blocks]
-        graph[(name, *bo)] = (_join, (data.name, *bo), parts, k, plan.reduction)
+        graph[(name, *bo)] = (_join, (data.name, *bo), parts[bo], k, plan.reduction)
     hlg = HighLevelGraph.from_collections(name, graph, dependencies=[data, indices, updates])
     return da.Array(hlg, name, chunks=data.chunks, dtype=data.dtype, meta=data._meta)
 
@@ -156,6 +167,8 @@ def _join(
 ) -> np.ndarray:
     """The data block with the updates aimed at it applied in C order of their positions."""
     out = np.array(block, copy=True, order="C")
+    if not parts:  # (no indices block reaches this block)
+        return out
     position = np.concatenate([p[0] for p in parts])
     if not position.size:
         return out
