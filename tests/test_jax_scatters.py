@@ -174,3 +174,26 @@ def test_rounds_give_the_same_bits_where_updates_are_not_applied_in_order(
         assert_identical(np.asarray(_call(case, *arrays)), oracle_answer(case))
         ran += 1
     assert ran > 50
+
+
+def test_export_of_a_float_reduction_needs_a_symbolic_shape() -> None:
+    """On the CPU a float reduction calls back to the host, which jax.export cannot serialize.
+
+    With a symbolic dim (what jax.export is for) it computes in XLA instead and exports;
+    with static shapes JAX's own NotImplementedError says why (README, "Autograd, jit and
+    devices").
+    """
+    from jax import export
+
+    def f(d: Any, u: Any) -> Any:
+        return _ops.SCATTER_ELEMENTS.function()(d, jnp.asarray([0, 0, 2]), u, reduction="add")
+
+    (n,) = export.symbolic_shape("n", constraints=("n >= 3",))
+    exported = export.export(jax.jit(f))(
+        jax.ShapeDtypeStruct((n,), np.float32), jax.ShapeDtypeStruct((3,), np.float32)
+    )
+    got = exported.call(jnp.zeros(4, jnp.float32), jnp.asarray([1.0, 2.0, 4.0], jnp.float32))
+    assert np.asarray(got).tolist() == [3.0, 0.0, 4.0, 0.0]
+    static = (jax.ShapeDtypeStruct((4,), np.float32), jax.ShapeDtypeStruct((3,), np.float32))
+    with pytest.raises(NotImplementedError, match="serialization of host_callbacks"):
+        export.export(jax.jit(f))(*static)

@@ -1,10 +1,13 @@
 """Every index form under every transform, before and after eager calls (issue 16, item 1).
 
 The table: index form (Python int, nested list, NumPy array, the data's own array) x
-transform x whether eager calls ran first, for Gather and GatherElements, on the CPU.
+transform x whether eager calls ran first, for every ONNX operator of the registry
+(ScatterElements with reduction none, ScatterND with add: their updates are a slice of
+the data, so gradients reach both), on the CPU.
 
-* torch: ``torch.compile(fullgraph=True)`` static and ``dynamic=True``, ``torch.func.vmap``,
-  ``torch.func.grad``; also ``torch.export.export``.
+* torch: ``torch.compile(fullgraph=True)`` static and ``dynamic=True``, ``torch.func.vmap``
+  (the scatters: NotImplementedError, as documented), ``torch.func.grad``; also
+  ``torch.export.export``.
 * jax: ``jax.jit``, ``jax.vmap``, ``jax.grad``, ``jax.export`` with a symbolic axis size.
 
 "Eager first" runs eager calls of other shapes and every index form before the transform
@@ -26,8 +29,11 @@ from grad_oracle import ELEMENTS, FUNCTIONS, GATHER, ND, GradCase
 
 import onnx_gather as og
 from onnx_gather import _api, _dispatch
-from onnx_gather._conformance.runner import run_oracle
+from onnx_gather._conformance.runner import oracle_of, run_oracle
 from onnx_gather._memo import Memo
+
+SE, SN = "scatter_elements", "scatter_nd"
+SCATTERS = {SE: og.scatter_elements, SN: og.scatter_nd}
 
 needs_torch = pytest.mark.backend("torch")
 needs_jax = pytest.mark.backend("jax")
@@ -38,13 +44,25 @@ INDICES = {
     ELEMENTS: np.array([[0, -1], [4, 4], [-5, 2]], np.int64),
     # One batch dim (data's rows), one coordinate into axis 1.
     ND: np.array([[[0], [-1]], [[4], [0]], [[-5], [2]]], np.int64),
+    # Row 1 writes column 4 twice: the second update wins.
+    SE: np.array([[0, -1], [4, 4], [-5, 2]], np.int64),
+    # (row, column) tuples, rows valid in two-row data too; (0, -1) twice: both add up.
+    SN: np.array([[0, -1], [1, 4], [-2, 4], [0, -1]], np.int64),
 }
 #: Every operator addresses axis 1 of X (size 5): the same index values are valid for all.
-ATTRIBUTES = {GATHER: {"axis": 1}, ELEMENTS: {"axis": 1}, ND: {"batch_dims": 1}}
+ATTRIBUTES = {
+    GATHER: {"axis": 1},
+    ELEMENTS: {"axis": 1},
+    ND: {"batch_dims": 1},
+    SE: {"axis": 1, "reduction": "none"},
+    SN: {"reduction": "add"},
+}
 #: Rows of the second data shape each operator takes: GatherElements' indices may be
 #: smaller than data off the axis but not larger, GatherND's batch dim must match.
-SECOND_ROWS = {GATHER: 4, ELEMENTS: 3, ND: 3}
+SECOND_ROWS = {GATHER: 4, ELEMENTS: 3, ND: 3, SE: 3, SN: 4}
 FORMS = ["int", "list", "numpy", "own"]
+#: Scatters under torch.func.vmap: refused (README, "Autograd, jit and devices").
+VMAP_REFUSED = r"under torch.func.vmap is not supported yet: call it in a loop"
 #: A Python int is a 0-d index: Gather's alone takes one.
 ROWS = [(op, form) for op in INDICES for form in FORMS if form != "int" or op == GATHER]
 ROW_IDS = [f"{op}-{form}" for op, form in ROWS]
@@ -65,17 +83,43 @@ def indices_array(op: str, form: str) -> np.ndarray:
     return np.asarray(host_indices(op, form))
 
 
+def updates_of(op: str, x: Any, idx_shape: tuple[int, ...]) -> Any:
+    """A scatter's updates: a slice of ``x`` itself (twice it), so gradients reach both."""
+    if op == SE:
+        return x[: idx_shape[0], : idx_shape[1]] * 2
+    return x[0, : idx_shape[0]] * 2  # ScatterND: one element per (row, column) tuple
+
+
 def apply(op: str, x: Any, idx: Any, **attributes: Any) -> Any:
     """The operator's public function, with the table's attributes (or ``attributes``)."""
+    if op in SCATTERS:
+        shape = tuple(np.shape(idx))  # (a list's, an array's or a tensor's)
+        return SCATTERS[op](x, idx, updates_of(op, x, shape), **(attributes or ATTRIBUTES[op]))
     return FUNCTIONS[op](x, idx, **(attributes or ATTRIBUTES[op]))
 
 
-def want(op: str, form: str, x: np.ndarray = X) -> np.ndarray:
-    return run_oracle(op, (x, indices_array(op, form)), ATTRIBUTES[op], None)
+def _arrays(op: str, form: str, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    idx = indices_array(op, form)
+    if op in SCATTERS:
+        return (x, idx, updates_of(op, x, idx.shape))
+    return (x, idx)
+
+
+def want(op: str, form: str, x: np.ndarray = X, check_bounds: bool = True) -> np.ndarray:
+    return run_oracle(op, _arrays(op, form, x), ATTRIBUTES[op], None, check_bounds)
 
 
 def want_grad(op: str, form: str, g: np.ndarray) -> np.ndarray:
-    return GradCase("", op, X.shape, indices_array(op, form), ATTRIBUTES[op]).grad(g)
+    if op not in SCATTERS:
+        return GradCase("", op, X.shape, indices_array(op, form), ATTRIBUTES[op]).grad(g)
+    # A scatter of x's own slice, with reduction none or add, is linear in x: its gradient
+    # is sum(g * f(e_j)) for each unit vector e_j (exact: small integers).
+    grad = np.zeros(X.size, np.float32)
+    for j in range(X.size):
+        unit = np.zeros(X.size, np.float32)
+        unit[j] = 1
+        grad[j] = np.sum(g * want(op, form, unit.reshape(X.shape)))
+    return grad.reshape(X.shape)
 
 
 def upstream(op: str, form: str) -> np.ndarray:
@@ -167,9 +211,13 @@ def test_torch_table(
             )
     elif transform == "vmap":
         xs = np.stack([X, X[::-1].copy() * 2])
-        out = torch.func.vmap(lambda t: apply(op, t, idx))(torch.from_numpy(xs))
-        for b in range(2):
-            np.testing.assert_array_equal(out[b].numpy(), want(op, form, xs[b]))
+        if op in SCATTERS:
+            with pytest.raises(NotImplementedError, match=VMAP_REFUSED):
+                torch.func.vmap(lambda t: apply(op, t, idx))(torch.from_numpy(xs))
+        else:
+            out = torch.func.vmap(lambda t: apply(op, t, idx))(torch.from_numpy(xs))
+            for b in range(2):
+                np.testing.assert_array_equal(out[b].numpy(), want(op, form, xs[b]))
     else:
         g = upstream(op, form)
         grad = torch.func.grad(lambda t: (apply(op, t, idx) * torch.from_numpy(g)).sum())(x)
@@ -195,6 +243,10 @@ def test_torch_table_out_of_range(op: str, form: str, transform: str) -> None:
     elif transform == "vmap":
         run = torch.func.vmap(lambda t: apply(op, t, idx))
         x = torch.stack([x, x])
+        if op in SCATTERS:
+            with pytest.raises(NotImplementedError, match=VMAP_REFUSED):
+                run(x)
+            return
     else:
         run = torch.func.grad(lambda t: apply(op, t, idx).sum())
     with pytest.raises(IndexError) as info:
@@ -336,13 +388,10 @@ def test_jax_table_out_of_range(op: str, form: str, transform: str) -> None:
     assert re.search(r"index 5 at position .*" + VALID, str(eager.value))
     if transform == "export":
         exported = export.export(jax.jit(lambda t: apply(op, t, idx)))(_symbolic_axis())
-        got = np.asarray(exported.call(x))
-        assert np.isnan(got).any()
-        assert form == "int" or not np.isnan(got).all()  # an int index is every position
+        _assert_unchecked(op, form, np.asarray(exported.call(x)))
         return
     if transform == "jit" and form == "own":
-        got = np.asarray(jax.jit(lambda t, i: apply(op, t, i))(x, idx))
-        assert np.isnan(got).any()
+        _assert_unchecked(op, form, np.asarray(jax.jit(lambda t, i: apply(op, t, i))(x, idx)))
         return
     if transform == "jit":
         run = jax.jit(lambda t: apply(op, t, idx))
@@ -354,6 +403,21 @@ def test_jax_table_out_of_range(op: str, form: str, transform: str) -> None:
     with pytest.raises(IndexError) as info:
         run(x)
     assert str(info.value) == str(eager.value)
+
+
+def _assert_unchecked(op: str, form: str, got: np.ndarray) -> None:
+    """What a call that cannot check its bad index (5 at (1, 1)) gives under tracing.
+
+    A scatter drops that update: the oracle's unchecked answer. A gather reads the fill
+    value there (NaN for float data), and real values elsewhere.
+    """
+    if oracle_of(op).drops:
+        bad = np.asarray(host_indices(op, "numpy", bad=True))
+        arrays = (X, bad, updates_of(op, X, bad.shape))
+        np.testing.assert_array_equal(got, run_oracle(op, arrays, ATTRIBUTES[op], None, False))
+        return
+    assert np.isnan(got).any()
+    assert form == "int" or not np.isnan(got).all()  # an int index is every position
 
 
 # --------------------------------------------------------------------------- bit-exactness

@@ -125,10 +125,12 @@ def _widened(xp: Any, indices: Any, plan: Plan) -> Any:
     """int32 indices as int64 where a size is beyond int32 (``i + s`` would wrap), else as given.
 
     Left as they are otherwise: a library without 64-bit integers (array-api-strict's
-    device without them, JAX without x64) still takes int32 indices.
+    device without them, JAX without x64) still takes int32 indices; so is a symbolic size
+    (``jax.export``), which no comparison can decide.
     """
-    largest = max(plan.sizes) if plan.coordinates else plan.size
-    if indices.dtype != xp.int64 and largest > _INT32_MAX:
+    sizes = plan.sizes if plan.coordinates else (plan.size,)
+    wide = any(type(size) is int and size > _INT32_MAX for size in sizes)
+    if indices.dtype != xp.int64 and wide:
         return xp.astype(indices, xp.int64)
     return indices
 

@@ -35,6 +35,8 @@ from onnx_gather._dtypes import numpy_dtype_name
 from onnx_gather._indices import CLAMP, RAISE, counted
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from onnx_gather._spec import Plan
     from onnx_gather._spec.gather import GatherPlan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
@@ -219,8 +221,7 @@ def tuple_rows(xp: Any, indices: Any, sizes: tuple[int, ...], b: int, where: Any
     k = len(sizes)
     batch = math.prod(indices.shape[:b])
     cells = math.prod(sizes)
-    wide = batch * cells > _INT32_MAX
-    linear = xp.astype(indices[..., 0], xp.int64) if wide else indices[..., 0]
+    linear = xp.astype(indices[..., 0], xp.int64) if _wide((batch, cells)) else indices[..., 0]
     for j in range(1, k):
         linear = linear * sizes[j] + indices[..., j]
     if b:
@@ -240,6 +241,15 @@ def _take_linear(xp: Any, data: Any, indices: Any, axis: int) -> Any:
     return xp.reshape(xp.take(flat, xp.reshape(linear, (-1,)), axis=0), tuple(indices.shape))
 
 
+def _wide(data_shape: Sequence[Any]) -> bool:
+    """Whether data has more elements than int32 counts.
+
+    A symbolic count (``jax.export``) cannot be compared: its indices keep their type.
+    """
+    total = math.prod(data_shape)
+    return type(total) is int and total > _INT32_MAX
+
+
 def element_positions(
     xp: Any, indices: Any, data_shape: tuple[int, ...], axis: int, where: Any
 ) -> Any:
@@ -255,8 +265,7 @@ def element_positions(
     strides = [1] * len(shape)
     for d in range(len(shape) - 2, -1, -1):
         strides[d] = strides[d + 1] * data_shape[d + 1]
-    wide = math.prod(data_shape) > _INT32_MAX
-    linear = (xp.astype(indices, xp.int64) if wide else indices) * strides[axis]
+    linear = (xp.astype(indices, xp.int64) if _wide(data_shape) else indices) * strides[axis]
     for d, n in enumerate(shape):
         if d == axis or n == 1:
             continue

@@ -107,8 +107,11 @@ def _from_host(indices: np.ndarray, data: jax.Array, plan: Plan) -> tuple[jax.Ar
 
 
 def _static(plan: Plan) -> bool:
-    """Whether the axis size is a number (not a symbolic dimension of ``jax.export``)."""
-    return type(plan.size) is int
+    """Whether every size an index addresses is a number (no symbolic ``jax.export`` dim).
+
+    Every coordinate's (GatherND, ScatterND): the first may be static and a later one not.
+    """
+    return all(type(size) is int for size in plan.sizes)
 
 
 #: Indices from which an eager CPU call checks them with NumPy in place rather than inside

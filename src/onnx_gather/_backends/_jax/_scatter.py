@@ -131,10 +131,22 @@ def _write(
             how = {"add": "add", "mul": "multiply", "max": "max", "min": "min"}[reduction]
         return getattr(target.at[rows], how)(values, mode="drop")
     if dtype.name == "bfloat16":  # (as int16 bits: nothing to differentiate)
-        if serial:
+        if _host_served(serial, target, values):
             return _on_host(target, rows, values, reduction, dtype)
         return _rounds(target, rows, values, reduction, dtype)
     return _reduced(target, rows, values, reduction, serial)
+
+
+def _host_served(serial: bool, target: jax.Array, values: jax.Array) -> bool:
+    """Whether a float reduction runs on the host (:func:`_on_host`): on the CPU, static shapes.
+
+    A symbolic shape is ``jax.export``'s, which cannot serialize a host callback
+    ("serialization of host_callbacks is not yet implemented", jax 0.10.2): such a
+    program computes in rounds, with XLA's arithmetic (on the CPU: subnormals flushed).
+    An export with static shapes cannot be told from ``jit``, and fails so.
+    """
+    shapes = (*target.shape, *values.shape)
+    return serial and all(type(n) is int for n in shapes)
 
 
 def _on_host(
@@ -193,7 +205,7 @@ def _reduced(
     way the values were computed.
     """
     dtype = np.dtype(target.dtype)
-    if serial:
+    if _host_served(serial, target, values):
         return _on_host(target, rows, values, reduction, dtype)
     return _rounds(target, rows, values, reduction, dtype)
 
