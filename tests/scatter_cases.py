@@ -114,6 +114,10 @@ RULES = [
             a([0.5 - 1j, 3j, -1], np.complex64), {"reduction": "add"}),
     scatter("snd-complex-mul", SN, a([1 + 2j, 0], np.complex128), a([[0], [0]]),
             a([0.5 - 1j, 3j], np.complex128), {"reduction": "mul"}),
+    # Fixed-width NumPy strings: the result is wide enough for every update (ONNX Runtime
+    # keeps 's11' whole; a '<U2' result would cut it). Found by the campaign.
+    scatter("se-strings-wider-updates", SE, a([["\x00z"]], "<U2"), a([[0], [-1]]),
+            a([["s8"], ["s11"]], "<U3"), expected=a([["s11"]], "<U3")),
     scatter("snd-strings", SN, a(["a", "b", "c"], object), a([[2], [0], [2]]),
             a(["x", "y", "z"], object), expected=a(["y", "b", "z"], object)),
     scatter("se-trim-off-axis", SE, np.arange(12, dtype=F32).reshape(3, 4), a([[2], [0]]),

@@ -263,6 +263,13 @@ def _canonical(x: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(x), np.asarray(np.nan, x.dtype), x)
 
 
+def _result(data: np.ndarray, updates: np.ndarray) -> np.ndarray:
+    """A copy of data to write into; fixed-width strings wide enough for every update."""
+    if data.dtype.kind in "US" and updates.dtype.kind in "US":
+        return data.astype(np.result_type(data.dtype, updates.dtype))
+    return data.copy()
+
+
 def scatter_elements(
     data: Any,
     indices: Any,
@@ -298,7 +305,7 @@ def scatter_elements(
             _resolve(int(indices[pos]), size)
     else:
         positions = [p for p in positions if -size <= int(indices[p]) < size]
-    out: np.ndarray = data.copy()
+    out = _result(data, updates)
     for pos in positions:
         target = (*pos[:axis], _resolve(int(indices[pos]), size), *pos[axis + 1 :])
         out[target] = _combine(reduction, out[target], updates[pos], data.dtype)
@@ -340,7 +347,7 @@ def scatter_nd(
                 _resolve(int(indices[(*pos, j)]), data.shape[j])
     else:
         tuples = [pos for pos in tuples if valid(pos)]
-    out: np.ndarray = data.copy()
+    out = _result(data, updates)
     for pos in tuples:
         coordinate = tuple(_resolve(int(indices[(*pos, j)]), data.shape[j]) for j in range(k))
         for rest in itertools.product(*map(range, data.shape[k:])):

@@ -38,7 +38,7 @@ from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
 from onnx_gather import _spec
-from onnx_gather._backends._numpy._scatter import write
+from onnx_gather._backends._numpy._scatter import result_dtype, write
 from onnx_gather._host import checked
 from onnx_gather._indices import DROP, counted
 
@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 
 def scatter(data: da.Array, indices: Any, updates: da.Array, plan: Any) -> da.Array:
     """ScatterElements or ScatterND of dask arrays (``plan`` says which): a lazy result."""
+    wide = result_dtype(data.dtype, updates.dtype)  # (strings: every update whole)
+    if wide != data.dtype:
+        data = data.astype(wide)
     nd = plan.coordinates
     k = len(plan.sizes) if nd else data.ndim
     if nd:

@@ -103,6 +103,7 @@ def scatter_elements(
     kernel, also run by the PyTorch backend on views of CPU tensors.
     """
     data, updates = _plain(data), _plain(updates, "updates")
+    data = _scatter.widened(data, updates, out)
     kernel = _COMPILED["scatter_elements"] if _kernels is not None else None
     return _scatter.scatter_elements(
         data, indices, updates, plan, out, kernel, threads or THREADS, fresh
@@ -120,6 +121,7 @@ def scatter_nd(
 ) -> np.ndarray:
     """ONNX ScatterND; the arguments as for :func:`scatter_elements`."""
     data, updates = _plain(data), _plain(updates, "updates")
+    data = _scatter.widened(data, updates, out)
     kernel = _COMPILED["scatter_nd"] if _kernels is not None else None
     return _scatter.scatter_nd(data, indices, updates, plan, out, kernel, threads or THREADS, fresh)
 

@@ -58,6 +58,32 @@ _KINDS = {name: code for code, name in enumerate(_KIND_NAMES)}
 _DROP, _SCAN_FIRST, _WHILE_WRITING = 0, 1, 2
 
 
+def result_dtype(data: np.dtype[Any], updates: np.dtype[Any]) -> np.dtype[Any]:
+    """The result's dtype: data's, fixed-width strings widened to hold every update whole.
+
+    ONNX's type is ``string`` for both; NumPy's ``<U2`` data would cut a ``<U3`` update
+    (ONNX Runtime keeps it whole, as the conformance campaign showed).
+    """
+    if data.kind in "US" and updates.kind in "US":
+        wide: np.dtype[Any] = np.result_type(data, updates)
+        return wide
+    return data
+
+
+def widened(data: np.ndarray, updates: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """``data`` as :func:`result_dtype`; TypeError where ``out`` cannot hold the updates."""
+    wide = result_dtype(data.dtype, updates.dtype)
+    if wide == data.dtype:
+        return data
+    if out is not None:
+        msg = (
+            f"out holds strings of dtype {out.dtype}, which would cut the updates "
+            f"({updates.dtype}): pass data of dtype {wide}"
+        )
+        raise TypeError(msg)
+    return data.astype(wide)
+
+
 def scatter_elements(
     data: np.ndarray,
     indices: np.ndarray,
