@@ -70,17 +70,41 @@ def test_add_gradient_is_the_upstream_at_each_target() -> None:
     assert torch.equal(updates.grad, grad[[1, 1, 0]])
 
 
-def test_vmap_is_refused_until_it_has_a_rule() -> None:
-    def f(d: torch.Tensor, i: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-        return _call(SE, "add", d, i, u)
+@pytest.mark.parametrize("op", [SE, SN], ids=lambda op: op.name)
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+@pytest.mark.parametrize("batched", ["all", "data", "indices"])
+def test_vmap_gives_each_entry_its_own_call(
+    op: _ops.Operator, reduction: str, batched: str
+) -> None:
+    """torch.func.vmap (eager, and of grad): each entry as a call of its own, bits and grads."""
+    rng = np.random.default_rng(5)
+    data = torch.from_numpy(rng.standard_normal((3, 4, 5)).astype(np.float32))
+    if op is SE:
+        indices = torch.from_numpy(rng.integers(-4, 4, (3, 6, 5)))
+        updates = torch.from_numpy(rng.standard_normal((3, 6, 5)).astype(np.float32))
+    else:
+        indices = torch.from_numpy(rng.integers(-4, 4, (3, 6, 1)))
+        updates = torch.from_numpy(rng.standard_normal((3, 6, 5)).astype(np.float32))
+    dims = {"all": (0, 0, 0), "data": (0, None, None), "indices": (None, 0, None)}[batched]
+    given = [
+        x if d is not None else x[0] for x, d in zip((data, indices, updates), dims, strict=True)
+    ]
 
-    data, indices, updates = (
-        torch.zeros(2, 2, 3),
-        torch.tensor([[[0, 1, 1]]] * 2),
-        torch.ones(2, 1, 3),
-    )
-    with pytest.raises(NotImplementedError, match=r"ScatterElements-18 under torch.func.vmap"):
-        torch.func.vmap(f)(data, indices, updates)
+    def entry(b: int) -> list[torch.Tensor]:
+        return [x[b] if d is not None else x for x, d in zip(given, dims, strict=True)]
+
+    out = torch.func.vmap(lambda d, i, u: _call(op, reduction, d, i, u), in_dims=dims)(*given)
+    for b in range(3):
+        assert torch.equal(out[b], _call(op, reduction, *entry(b))), b
+
+    def loss(d: torch.Tensor, i: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        return (_call(op, reduction, d, i, u) ** 2).sum()
+
+    grads = torch.func.vmap(torch.func.grad(loss, argnums=(0, 2)), in_dims=dims)(*given)
+    for b in range(3):
+        want = torch.func.grad(loss, argnums=(0, 2))(*entry(b))
+        for got, expected in zip(grads, want, strict=True):
+            assert torch.equal(got[b], expected), b
 
 
 @pytest.fixture(scope="module", autouse=True)

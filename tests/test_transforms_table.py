@@ -5,9 +5,8 @@ transform x whether eager calls ran first, for every ONNX operator of the regist
 (ScatterElements with reduction none, ScatterND with add: their updates are a slice of
 the data, so gradients reach both), on the CPU.
 
-* torch: ``torch.compile(fullgraph=True)`` static and ``dynamic=True``, ``torch.func.vmap``
-  (the scatters: NotImplementedError, as documented), ``torch.func.grad``; also
-  ``torch.export.export``.
+* torch: ``torch.compile(fullgraph=True)`` static and ``dynamic=True``, ``torch.func.vmap``,
+  ``torch.func.grad``; also ``torch.export.export``.
 * jax: ``jax.jit``, ``jax.vmap``, ``jax.grad``, ``jax.export`` with a symbolic axis size.
 
 "Eager first" runs eager calls of other shapes and every index form before the transform
@@ -61,8 +60,6 @@ ATTRIBUTES = {
 #: smaller than data off the axis but not larger, GatherND's batch dim must match.
 SECOND_ROWS = {GATHER: 4, ELEMENTS: 3, ND: 3, SE: 3, SN: 4}
 FORMS = ["int", "list", "numpy", "own"]
-#: Scatters under torch.func.vmap: refused (README, "Autograd, jit and devices").
-VMAP_REFUSED = r"under torch.func.vmap is not supported yet: call it in a loop"
 #: A Python int is a 0-d index: Gather's alone takes one.
 ROWS = [(op, form) for op in INDICES for form in FORMS if form != "int" or op == GATHER]
 ROW_IDS = [f"{op}-{form}" for op, form in ROWS]
@@ -211,13 +208,9 @@ def test_torch_table(
             )
     elif transform == "vmap":
         xs = np.stack([X, X[::-1].copy() * 2])
-        if op in SCATTERS:
-            with pytest.raises(NotImplementedError, match=VMAP_REFUSED):
-                torch.func.vmap(lambda t: apply(op, t, idx))(torch.from_numpy(xs))
-        else:
-            out = torch.func.vmap(lambda t: apply(op, t, idx))(torch.from_numpy(xs))
-            for b in range(2):
-                np.testing.assert_array_equal(out[b].numpy(), want(op, form, xs[b]))
+        out = torch.func.vmap(lambda t: apply(op, t, idx))(torch.from_numpy(xs))
+        for b in range(2):
+            np.testing.assert_array_equal(out[b].numpy(), want(op, form, xs[b]))
     else:
         g = upstream(op, form)
         grad = torch.func.grad(lambda t: (apply(op, t, idx) * torch.from_numpy(g)).sum())(x)
@@ -243,10 +236,6 @@ def test_torch_table_out_of_range(op: str, form: str, transform: str) -> None:
     elif transform == "vmap":
         run = torch.func.vmap(lambda t: apply(op, t, idx))
         x = torch.stack([x, x])
-        if op in SCATTERS:
-            with pytest.raises(NotImplementedError, match=VMAP_REFUSED):
-                run(x)
-            return
     else:
         run = torch.func.grad(lambda t: apply(op, t, idx).sum())
     with pytest.raises(IndexError) as info:

@@ -370,19 +370,19 @@ def _scatter_call(
     A recorded call (``torch.compile``, ``torch.export``, ``make_fx``, ``torch.jit.trace``)
     is one ``onnx_gather::run_v1`` operator, checked or not: torch's operations take as
     many rounds as the call's duplicates need, which a graph cannot fix in advance.
+    So is a call under ``torch.func.vmap``, whose rule runs the operator per batch entry.
     Anything else (CUDA, autograd, forward-mode AD, ``torch.func.grad``) runs ``own``,
-    torch's operations; ``torch.func.vmap`` is refused for now.
+    torch's operations.
     """
     if _scatter_numpy_route(data, indices, updates, plan, out):
         return _scatter_on_numpy(kernel, data, indices, updates, plan, out)
     if isinstance(indices, np.ndarray):  # host indices (in a graph: a constant of it)
         indices = torch.as_tensor(indices.copy(), device=data.device)
-    if _scatter_in_graph(data, indices, updates):
+    if _scatter_in_graph(data, indices, updates) or any(
+        _batched(x) for x in (data, indices, updates)
+    ):  # (under torch.func.vmap: its rule calls the operator per batch entry)
         result = _fused.call(data, indices, updates, plan=plan)
     else:
-        if any(_batched(x) for x in (data, indices, updates)):
-            msg = f"{plan.op} under torch.func.vmap is not supported yet: call it in a loop"
-            raise NotImplementedError(msg)
         _check_servable(data, indices)
         result = own(data, indices, updates, plan)
     if out is None:

@@ -143,36 +143,44 @@ def _run_vmap(
     strings: str,
     check_bounds: bool,
 ) -> tuple[torch.Tensor, int]:
-    """The operator under ``vmap`` (``torch.compile`` of ``torch.func.vmap``): one call.
+    """The operator under ``vmap`` (``torch.func.vmap``, eager or compiled).
 
-    The batch dim moves to the front of each batched input; the operator's rule makes one
-    call of the batch (:data:`BATCHED`), an index's position in a message then reading
-    (batch entry, position).
+    The batch dim moves to the front of each batched input; the operator's rule
+    (:data:`BATCHED`) makes one call of the batch where one call can say it (the gathers:
+    an index's position in a message then reads (batch entry, position)), else one call
+    per entry (the scatters: each entry's duplicates apply in its own order).
     """
     operator, _ = _ops.BY_MESSAGE_NAME[op]
-    rule = BATCHED.get(operator.method)
-    if rule is None:  # (the scatters have none yet)
-        msg = f"{op} under vmap in a recorded graph is not supported yet: call it eagerly"
-        raise NotImplementedError(msg)
-    data, indices = inputs
-    data_dim, indices_dim = in_dims[0]
-    if data_dim is not None:
-        data = data.movedim(data_dim, 0)
-    if indices_dim is not None:
-        indices = indices.movedim(indices_dim, 0)
-    return rule(data, indices, data_dim is not None, indices_dim is not None, op, list(ints),
-                strings, check_bounds, info.batch_size)  # fmt: skip
+    rule = BATCHED.get(operator.method, _each_entry)
+    dims = in_dims[0]
+    moved = [x if d is None else x.movedim(d, 0) for x, d in zip(inputs, dims, strict=True)]
+    batched = [d is not None for d in dims]
+    return rule(moved, batched, op, list(ints), strings, check_bounds, info.batch_size)
+
+
+def _each_entry(
+    inputs: list[Any], batched: list[bool], op: str, ints: list[int], strings: str,
+    check: bool, size: int,
+) -> tuple[torch.Tensor, int]:  # fmt: skip
+    """One call per batch entry, stacked: exact for any operator."""
+    rows = [
+        _run([x[b] if is_batched else x for x, is_batched in zip(inputs, batched, strict=True)],
+             op, ints, strings, check)
+        for b in range(size)
+    ]  # fmt: skip
+    return torch.stack(rows), 0
 
 
 def _gather_batched(
-    data: Any, indices: Any, data_batched: bool, indices_batched: bool,
-    op: str, ints: list[int], strings: str, check: bool, size: int,
+    inputs: list[Any], batched: list[bool], op: str, ints: list[int], strings: str,
+    check: bool, size: int,
 ) -> tuple[torch.Tensor, int]:  # fmt: skip
     """Gather of a batch, in one call where one call can say it.
 
     Batched data: along axis + 1. Batched indices: more indices (the batch lands at the
     axis). Both: one call per entry.
     """
+    (data, indices), (data_batched, indices_batched) = inputs, batched
     axis = ints[0]
     if data_batched and indices_batched:
         rows = [
@@ -185,14 +193,15 @@ def _gather_batched(
 
 
 def _leading_batch(
-    data: Any, indices: Any, data_batched: bool, indices_batched: bool,
-    op: str, ints: list[int], strings: str, check: bool, size: int,
+    inputs: list[Any], batched: list[bool], op: str, ints: list[int], strings: str,
+    check: bool, size: int,
 ) -> tuple[torch.Tensor, int]:  # fmt: skip
     """GatherElements and GatherND of a batch: one call, the attribute one further.
 
     Both inputs batched (the unbatched one expanded, a view), the axis or batch_dims (the
     first attribute of both) counting the batch.
     """
+    (data, indices), (data_batched, indices_batched) = inputs, batched
     if not data_batched:
         data = data.expand(size, *data.shape)
     if not indices_batched:
@@ -200,7 +209,7 @@ def _leading_batch(
     return _run([data, indices], op, [ints[0] + 1, *ints[1:]], strings, check), 0
 
 
-#: Each operator's rule under vmap, by its registry method name.
+#: Each operator's rule under vmap, by its registry method name (else one call per entry).
 BATCHED: dict[str, Callable[..., tuple[torch.Tensor, int]]] = {
     "gather": _gather_batched,
     "gather_elements": _leading_batch,

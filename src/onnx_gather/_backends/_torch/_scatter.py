@@ -114,6 +114,24 @@ class _Write(torch.autograd.Function):  # type: ignore[misc]
         target, rows, values, keep = ctx.saved_tensors
         return _tangent(target, rows, values, keep, ctx.reduction, t_target, t_values)
 
+    @staticmethod
+    def vmap(info: Any, in_dims: tuple[Any, ...], *inputs: Any) -> tuple[torch.Tensor, int]:
+        """Under ``torch.func.vmap`` (of ``grad``): one write per batch entry, stacked.
+
+        Each entry's duplicates apply in its own order: no batched form of the rounds.
+        """
+        *arrays, reduction = inputs
+
+        def entry(x: Any, dim: Any, b: int) -> Any:
+            return x if dim is None or x is None else x.select(dim, b)
+
+        rows = [
+            _Write.apply(*(entry(x, d, b) for x, d in zip(arrays, in_dims, strict=False)),
+                         reduction)
+            for b in range(info.batch_size)
+        ]  # fmt: skip
+        return torch.stack(rows), 0
+
 
 def gradients(
     grad: torch.Tensor,
