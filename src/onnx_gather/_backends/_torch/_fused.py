@@ -151,7 +151,7 @@ def _run_vmap(
     per entry (the scatters: each entry's duplicates apply in its own order).
     """
     operator, _ = _ops.BY_MESSAGE_NAME[op]
-    rule = BATCHED.get(operator.method, _each_entry)
+    rule: Callable[..., tuple[torch.Tensor, int]] = BATCHED.get(operator.method, _each_entry)
     dims = in_dims[0]
     moved = [x if d is None else x.movedim(d, 0) for x, d in zip(inputs, dims, strict=True)]
     batched = [d is not None for d in dims]
