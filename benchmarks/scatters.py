@@ -1,14 +1,15 @@
-"""The scatters (issue 22) side by side: ours, the native call, ONNX Runtime.
+"""The scatters side by side: ours, the native call, ONNX Runtime, in every mode.
 
-The scatters are not public functions yet, so they are not among ``python -m benchmarks``'
-workloads; this runs the issue's workloads through ``onnx_gather._api.run`` (what the
-public functions will call) with the same interleaved timer::
+The issue's workloads (a key/value cache update, copying and in place; ScatterElements
+add with duplicates and a permutation of 2000x2000; a ScatterND histogram; a tiny call of
+each) through the public functions, with ``python -m benchmarks``' interleaved timer::
 
     python -m benchmarks.scatters --backends numpy,torch,jax --rounds 11
 
-Native calls are the ones a careful user writes; where the native call's result for
-duplicates is not the decided one, the row says so. Ratios are medians over rounds of
-ours / theirs within a round.
+Eager NumPy and torch calls, ``torch.compile(fullgraph=True)`` and ``jax.jit``, each
+against the native call under the same mode. Native calls are the ones a careful user
+writes; where the native call's result for duplicates is not the decided one, the row
+says so. Ratios are medians over rounds of ours / theirs within a round.
 """
 
 from __future__ import annotations
@@ -21,10 +22,20 @@ from typing import Any
 
 import numpy as np
 
+import onnx_gather as og
 from benchmarks.timer import interleaved, median_ratio
-from onnx_gather import _api, _ops
+from onnx_gather import _ops
 
 SE, SN = _ops.SCATTER_ELEMENTS, _ops.SCATTER_ND
+FUNCTIONS = {SE.name: og.scatter_elements, SN.name: og.scatter_nd}
+
+
+def _ours(w: dict[str, Any]) -> Callable[..., Any]:
+    """The public function with the workload's attributes: ``f(data, indices, updates)``."""
+    fn = FUNCTIONS[w["op"].name]
+    names = [name for name, _ in w["op"].attributes]
+    attributes = dict(zip(names, w["attrs"], strict=True))
+    return lambda d, i, u, **kw: fn(d, i, u, **attributes, **kw)
 
 
 def _workloads(rng: np.random.Generator) -> dict[str, dict[str, Any]]:
@@ -96,19 +107,33 @@ def _torch(w: dict[str, Any]) -> dict[str, Callable[[], Any]]:
         torch.from_numpy(np.ascontiguousarray(x)) for x in (w["data"], w["indices"], w["updates"])
     )
     op, attrs = w["op"], w["attrs"]
-    out = {"ours torch": lambda: _api.run(op, 18, (data, idx, upd), attrs, True)}
+    ours = _ours(w)
+    native: Callable[..., Any]
     if op is SE:
         reduce = attrs[1]
         if reduce == "add":  # (CPU: sums in an order of its own)
-            out["torch.scatter_add"] = lambda: data.scatter_add(0, idx, upd)
+            name, native = "torch.scatter_add", lambda d, i, u: d.scatter_add(0, i, u)
         else:
-            out["torch.scatter"] = lambda: data.scatter(0, idx, upd)
+            name, native = "torch.scatter", lambda d, i, u: d.scatter(0, i, u)
     elif attrs[0] == "add":
-        out["index_put accumulate"] = lambda: data.index_put((idx[:, 0],), upd, accumulate=True)
+        name = "index_put accumulate"
+
+        def native(d: Any, i: Any, u: Any) -> Any:
+            return d.index_put((i[:, 0],), u, accumulate=True)
     else:
-        coords = tuple(idx[..., j] for j in range(idx.shape[-1]))
-        out["index_put"] = lambda: data.index_put(coords, upd)
-    return out
+        name = "index_put"
+
+        def native(d: Any, i: Any, u: Any) -> Any:
+            return d.index_put(tuple(i[..., j] for j in range(i.shape[-1])), u)
+
+    ours_compiled = torch.compile(ours, fullgraph=True)
+    native_compiled = torch.compile(native, fullgraph=True)
+    return {
+        "ours torch": lambda: ours(data, idx, upd),
+        name: lambda: native(data, idx, upd),
+        "ours torch.compile": lambda: ours_compiled(data, idx, upd),
+        f"{name} compiled": lambda: native_compiled(data, idx, upd),
+    }
 
 
 def _jax(w: dict[str, Any]) -> dict[str, Callable[[], Any]]:
@@ -117,7 +142,7 @@ def _jax(w: dict[str, Any]) -> dict[str, Callable[[], Any]]:
 
     data, idx, upd = (jnp.asarray(x) for x in (w["data"], w["indices"], w["updates"]))
     op, attrs = w["op"], w["attrs"]
-    ours = jax.jit(lambda d, i, u: _api.run(op, 18, (d, i, u), attrs, True))
+    ours = jax.jit(_ours(w))
     if op is SE:
         cols = jnp.arange(data.shape[1])[None, :]
         how = "add" if attrs[1] == "add" else "set"
@@ -145,16 +170,15 @@ def main() -> None:
     print("| workload | ours vs contender | contender per call | ours / it |")
     print("| --- | --- | ---: | ---: |")
     for name, w in _workloads(rng).items():
-        op, arrays, attrs = w["op"], (w["data"], w["indices"], w["updates"]), w["attrs"]
+        arrays = (w["data"], w["indices"], w["updates"])
         contenders: dict[str, Callable[[], Any]] = {}
         if "numpy" in backends:
-            contenders["ours numpy"] = lambda op=op, arrays=arrays, attrs=attrs: _api.run(
-                op, 18, arrays, attrs, True
-            )
+            ours = _ours(w)
+            contenders["ours numpy"] = lambda ours=ours, a=arrays: ours(*a)
             if w.get("out"):
                 target = w["data"].copy()
-                contenders["ours numpy out=data"] = lambda op=op, t=target, a=arrays, attrs=attrs: (
-                    _api.run(op, 18, (t, a[1], a[2]), attrs, True, t)
+                contenders["ours numpy out=data"] = lambda ours=ours, t=target, a=arrays: ours(
+                    t, a[1], a[2], out=t
                 )
             contenders["numpy native"] = _numpy_native(w)
             ort = _ort(w)
@@ -165,16 +189,27 @@ def main() -> None:
         if "jax" in backends:
             contenders.update(_jax(w))
         times = interleaved(contenders, args.rounds, args.sample)
-        for family in [f for f in ("ours numpy", "ours torch", "ours jax.jit") if f in times]:
+        families = ("ours numpy", "ours torch", "ours torch.compile", "ours jax.jit")
+        for family in [f for f in families if f in times]:
             for other in times:
-                own = family == "ours numpy" and other == "ours numpy out=data"
+                own = (family, other) in {
+                    ("ours numpy", "ours numpy out=data"),
+                    ("ours torch.compile", "ours torch"),  # compiled no slower than eager
+                }
                 if other == family or (other.startswith("ours") and not own):
+                    continue
+                # Each mode against the native call in the same mode (and eager torch
+                # against our compiled call: a compiled call should be no slower).
+                compiled = family == "ours torch.compile"
+                if family.startswith("ours torch") and (
+                    other.endswith("compiled") != compiled and other != "ours torch"
+                ):
                     continue
                 med = statistics.median(times[other]) * 1e3
                 ratio = median_ratio(times[family], times[other])
-                ours = statistics.median(times[family]) * 1e3
+                own_ms = statistics.median(times[family]) * 1e3
                 print(
-                    f"| {name} | {family} {ours:.3f} ms vs {other} | {med:.3f} ms | {ratio:.2f} |"
+                    f"| {name} | {family} {own_ms:.3f} ms vs {other} | {med:.3f} ms | {ratio:.2f} |"
                 )
 
 

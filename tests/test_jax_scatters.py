@@ -197,3 +197,22 @@ def test_export_of_a_float_reduction_needs_a_symbolic_shape() -> None:
     static = (jax.ShapeDtypeStruct((4,), np.float32), jax.ShapeDtypeStruct((3,), np.float32))
     with pytest.raises(NotImplementedError, match="serialization of host_callbacks"):
         export.export(jax.jit(f))(*static)
+
+
+@pytest.mark.parametrize("reduction", ["add", "mul", "max", "min"])
+def test_subnormals_are_ieee_on_the_cpu(reduction: str) -> None:
+    """XLA's CPU arithmetic flushes subnormals; the scatters' results must not.
+
+    Subnormal operands, a subnormal result of normal operands (2**-125 + 2**-148 minus
+    2**-125), and normal values only (the add that stays in XLA), eagerly and under jit.
+    """
+    bits = np.array([1, 0x00800001, 0x3F800000, 0x80000003], np.uint32)  # 1e-45, ...
+    data = bits.view(np.float32)
+    updates = np.array([1, 0x80800000, 0x3F000000, 0x00000002], np.uint32).view(np.float32)
+    indices = np.array([0, 1, 2, 3])
+    for d, u in ((data, updates), (data * 2**100, updates * 2**100)):
+        case = scatter("s", SE, d, indices, u, {"reduction": reduction})
+        arrays = tuple(jnp.asarray(x) for x in case.arrays)
+        want = oracle_answer(case)
+        assert_identical(np.asarray(_call(case, *arrays)), want)
+        assert_identical(np.asarray(jax.jit(lambda *a: _call(case, *a))(*arrays)), want)
