@@ -20,6 +20,7 @@ from scatter_cases import F32, SCATTER_CASES, a, scatter
 import onnx_gather as og
 from onnx_gather import _ops
 from onnx_gather._backends import _numpy as _numpy_backend
+from onnx_gather._conformance import onnx_peers
 from onnx_gather._conformance.runner import difference
 
 SE, SN = _ops.SCATTER_ELEMENTS, _ops.SCATTER_ND
@@ -453,21 +454,10 @@ def _peer_disagreement(got: Any, want: np.ndarray) -> str | None:
         return None
     if got.shape != want.shape or got.dtype != want.dtype:
         return f"shape or dtype: {difference(got, want)}"
-    a, b = got.reshape(-1), want.reshape(-1)
-    with np.errstate(invalid="ignore"):
-        differ = a.view(np.uint8).reshape(a.size, -1) != b.view(np.uint8).reshape(b.size, -1)
-    classes = set()
-    for i in np.flatnonzero(differ.any(axis=1)):
-        x, y = (complex(a[i]), complex(b[i])) if a.dtype.kind == "c" else (float(a[i]), float(b[i]))
-        if np.isnan(x) and np.isnan(y):
-            classes.add("which NaN")
-        elif np.isnan(y):
-            classes.add("max/min drop a NaN")
-        elif x == y == 0:
-            classes.add("signed zero in max/min")
-        else:
-            classes.add(f"value: {x} vs {y}")
-    return ", ".join(sorted(classes))
+    kinds = onnx_peers.float_differences(got, want)
+    if kinds is None:
+        return f"values: {difference(got, want)}".replace(", ", "; ")
+    return ", ".join(sorted(kinds))
 
 
 #: What the peers may do otherwise, and why (docs/conformance.md).
@@ -475,8 +465,8 @@ _EXPLAINED = {
     "no kernel for the type",  # ORT: complex ScatterElements, ScatterND float16/bool reductions
     "input the Python binding cannot take",  # ORT's binding: bfloat16, 0-d bool arrays
     "which NaN",  # a NaN from add/mul keeps an operand's payload there; ours is canonical
-    "max/min drop a NaN",  # std::max / Python max: a NaN loses to a number
-    "signed zero in max/min",  # -0.0 == +0.0 to them: whichever came first stays
+    "a NaN dropped",  # max/min in std::max / Python max: a NaN loses to a number
+    "signed zero",  # max/min: -0.0 == +0.0 to them, whichever came first stays
 }
 
 

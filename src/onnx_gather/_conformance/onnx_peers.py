@@ -244,7 +244,7 @@ def classify(example: Example, got: Outcome, want: Outcome, compare: Any = None)
         return "WRONG shape"
     if diff.startswith("dtype"):
         return f"WRONG dtype ({got.value.dtype} for {reference.dtype})"
-    kinds = _float_differences(got.value, reference)
+    kinds = float_differences(got.value, reference)
     if kinds == {"which NaN"}:
         return "NaN payload changed"
     if kinds:
@@ -252,17 +252,18 @@ def classify(example: Example, got: Outcome, want: Outcome, compare: Any = None)
     return "WRONG values"
 
 
-def _float_differences(got: np.ndarray, want: np.ndarray) -> set[str] | None:
+def float_differences(got: np.ndarray, want: np.ndarray) -> set[str] | None:
     """How floats differ element by element, where every difference is one of three kinds.
 
     ``which NaN`` (both NaN, other bits), ``a NaN dropped`` (a number where the oracle has
     NaN), ``signed zero`` (+0.0 for -0.0 or back); None if any other difference occurs.
     """
-    if want.dtype.kind not in "fc" or got.dtype != want.dtype:
+    floating = want.dtype.kind in "fc" or want.dtype.name == "bfloat16"  # (ml_dtypes: kind V)
+    if not floating or got.dtype != want.dtype:
         return None
     if want.dtype.kind == "c":
-        real = _float_differences(got.real.copy(), want.real.copy())
-        imag = _float_differences(got.imag.copy(), want.imag.copy())
+        real = float_differences(got.real.copy(), want.real.copy())
+        imag = float_differences(got.imag.copy(), want.imag.copy())
         return None if real is None or imag is None else real | imag
     a, b = got.reshape(-1), want.reshape(-1)
     width = np.dtype(f"u{want.dtype.itemsize}")
