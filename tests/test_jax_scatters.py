@@ -210,7 +210,8 @@ def test_subnormals_are_ieee_on_the_cpu(reduction: str) -> None:
     data = bits.view(np.float32)
     updates = np.array([1, 0x80800000, 0x3F000000, 0x00000002], np.uint32).view(np.float32)
     indices = np.array([0, 1, 2, 3])
-    for d, u in ((data, updates), (data * 2**100, updates * 2**100)):
+    large = np.float32(2.0**100)  # (a Python int that large is an object to NumPy 1.x)
+    for d, u in ((data, updates), (data * large, updates * large)):
         case = scatter("s", SE, d, indices, u, {"reduction": reduction})
         arrays = tuple(jnp.asarray(x) for x in case.arrays)
         want = oracle_answer(case)
