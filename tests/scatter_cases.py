@@ -141,6 +141,12 @@ RULES = [
             {"reduction": "add"}, check_bounds=False, expected=a([[1, 2], [3, 44]], np.int32)),
     scatter("se-opset-11", SE, a([1, 2], np.int64), a([1, 1]), a([5, 6], np.int64), opset=11,
             expected=a([1, 6], np.int64)),
+    # Subnormal operands and a subnormal result of normal ones (2**-125 + 2**-148 minus
+    # 2**-125): IEEE bits on every backend (XLA's CPU arithmetic flushes them to zero).
+    *(scatter(f"se-{r}-subnormals", SE,
+              a([1, 0x00800001, 0x80000003], np.uint32).view(F32), a([0, 0, 1, 2]),
+              a([1, 1, 0x80800000, 2], np.uint32).view(F32), {"reduction": r})
+      for r in ("add", "mul", "max", "min")),
     # max and min at versions 16 and 17, as torch's exporter writes them and ORT runs them.
     scatter("se-max-at-opset-16", SE, a([1.0, 5.0, 3.0], F32), a([0, 1, 0]), a([4.0, 4.0, 2.0], F32),
             {"reduction": "max"}, opset=16, expected=a([4.0, 5.0, 3.0], F32)),
