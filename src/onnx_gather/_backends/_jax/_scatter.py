@@ -13,7 +13,9 @@ on it:
   min: OR and AND).
 * Float and complex reductions on the CPU: the library's NumPy kernel on the arrays'
   host memory (``jax.pure_callback`` under ``jit``): XLA's CPU arithmetic flushes
-  subnormals to zero (:func:`_on_host`), which IEEE per-step rounding does not.
+  subnormals to zero (:func:`_on_host`), which IEEE per-step rounding does not. A real
+  float32/float64 add that no subnormal can reach stays in XLA's scatter, which applies
+  the updates in order on the CPU (:func:`_may_meet_a_subnormal`, :func:`_in_order`).
 * The same on other devices: in rounds, as the PyTorch backend does
   (:mod:`.._torch._scatter`): round ``r`` applies each row's ``r``-th update in C order,
   all at distinct rows, computed in float32 for float16 and bfloat16 and rounded back
