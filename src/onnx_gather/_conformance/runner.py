@@ -126,10 +126,7 @@ def inputs(lib: Library, example: Example) -> tuple[tuple[Any, ...], bool]:
     ``permute_dims(x, (0, 4, 2, 3, 1))``; XLA flushes denormals on CPU, openxla/xla#22858).
     """
     reverse_ok = reverses(lib)
-    data = _present(lib.asarray, example.data, example.data_layout, example.pad, reverse_ok)
-    plain = False
-    if not example.data_layout.plain and difference(lib.to_numpy(data), example.data) is not None:
-        data, plain = lib.asarray(example.data), True
+    data, plain = _viewed(lib, example.data, example.data_layout, example.pad, reverse_ok)
     if example.indices_form == "list":
         indices: Any = example.indices.tolist()
     else:
@@ -144,14 +141,21 @@ def inputs(lib: Library, example: Example) -> tuple[tuple[Any, ...], bool]:
         indices = _present(make, example.indices, example.indices_layout, pad, reverse_indices)
     if example.updates is None:
         return (data, indices), plain
-    updates = _present(
-        lib.asarray, example.updates, example.updates_layout, example.pad, reverse_ok
-    )
-    if not example.updates_layout.plain and (
-        difference(lib.to_numpy(updates), example.updates) is not None
-    ):
-        updates = lib.asarray(example.updates)
+    updates, _ = _viewed(lib, example.updates, example.updates_layout, example.pad, reverse_ok)
     return (data, indices, updates), plain
+
+
+def _viewed(
+    lib: Library, logical: np.ndarray, layout: Layout, pad: Any, reverse_ok: bool
+) -> tuple[Any, bool]:
+    """``logical`` through ``layout`` as ``lib``'s array, and whether it came plainly.
+
+    Plainly where the library's view changed its bits (see :func:`inputs`).
+    """
+    x = _present(lib.asarray, logical, layout, pad, reverse_ok)
+    if not layout.plain and difference(lib.to_numpy(x), logical) is not None:
+        return lib.asarray(logical), True
+    return x, False
 
 
 def actual(lib: Library, example: Example) -> tuple[Outcome, str | None, bool]:
