@@ -7,9 +7,11 @@
   Without the compiled kernel, only large GatherElements off the last axis goes to NumPy
   (its blocked kernel); elsewhere torch's kernels are as fast.
 * Large CUDA calls run one fused Triton kernel where triton is installed (``_triton``).
-* Everything else (CUDA, autograd, ``torch.compile``, ``torch.func``) runs
-  ``torch.index_select`` (Gather) or ``torch.gather`` (GatherElements) on indices that
-  ``_torch_indices`` checked and counted from the end.
+* Everything else (CUDA, autograd, ``torch.func``; under ``torch.compile`` small checked
+  calls, and gathers of long rows, on the CPU) runs ``torch.index_select`` (Gather),
+  ``torch.gather`` (GatherElements) or advanced indexing (GatherND) on indices that
+  ``_indices`` checked and counted from the end; recorded graphs otherwise hold one fused
+  operator per call (``_fused``).
 
 Torch's kernels are run bit for bit through :func:`._torch_exact.exact`.
 """
@@ -116,18 +118,27 @@ def _recording() -> bool:
     return torch._C._get_tracing_state() is not None or torch._C._len_torch_dispatch_stack() > 0
 
 
-def _in_graph(data: torch.Tensor, indices: Any, plan: Plan) -> bool:
+def _in_graph(
+    data: torch.Tensor, indices: Any, plan: Plan, fused_wins: Callable[[Any, Any], bool]
+) -> bool:
     """Whether this call becomes one ``onnx_gather::run_v1`` operator of a recorded graph.
 
     Under ``torch.jit.trace``, where the TorchScript ONNX exporter then writes the ONNX node
-    itself, always. Under ``torch.compile``, ``torch.export`` and ``make_fx`` when checked:
-    the operator runs the eager kernel and its check when the graph runs; an unchecked
-    call stays plain aten operations, for graphs bound for other runtimes. Inside a
-    ``torch.func`` transform (vmap, grad) torch's own kernels serve, whose batching and
-    gradient rules the transforms have; the check there is ``checked_indices_v1``.
+    itself, always. Under ``torch.export`` and ``make_fx`` when checked: the operator runs
+    the eager kernel and its check when the graph runs; an unchecked call stays plain aten
+    operations, for graphs bound for other runtimes. Under ``torch.compile`` a checked
+    call on the CPU is the operator where ``fused_wins(data, plan)`` (the compiled kernel
+    beats inductor's code by more than the operator's Python costs), where the result
+    reads no index (the check would have nothing to feed) and for complex data (inductor
+    generates no code for complex types: it warns and runs aten's); otherwise torch's
+    operations with the check in the graph (:func:`._indices.guarded`). Inside a ``torch.func``
+    transform (vmap, grad) torch's own kernels serve, whose batching and gradient rules
+    the transforms have; the check there is ``checked_indices_v1``.
     """
     if torch.compiler.is_compiling():  # (first: Dynamo cannot trace what follows)
-        return plan.check_bounds
+        return plan.check_bounds and (
+            not data.is_cpu or data.is_complex() or _reads_no_index(plan) or fused_wins(data, plan)
+        )
     if wrapped(data) or (isinstance(indices, torch.Tensor) and wrapped(indices)):
         return False
     if torch._C._get_tracing_state() is not None:
@@ -137,22 +148,25 @@ def _in_graph(data: torch.Tensor, indices: Any, plan: Plan) -> bool:
 
 
 def _recordable(
-    kernel: Callable[..., Any], numpy_wins: Callable[[Any], bool]
+    kernel: Callable[..., Any],
+    numpy_wins: Callable[[Any], bool],
+    fused_wins: Callable[[Any, Any], bool],
 ) -> Callable[[Callable[..., torch.Tensor]], Callable[..., torch.Tensor]]:
     """An operator's method: the NumPy backend's ``kernel``, a fused operator, or ``eager``.
 
     Plain CPU tensors that nothing records run ``kernel`` on zero-copy views where
     ``numpy_wins(plan)`` (the short path of eager CPU calls: the route is tested once);
-    a recorded call becomes one fused operator of the graph; anything else runs
-    ``eager``, torch's own kernels. When the graph runs, the fused operator takes the
-    same two routes.
+    a recorded call becomes one fused operator of the graph (under ``torch.compile``
+    where ``fused_wins(data, plan)``: :func:`_in_graph`); anything else runs ``eager``,
+    torch's own kernels. When the graph runs, the fused operator takes the same two
+    routes.
     """
 
     def decorate(eager: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
         def method(self: Any, data: torch.Tensor, indices: Any, plan: Any, /) -> torch.Tensor:
             if _numpy_route(data, indices) and numpy_wins(plan):
                 return _on_numpy(kernel, data, indices, plan)
-            if not _in_graph(data, indices, plan):
+            if not _in_graph(data, indices, plan, fused_wins):
                 return eager(self, data, indices, plan)
             if isinstance(indices, np.ndarray):  # host indices: a constant of the graph
                 indices = torch.as_tensor(indices.copy(), device=data.device)
@@ -186,6 +200,38 @@ def _elements_numpy_wins(plan: Plan) -> bool:
     return numpy_kernels.compiled_available() or (
         plan.axis != len(plan.out_shape) - 1 and math.prod(plan.out_shape) >= _FALLBACK_FROM
     )
+
+
+#: Under ``torch.compile`` on the CPU, the outputs from which the fused operator (the
+#: compiled kernel) beats inductor's code of torch's operations with the check in the
+#: graph: the operator's Python costs about 45 us a call more than the graph's own code,
+#: which the kernel wins back from about 2**18 outputs of GatherElements and of gathers
+#: of short rows; inductor copies long rows as fast as the kernel (docs/benchmarks.md).
+_FUSED_FROM = 1 << 18
+#: The row length (elements) from which inductor's copies keep up with the kernel's.
+_LONG_ROW = 64
+
+
+def _reads_no_index(plan: Plan) -> bool:
+    """Whether the result reads no index: nothing to read, or an empty axis (zeros)."""
+    return math.prod(plan.out_shape) == 0 or any(size == 0 for size in plan.sizes)
+
+
+def _fused_wins(data: torch.Tensor, plan: Plan) -> bool:
+    """GatherElements under ``torch.compile``: the fused operator from ``_FUSED_FROM`` outputs.
+
+    Where the compiled kernel is built (without it the operator runs torch's kernels).
+    """
+    return math.prod(plan.out_shape) >= _FUSED_FROM and numpy_kernels.compiled_available()
+
+
+def _fused_wins_on_short_rows(data: torch.Tensor, plan: Plan) -> bool:
+    """Gather and GatherND: as :func:`_fused_wins`, on rows shorter than ``_LONG_ROW``.
+
+    The rows each index picks start at the axis after those the index addresses.
+    """
+    after = plan.axis + (len(plan.sizes) if plan.coordinates else 1)
+    return _fused_wins(data, plan) and math.prod(data.shape[after:]) < _LONG_ROW
 
 
 def _as_numpy(x: torch.Tensor) -> np.ndarray:
@@ -280,7 +326,7 @@ class TorchBackend(Backend):
     def dtype_name(self, x: torch.Tensor, /) -> str:
         return _NAMES.get(x.dtype, str(x.dtype).removeprefix("torch."))
 
-    @_recordable(numpy_kernels.gather, _compiled_wins)
+    @_recordable(numpy_kernels.gather, _compiled_wins, _fused_wins_on_short_rows)
     def gather(self, data: torch.Tensor, indices: Any, plan: GatherPlan, /) -> torch.Tensor:
         """ONNX Gather: the compiled kernel on CPU views, Triton on large CUDA calls.
 
@@ -295,7 +341,7 @@ class TorchBackend(Backend):
         out = exact(data, plan.axis, indices.reshape(-1), False)
         return out.reshape(plan.out_shape) if indices.dim() != 1 else out
 
-    @_recordable(numpy_kernels.gather_elements, _elements_numpy_wins)
+    @_recordable(numpy_kernels.gather_elements, _elements_numpy_wins, _fused_wins)
     def gather_elements(
         self, data: torch.Tensor, indices: Any, plan: GatherElementsPlan, /
     ) -> torch.Tensor:
@@ -313,7 +359,7 @@ class TorchBackend(Backend):
         block = plan.block()
         return exact(data if block is None else data[block], plan.axis, indices, True)
 
-    @_recordable(numpy_kernels.gather_nd, _compiled_wins)
+    @_recordable(numpy_kernels.gather_nd, _compiled_wins, _fused_wins_on_short_rows)
     def gather_nd(self, data: torch.Tensor, indices: Any, plan: GatherNDPlan, /) -> torch.Tensor:
         """ONNX GatherND: the compiled kernel on CPU views, else advanced indexing.
 

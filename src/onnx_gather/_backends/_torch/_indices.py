@@ -9,13 +9,17 @@ clamped into the axis, counted from the end, in a new int64 tensor (the caller's
 touched). Host indices are checked on the host, before they travel.
 
 Under ``torch.compile`` and ``torch.func`` transforms the index values cannot be read while
-tracing, so the check goes into the graph as the custom operator
+tracing, so the check goes into the graph. Under ``torch.func`` it is the custom operator
 ``onnx_gather::checked_indices_v1``: opaque to the compiler, it runs on the real indices
 when the graph runs, raises the same IndexError as an eager call (one host
-synchronisation, as eagerly) and returns them counted, so no index is read unchecked. Its
-schema is generic over the family (the plan's range rule: the axis the first component
-addresses, the size each addresses, whether the last dim holds coordinates) and carries a
-version in its name, so graphs exported today keep their meaning when it changes.
+synchronisation, as eagerly) and returns them counted, so no index is read unchecked.
+Under ``torch.compile`` (:func:`guarded`) it is torch's operations, which inductor compiles
+with the gather, and a ``torch.cond`` whose branch for a bad index runs
+``onnx_gather::out_of_range_v1``, which raises that IndexError: no Python runs on the good
+path. Their schemas are generic over the family (the plan's range rule: the axis the first
+component addresses, the size each addresses, whether the last dim holds coordinates) and
+carry a version in their names, so graphs exported today keep their meaning when they
+change.
 """
 
 from __future__ import annotations
@@ -90,6 +94,12 @@ _TAGS: dict[str, Any] = (
 )
 
 
+def _rule(op: str, axis: int, sizes: Sequence[int], coordinates: bool) -> _spec.Bounds:
+    """The checked range rule the operators below take as their arguments."""
+    sizes = tuple(sizes)
+    return _spec.Bounds(op, True, (), axis, min(sizes, default=0), sizes, coordinates)
+
+
 @torch.library.custom_op("onnx_gather::checked_indices_v1", mutates_args=(), **_TAGS)
 def _checked_indices(
     indices: torch.Tensor, op: str, axis: int, sizes: Sequence[int], coordinates: bool
@@ -101,8 +111,7 @@ def _checked_indices(
     the operator's name for messages, the axis its first index component addresses, the
     size each component addresses, and whether the last dim of ``indices`` holds them.
     """
-    sizes = tuple(sizes)
-    plan = _spec.Bounds(op, True, (), axis, min(sizes, default=0), sizes, coordinates)
+    plan = _rule(op, axis, sizes, coordinates)
     return counted(indices, plan).clone()  # a custom op's output never aliases its input
 
 
@@ -125,6 +134,72 @@ def _checked_indices_vmap(
     return _checked_indices(indices, *args), 0 if bdim is not None else None
 
 
+@torch.library.custom_op("onnx_gather::out_of_range_v1", mutates_args=())
+def _out_of_range(
+    indices: torch.Tensor, sizes: torch.Tensor, op: str, axis: int, coordinates: bool
+) -> torch.Tensor:
+    """The branch of :func:`guarded`'s check that runs where an index is out of range.
+
+    It raises the eager IndexError. Its arguments are :func:`_checked_indices`' with the
+    sizes as a tensor (int64, one per index component), which a compiler passes to the
+    branch as it passes ``indices``. Where no index is out of range (under ``vmap`` of a
+    batch both branches run) it returns the other branch's value, an int64 zero.
+    """
+    counted(indices, _rule(op, axis, sizes.tolist(), coordinates))
+    return torch.zeros((), dtype=torch.int64, device=indices.device)
+
+
+@_out_of_range.register_fake
+def _out_of_range_fake(
+    indices: torch.Tensor, sizes: torch.Tensor, op: str, axis: int, coordinates: bool
+) -> torch.Tensor:
+    return indices.new_empty((), dtype=torch.int64)
+
+
+@_out_of_range.register_vmap
+def _out_of_range_vmap(
+    info: Any, in_dims: tuple[int | None, ...], indices: torch.Tensor, sizes: torch.Tensor,
+    *args: Any,
+) -> tuple[torch.Tensor, None]:  # fmt: skip
+    # Element-wise: the batch is checked as one tensor, batch dim first (a message's
+    # position then reads (batch entry, position in the indices)); one zero for all.
+    # (``torch.cond`` of a batch may batch the sizes too: every entry holds the same.)
+    bdim, sizes_bdim = in_dims[:2]
+    if bdim is not None:
+        indices = indices.movedim(bdim, 0)
+    if sizes_bdim is not None:
+        sizes = sizes.select(sizes_bdim, 0)
+    return _out_of_range(indices, sizes, *args), None
+
+
+def _no_index_out_of_range(indices: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
+    return indices.new_zeros((), dtype=torch.int64)
+
+
+def guarded(indices: torch.Tensor, plan: Plan) -> torch.Tensor:
+    """Under ``torch.compile``: indices checked by torch's operations in the graph.
+
+    A reduction finds whether any index is out of range; only then does the graph run
+    :func:`_out_of_range` (``torch.cond``), which raises the eager IndexError. The indices
+    come back counted from the end and clamped, plus the branch's zero, so the check is
+    part of what the caller's kernel reads: the compiler can neither drop it nor run the
+    kernel before it. Inductor fuses the counting into that kernel; the graph stays plain
+    torch operations (no Python on the good path), at the cost of one more pass over the
+    indices (docs/benchmarks.md measures both routes; the backend picks per call).
+    """
+    bad = torch.any(plan.outside(indices, xp))
+    # The sizes go to the branch as a tensor operand, not as numbers it captures: inductor
+    # fails on a branch that captured sizes that later became numbers (a tensor of
+    # several sizes makes symbolic ones numbers), in its FakeTensorUpdater: "A subgraph
+    # argument other than striding has been modified" (pytorch/pytorch#156819).
+    sizes = torch.stack([indices.new_full((), size, dtype=torch.int64) for size in plan.sizes])
+    rule = (plan.op, plan.axis, plan.coordinates)
+    zero = torch.cond(
+        bad, lambda i, s: _out_of_range(i, s, *rule), _no_index_out_of_range, (indices, sizes)
+    )
+    return _counted(xp, indices, plan, CLAMP).to(torch.int64) + zero
+
+
 def placed(indices: Any, data: torch.Tensor, plan: Plan) -> torch.Tensor:
     """Indices on ``data``'s device in ``[0, size)`` (see :func:`counted`).
 
@@ -143,6 +218,8 @@ def placed(indices: Any, data: torch.Tensor, plan: Plan) -> torch.Tensor:
         indices = indices.to(data.device, non_blocking=True)
     if indices.is_meta:  # no values to check (data is on meta too: nothing is read)
         return _counted(xp, indices, plan, CLAMP).to(torch.int64)
+    if plan.check_bounds and torch.compiler.is_compiling():
+        return guarded(indices, plan)
     if plan.check_bounds and values_unknown(indices):
         return _checked_indices(indices, plan.op, plan.axis, plan.sizes, plan.coordinates)
     return counted(indices, plan)
