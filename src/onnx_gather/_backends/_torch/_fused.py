@@ -4,7 +4,10 @@ A tracer records torch operations only (``torch.jit.trace``, the TorchScript ONN
 exporter, ``make_fx``, ``torch.compile`` and ``torch.export``). The CPU route through the
 compiled kernel on NumPy views is invisible to them, and a check that reads index values
 while tracing is baked into the graph. So where a graph is being recorded, a call becomes
-this one custom operator, generic over the family:
+this one custom operator, generic over the family (under ``torch.compile`` and
+``torch.export`` a checked gather of CPU tensors becomes it only where the compiled kernel
+wins: elsewhere torch's operations with the check in the graph serve,
+:func:`onnx_gather._backends._torch._indices.guarded`):
 
 ``onnx_gather::run_v1(Tensor[] inputs, str op, int[] ints, str strings, bool
 check_bounds) -> Tensor``

@@ -24,6 +24,7 @@ change.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -33,7 +34,7 @@ import numpy as np
 import torch
 
 from onnx_gather import _host, _spec
-from onnx_gather._indices import CLAMP, RAISE
+from onnx_gather._indices import CLAMP, COUNT, RAISE
 from onnx_gather._indices import counted as _counted
 
 if TYPE_CHECKING:
@@ -141,11 +142,11 @@ def _out_of_range(
     """The branch of :func:`guarded`'s check that runs where an index is out of range.
 
     It raises the eager IndexError. Its arguments are :func:`_checked_indices`' with the
-    sizes as a tensor (int64, one per index component), which a compiler passes to the
+    sizes as a tensor (int64, one per coordinate, or 0-d), which a compiler passes to the
     branch as it passes ``indices``. Where no index is out of range (under ``vmap`` of a
     batch both branches run) it returns the other branch's value, an int64 zero.
     """
-    counted(indices, _rule(op, axis, sizes.tolist(), coordinates))
+    counted(indices, _rule(op, axis, sizes.reshape(-1).tolist(), coordinates))
     return torch.zeros((), dtype=torch.int64, device=indices.device)
 
 
@@ -176,28 +177,56 @@ def _no_index_out_of_range(indices: torch.Tensor, sizes: torch.Tensor) -> torch.
     return indices.new_zeros((), dtype=torch.int64)
 
 
+def _counted_by(indices: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
+    """``COUNT`` of :func:`onnx_gather._indices.counted`, on sizes given as a tensor.
+
+    ``sizes``: one per coordinate (the last dim of ``indices``), or one for every index.
+    For a ``torch.cond`` branch, which must not capture symbolic sizes (:func:`guarded`).
+    """
+    wide = indices.to(torch.int64)
+    return torch.where(wide < 0, wide + sizes, wide)
+
+
+def _counted_or_out_of_range(
+    indices: torch.Tensor, sizes: torch.Tensor, op: str, axis: int, coordinates: bool
+) -> torch.Tensor:
+    return _counted_by(indices, sizes) + _out_of_range(indices, sizes, op, axis, coordinates)
+
+
 def guarded(indices: torch.Tensor, plan: Plan) -> torch.Tensor:
     """Under ``torch.compile``: indices checked by torch's operations in the graph.
 
     A reduction finds whether any index is out of range; only then does the graph run
     :func:`_out_of_range` (``torch.cond``), which raises the eager IndexError. The indices
-    come back counted from the end and clamped, plus the branch's zero, so the check is
-    part of what the caller's kernel reads: the compiler can neither drop it nor run the
-    kernel before it. Inductor fuses the counting into that kernel; the graph stays plain
-    torch operations (no Python on the good path), at the cost of one more pass over the
-    indices (docs/benchmarks.md measures both routes; the backend picks per call).
+    come back counted from the end (int64), and what the caller's kernel reads depends on
+    the check, so the compiler can neither drop it nor run the kernel before it; the
+    graph stays plain torch operations (no Python on the good path). Where each index
+    serves one output (GatherElements, GatherND of elements) the counting is fused into
+    that kernel, with the branch's zero added; where it serves a row of them, the cond
+    hands over the counted indices, which the kernel then reads as the native call's
+    would (adding the count and the zero inside made inductor's row copies 1.15-1.3x
+    slower: it recomputes an index for every vector of the row).
     """
     bad = torch.any(plan.outside(indices, xp))
     # The sizes go to the branch as a tensor operand, not as numbers it captures: inductor
     # fails on a branch that captured sizes that later became numbers (a tensor of
     # several sizes makes symbolic ones numbers), in its FakeTensorUpdater: "A subgraph
     # argument other than striding has been modified" (pytorch/pytorch#156819).
-    sizes = torch.stack([indices.new_full((), size, dtype=torch.int64) for size in plan.sizes])
+    # (One per coordinate, else one for every index: 0-d, so it broadcasts to any shape.)
+    sizes = (
+        torch.stack([indices.new_full((), size, dtype=torch.int64) for size in plan.sizes])
+        if plan.coordinates
+        else indices.new_full((), plan.size, dtype=torch.int64)
+    )
     rule = (plan.op, plan.axis, plan.coordinates)
+    if math.prod(plan.out_shape) > math.prod(indices.shape):  # rows
+        return torch.cond(
+            bad, lambda i, s: _counted_or_out_of_range(i, s, *rule), _counted_by, (indices, sizes)
+        )
     zero = torch.cond(
         bad, lambda i, s: _out_of_range(i, s, *rule), _no_index_out_of_range, (indices, sizes)
     )
-    return _counted(xp, indices, plan, CLAMP).to(torch.int64) + zero
+    return _counted(xp, indices, plan, COUNT).to(torch.int64) + zero
 
 
 def placed(indices: Any, data: torch.Tensor, plan: Plan) -> torch.Tensor:
