@@ -9,9 +9,7 @@ counts negative values from the end and applies one policy to the rest:
 * ``CLAMP`` (gathers without the check): into ``[0, s-1]``, so it reads some element of
   the data and never outside it (0 on an empty axis: callers read nothing there);
 * ``DROP`` (scatters without the check): the index tuples with a bad component are
-  marked, and the backend writes nothing for them;
-* ``COUNT`` (indices whose range the caller's graph checks before they are read, as
-  under ``torch.compile``): negatives counted, nothing else.
+  marked, and the backend writes nothing for them.
 
 Every backend without a fused kernel calls it, with its own namespace ``xp`` (any
 array-API namespace; ``array_api_compat``'s for NumPy, PyTorch and CuPy) and, where its
@@ -37,7 +35,6 @@ if TYPE_CHECKING:
 RAISE = "raise"
 CLAMP = "clamp"
 DROP = "drop"
-COUNT = "count"
 
 #: The largest value an int32 holds: a size beyond it needs int64 indices once counted.
 _INT32_MAX = 2**31 - 1
@@ -68,7 +65,7 @@ def counted(
         enumerates the coordinates.
     plan : Plan
         The checked call: which axis, of which size, each component addresses.
-    policy : {RAISE, CLAMP, DROP, COUNT}
+    policy : {RAISE, CLAMP, DROP}
         What an out-of-range index gets (the module docstring).
     extremes : callable, optional
         ``extremes(indices) -> (lo, hi)``, the smallest and largest value (``lo`` may be
@@ -105,15 +102,13 @@ def counted(
     indices = _widened(xp, indices, plan)
     bound = _bound(xp, plan, indices)
     plus = xp.where(indices < 0, indices + bound, indices)
-    if policy == COUNT:
-        return plus
     if policy == CLAMP:
         if _per_coordinate(plan):  # coordinates of axes of different sizes
             top = _bound(xp, plan, indices, [max(s - 1, 0) for s in plan.sizes])
             return xp.minimum(xp.maximum(plus, xp.zeros_like(top)), top)
         return xp.clip(plus, 0, max(bound - 1, 0))
     if policy != DROP:
-        msg = f"unknown bounds policy {policy!r}; known: {RAISE}, {CLAMP}, {DROP}, {COUNT}"
+        msg = f"unknown bounds policy {policy!r}; known: {RAISE}, {CLAMP}, {DROP}"
         raise ValueError(msg)
     bad = plan.outside(indices, xp)
     keep = ~bad
