@@ -197,3 +197,20 @@ def test_compiled_gather_nd_of_axes_of_different_sizes_with_dynamic_shapes() -> 
     with pytest.raises(IndexError) as compiled:
         f(x, bad)
     assert str(compiled.value) == str(eager.value)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_the_graphs_check_runs_on_other_compiler_backends(backend: str) -> None:
+    """The check is torch operations and a cond: backends that run them as aten ops agree."""
+    f = torch.compile(lambda x, i: og.gather(x, i, axis=1), fullgraph=True, backend=backend)
+    x = torch.arange(15.0).reshape(3, 5)
+    i = torch.tensor([[0, -1], [4, -5]])
+    want = run_oracle("gather", (x.numpy(), i.numpy()), {"axis": 1}, 13, True)
+    assert_identical(f(x, i).numpy(), want)
+    bad = torch.tensor([[0, -1], [5, 2]])
+    with pytest.raises(IndexError) as eager:
+        og.gather(x, bad, axis=1)
+    assert "index 5 at position (1, 0)" in str(eager.value)
+    with pytest.raises(IndexError) as compiled:
+        f(x, bad)
+    assert str(compiled.value) == str(eager.value)
