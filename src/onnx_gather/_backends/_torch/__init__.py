@@ -124,16 +124,17 @@ def _in_graph(
     """Whether this call becomes one ``onnx_gather::run_v1`` operator of a recorded graph.
 
     Under ``torch.jit.trace``, where the TorchScript ONNX exporter then writes the ONNX node
-    itself, always. Under ``torch.export`` and ``make_fx`` when checked: the operator runs
-    the eager kernel and its check when the graph runs; an unchecked call stays plain aten
-    operations, for graphs bound for other runtimes. Under ``torch.compile`` a checked
-    call on the CPU is the operator where ``fused_wins(data, plan)`` (the compiled kernel
-    beats inductor's code by more than the operator's Python costs), where the result
-    reads no index (the check would have nothing to feed) and for complex data (inductor
-    generates no code for complex types: it warns and runs aten's); otherwise torch's
-    operations with the check in the graph (:func:`._indices.guarded`). Inside a ``torch.func``
-    transform (vmap, grad) torch's own kernels serve, whose batching and gradient rules
-    the transforms have; the check there is ``checked_indices_v1``.
+    itself, always. Under ``make_fx`` when checked: the operator runs the eager kernel and
+    its check when the graph runs; an unchecked call stays plain aten operations, for
+    graphs bound for other runtimes. Under ``torch.compile`` and ``torch.export`` (both
+    trace with Dynamo) a checked call on the CPU is the operator where
+    ``fused_wins(data, plan)`` (the compiled kernel beats inductor's code by more than the
+    operator's Python costs), where the result reads no index (the check would have
+    nothing to feed) and for complex data (inductor generates no code for complex types:
+    it warns and runs aten's); otherwise torch's operations with the check in the graph
+    (:func:`._indices.guarded`). Inside a ``torch.func`` transform (vmap, grad) torch's
+    own kernels serve, whose batching and gradient rules the transforms have; the check
+    there is ``checked_indices_v1``.
     """
     if torch.compiler.is_compiling():  # (first: Dynamo cannot trace what follows)
         return plan.check_bounds and (

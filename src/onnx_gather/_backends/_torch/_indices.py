@@ -203,12 +203,11 @@ def guarded(indices: torch.Tensor, plan: Plan) -> torch.Tensor:
     come back counted from the end (int64, :func:`_counted_by`), and what the caller's
     kernel reads depends on the check, so the compiler can neither drop it nor run the
     kernel before it; the graph stays plain torch operations (no Python on the good
-    path). Where each index
-    serves one output (GatherElements, GatherND of elements) the counting is fused into
-    that kernel, with the branch's zero added; where it serves a row of them, the cond
-    hands over the counted indices, which the kernel then reads as the native call's
-    would (adding the count and the zero inside made inductor's row copies 1.15-1.3x
-    slower: it recomputes an index for every vector of the row).
+    path). Where each index serves one output (GatherElements, GatherND of elements) the
+    counting is fused into that kernel, with the branch's zero added; where it serves a
+    row of them, the cond hands over the counted indices, which the kernel then reads as
+    the native call's would (adding the count and the zero inside made inductor's row
+    copies 1.15-1.3x slower: it recomputes an index for every vector of the row).
     """
     bad = torch.any(plan.outside(indices, xp))
     # The sizes go to the branch as a tensor operand, not as numbers it captures: inductor
