@@ -797,6 +797,25 @@ def test_gather_nd_check_reports_a_bad_coordinate(coordinate, where, threads):
     assert call_nd(data, bad, 0, threads=threads)[0] is False
 
 
+@pytest.mark.parametrize("idt", INDEX_DTYPES, ids=["i32", "i64"])
+@pytest.mark.parametrize("k", [2, 3])  # 3: one element per tuple; 2: blocks of 3
+def test_gather_nd_edge_coordinates(idt, k):
+    """-s and s - 1 are valid on each coordinate's own axis; -s - 1, s and the index
+    dtype's extremes are not (the sign is counted without a branch: og_wrap)."""
+    data = random_bits((2, 5, 3), np.float32, np.random.default_rng(26))
+    sizes = data.shape[:k]
+    ind = np.array(list(itertools.product(*[[-s, -1, 0, s - 1] for s in sizes])), idt)
+    ok, out = call_nd(data, ind, 0)
+    assert ok
+    assert_bits_equal(out, ref_gather_nd(data, ind, 0))
+    info = np.iinfo(idt)
+    for j, s in enumerate(sizes):
+        for value in (-s - 1, s, info.min, info.max):
+            bad = ind.copy()
+            bad[5, j] = value
+            assert call_nd(data, bad, 0)[0] is False, (j, value)
+
+
 def test_gather_nd_empty_outputs_and_empty_axes():
     data = np.arange(12, dtype=np.int32).reshape(3, 4)
     # No tuples: nothing to check, an empty result.

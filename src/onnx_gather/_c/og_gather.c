@@ -37,7 +37,7 @@ gather_work(void *jv, int t, int nt)
     for (r = r0; r < r1; r++) {
         npy_int64 i = h->ind64 ? ((const npy_int64 *)h->ind)[j]
                                : (npy_int64)((const npy_int32 *)h->ind)[j];
-        i += (i < 0) ? s : 0;
+        i = og_wrap(i, s);
         if (OG_UNLIKELY((npy_uint64)i >= (npy_uint64)s)) {
             if (h->check) {
                 h->bad = 1;

@@ -65,7 +65,7 @@ nd_work(void *jv, int t, int nt)
                 npy_int64 i = ind64 ? ((const npy_int64 *)h->ind)[at0 + j]
                                     : (npy_int64)((const npy_int32 *)h->ind)[at0 + j];
                 const npy_int64 s = J->sizes[j];
-                i += (i < 0) ? s : 0;
+                i = og_wrap(i, s);
                 if (OG_UNLIKELY((npy_uint64)i >= (npy_uint64)s)) {
                     if (check) {
                         h->bad = 1;

@@ -531,7 +531,7 @@ se_range(se_job *j, npy_intp lo, npy_intp hi)
         }
         for (q = j0; q < j1; q++) {
             npy_int64 i = og_index(j->ind, j->ind64, pos + q);
-            i += j->s & -(npy_int64)((npy_uint64)i >> 63);
+            i = og_wrap(i, j->s);
             if (OG_UNLIKELY((npy_uint64)i >= (npy_uint64)j->s)) {
                 if (j->check) {
                     j->bad = 1;
@@ -592,7 +592,7 @@ nd_row(nd_job *j, npy_intp t)
     int m;
     for (m = 0; m < j->k; m++) {
         npy_int64 i = og_index(j->ind, j->ind64, t * j->k + m), s = j->sizes[m];
-        i += s & -(npy_int64)((npy_uint64)i >> 63);
+        i = og_wrap(i, s);
         if (OG_UNLIKELY((npy_uint64)i >= (npy_uint64)s)) {
             if (j->check) j->bad = 1;
             return -1;
@@ -611,7 +611,7 @@ nd_row(nd_job *j, npy_intp t)
         npy_int64 s = j->sizes[0];                                                           \
         for (t = 0; t < j->ntuples; t++) {                                                   \
             npy_int64 i = ind[t];                                                            \
-            i += s & -(npy_int64)((npy_uint64)i >> 63);                                      \
+            i = og_wrap(i, s);                                                               \
             if (OG_UNLIKELY((npy_uint64)i >= (npy_uint64)s)) {                               \
                 if (j->check) {                                                              \
                     j->bad = 1;                                                              \
