@@ -9,14 +9,13 @@ import pytest
 from helpers import assert_identical
 from libs import Library
 
+# onnx is a test dependency: a missing one fails the run (an importorskip would pass it).
+from onnx import AttributeProto, helper
+from onnx.reference import ReferenceEvaluator
+
 import onnx_gather as og
 from onnx_gather import _ops
-
-onnx = pytest.importorskip("onnx")  # a test dependency: never skipped in the matrix
-from onnx import helper  # noqa: E402
-from onnx.reference import ReferenceEvaluator  # noqa: E402
-
-from onnx_gather._conformance.official import official_cases, official_runs  # noqa: E402
+from onnx_gather._conformance.official import official_cases, official_runs
 
 CASES = official_cases()
 
@@ -72,6 +71,27 @@ def test_reference_ops_are_one_per_onnx_operator() -> None:
     assert all(c.op_domain == "" for c in classes)
 
 
+def _with(node: Any, *attributes: Any) -> Any:
+    """``node`` with ``attributes`` (AttributeProtos) appended as they are."""
+    node.attribute.extend(attributes)
+    return node
+
+
+def _reference(name: str, refers_to: str) -> Any:
+    """An INT attribute that refers to the attribute ``refers_to`` of an enclosing function."""
+    attribute = helper.make_attribute_ref(name, AttributeProto.INT)
+    attribute.ref_attr_name = refers_to
+    return attribute
+
+
+def _gather(**attributes: Any) -> Any:
+    return helper.make_node("Gather", ["d", "i"], ["o"], name="g", **attributes)
+
+
+def _scatter(**attributes: Any) -> Any:
+    return helper.make_node("ScatterElements", ["d", "i", "u"], ["o"], name="s", **attributes)
+
+
 @pytest.mark.parametrize(
     ("node", "inputs", "error", "match"),
     [
@@ -98,20 +118,77 @@ def test_reference_ops_are_one_per_onnx_operator() -> None:
             helper.make_node("GatherElements", ["d", "i"], ["o"], name="e"),
             1,
             ValueError,
-            r"GatherElements node 'e' takes 2 inputs \(data, indices\), got 1",
+            r"GatherElements node 'e' takes 2 inputs \(data, indices\); the node lists 2, "
+            "and 1 was given",
+        ),
+        # Item 8: a node listing one input, called with two arrays.
+        (
+            helper.make_node("Gather", ["d"], ["o"], name="g", axis=1),
+            2,
+            ValueError,
+            r"Gather node 'g' takes 2 inputs \(data, indices\); the node lists 1, and 2 were",
+        ),
+        # Item 6: each read as axis 0 (a row instead of a column) before; ORT refuses them.
+        (_gather(axis=1.0), 2, TypeError, "'g': attribute 'axis' is of type FLOAT, expected INT"),
+        (_gather(axis=[1]), 2, TypeError, "'g': attribute 'axis' is of type INTS, expected INT"),
+        (
+            _scatter(reduction=["add"]),
+            3,
+            TypeError,
+            "'s': attribute 'reduction' is of type STRINGS, expected STRING",
+        ),
+        (
+            _with(_gather(), _reference("axis", "a")),
+            2,
+            ValueError,
+            "'g': attribute 'axis' refers to the attribute 'a' of an enclosing function",
+        ),
+        # Item 7: the last one won before; ORT: "Attribute 'axis' appeared multiple times".
+        (
+            _with(_gather(), helper.make_attribute("axis", 1), helper.make_attribute("axis", 0)),
+            2,
+            ValueError,
+            "Gather node 'g' has the attribute 'axis' more than once",
+        ),
+        # Item 8: UnicodeDecodeError before.
+        (
+            _scatter(reduction=b"\xffadd"),
+            3,
+            ValueError,
+            r"'s': attribute 'reduction' is not UTF-8 text: b'\\xffadd'",
         ),
     ],
-    ids=["ok", "domain", "op_type", "attribute", "inputs"],
+    ids=[
+        "ok",
+        "domain",
+        "op_type",
+        "attribute",
+        "inputs",
+        "inputs-listed",
+        "float-axis",
+        "ints-axis",
+        "strings-reduction",
+        "ref-attr-name",
+        "duplicate",
+        "not-utf8",
+    ],
 )
 def test_run_node_errors(node: Any, inputs: int, error: Any, match: str | None) -> None:
-    args = (np.arange(6.0).reshape(2, 3), np.array([[0, 1], [1, 0]]))[:inputs]
-    if inputs == 3:
-        args = (*args, args[0])
+    data = np.arange(6.0).reshape(2, 3)
+    args = (data, np.array([[0, 1], [1, 0]]), np.ones((2, 2)))
+    args = args[:inputs] if node.op_type.startswith("Gather") else args
     if error is None:
         assert_identical(og.run_node(node, *args), np.take(args[0], args[1], axis=1))
         return
     with pytest.raises(error, match=match):
         og.run_node(node, *args)
+
+
+@pytest.mark.parametrize("node", ["Gather", None, {"op_type": "Gather"}])
+def test_run_node_needs_a_node(node: Any) -> None:
+    """Item 8: an AttributeError before; a NodeProto's own type is named."""
+    with pytest.raises(TypeError, match=r"run_node expects an onnx\.NodeProto, got a Python "):
+        og.run_node(node, np.arange(3.0), np.array([0]))
 
 
 def test_run_node_reads_attributes_and_checks_bounds(lib: Library) -> None:

@@ -14,6 +14,7 @@ import importlib
 from typing import Any
 
 from onnx_gather import _ops
+from onnx_gather._dispatch import describe
 
 #: The ONNX domain names of the default operator set.
 _DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -47,10 +48,16 @@ def run_node(
 
     Raises
     ------
+    TypeError
+        ``node`` is not an ``onnx.NodeProto``, or an attribute has another type than the
+        operator's (a FLOAT or INTS ``axis``, a STRINGS ``reduction``), as ONNX Runtime
+        refuses it.
     ValueError
-        A node of another domain or op_type than the family's, an attribute the operator
-        does not have (or lacks a required one), or the wrong number of inputs; and every
-        error of the operator's public function.
+        A node of another domain or op_type than the family's; an attribute the operator
+        does not have, one given twice, one that refers to an enclosing function's
+        attribute (``ref_attr_name``) or is not UTF-8 text; a required attribute left out;
+        a node that lists another number of inputs than the operator takes, or other
+        inputs given than it lists; and every error of the operator's public function.
 
     Examples
     --------
@@ -62,15 +69,30 @@ def run_node(
     array([[2, 3],
            [4, 5]])
     """
+    if not is_node(node):
+        msg = f"run_node expects an onnx.NodeProto, got {describe(node)}"
+        raise TypeError(msg)
     op = operator_of(node)
-    if len(inputs) != len(op.inputs):
+    listed = len(node.input)
+    if len(inputs) != len(op.inputs) or listed != len(op.inputs):
         msg = (
             f"{op.op_type} node {node.name!r} takes {len(op.inputs)} inputs "
-            f"({', '.join(op.inputs)}), got {len(inputs)}"
+            f"({', '.join(op.inputs)}); the node lists {listed}, and {len(inputs)} "
+            f"{'was' if len(inputs) == 1 else 'were'} given"
         )
         raise ValueError(msg)
     attributes = _ops.node_attributes(op, node)
     return _ops.call(op, *inputs, opset=opset, check_bounds=check_bounds, **attributes)
+
+
+def is_node(node: Any) -> bool:
+    """Whether ``node`` is an ``onnx.NodeProto``, asked without importing onnx.
+
+    By its protobuf descriptor's name: a NodeProto's module imported onnx already, and a
+    copy of ONNX's protos compiled into another package keeps the name.
+    """
+    descriptor = getattr(type(node), "DESCRIPTOR", None)
+    return getattr(descriptor, "full_name", None) == "onnx.NodeProto"
 
 
 def operator_of(node: Any) -> _ops.Operator:

@@ -396,29 +396,69 @@ def call(
     return operator_.function()(*arrays, **keywords)
 
 
+#: ``AttributeProto.AttributeType`` by number, for messages (no onnx import needed).
+_ATTRIBUTE_TYPES = (
+    "UNDEFINED", "FLOAT", "INT", "STRING", "TENSOR", "GRAPH", "FLOATS", "INTS", "STRINGS",
+    "TENSORS", "GRAPHS", "SPARSE_TENSOR", "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS",
+)  # fmt: skip
+_INT, _STRING = 2, 3
+
+
 def node_attributes(op: Operator, node: Any) -> dict[str, Any]:
     """The attributes of ONNX ``node`` (an ``onnx.NodeProto``) that ``op`` has, by name.
 
     An attribute the node leaves out keeps its default (a required one is a ValueError);
-    an attribute ``op`` does not have is a ValueError naming it. Read from the proto's
-    fields, so no onnx import is needed: integers (``axis``, ``batch_dims``) and strings
-    (``reduction``).
+    an attribute ``op`` does not have, one given twice, one that refers to an enclosing
+    function's attribute (``ref_attr_name``) or whose string is not UTF-8 is a ValueError
+    naming it; one of another type than the operator's (a FLOAT or INTS ``axis``) a
+    TypeError naming both types, as ONNX Runtime refuses them ("Mismatched attribute
+    type"). Read from the proto's fields, so no onnx import is needed: integers (``axis``,
+    ``batch_dims``) and strings (``reduction``).
     """
     defaults = dict(op.attributes)
     values: dict[str, Any] = {}
+    where = f"{op.op_type} node {node.name!r}"
     for attribute in node.attribute:
-        if attribute.name not in defaults:
+        name = attribute.name
+        if name not in defaults:
             msg = (
-                f"{op.op_type} node {node.name!r} has an attribute {attribute.name!r}, which "
-                f"{op.op_type} does not have (its attributes: {', '.join(defaults) or 'none'})"
+                f"{where} has an attribute {name!r}, which {op.op_type} does not have "
+                f"(its attributes: {', '.join(defaults) or 'none'})"
             )
             raise ValueError(msg)
-        # AttributeProto.AttributeType: INT = 2, STRING = 3.
-        values[attribute.name] = attribute.s.decode() if attribute.type == 3 else int(attribute.i)
+        if name in values:
+            msg = f"{where} has the attribute {name!r} more than once"
+            raise ValueError(msg)
+        if attribute.ref_attr_name:
+            msg = (
+                f"{where}: attribute {name!r} refers to the attribute "
+                f"{attribute.ref_attr_name!r} of an enclosing function (ref_attr_name), "
+                "which a node run on its own cannot resolve; give its value instead"
+            )
+            raise ValueError(msg)
+        # Only the operator's default tells the type: a string, or an int (a required
+        # attribute, OpenVINO's axis, is an int too).
+        want = _STRING if isinstance(defaults[name], str) else _INT
+        if attribute.type != want:
+            got = attribute.type
+            got_name = _ATTRIBUTE_TYPES[got] if 0 <= got < len(_ATTRIBUTE_TYPES) else str(got)
+            msg = (
+                f"{where}: attribute {name!r} is of type {got_name}, expected "
+                f"{_ATTRIBUTE_TYPES[want]}"
+            )
+            raise TypeError(msg)
+        if want == _STRING:
+            try:
+                values[name] = attribute.s.decode()
+            except UnicodeDecodeError:
+                msg = f"{where}: attribute {name!r} is not UTF-8 text: {attribute.s!r}"
+                raise ValueError(msg) from None
+        else:
+            values[name] = int(attribute.i)
     for name, default in defaults.items():
         if name not in values:
             if default is None:
-                msg = f"{op.op_type} node {node.name!r} lacks its required attribute {name!r}"
+                msg = f"{where} lacks its required attribute {name!r}"
                 raise ValueError(msg)
             values[name] = default
     return values
