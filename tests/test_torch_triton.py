@@ -1,9 +1,13 @@
 """The Triton kernels (``onnx_gather._backends._torch._triton``), bit for bit, without a GPU.
 
-With ``TRITON_INTERPRET=1`` (set before triton is imported; ``nox -s triton_interpreter``
+The module is marked ``tool("triton")`` (conftest.py): it runs where ONNX_GATHER_TOOLS
+names triton, as ``nox -s triton_interpreter`` does, and there a triton that cannot be
+imported, or neither Triton's interpreter nor a CUDA device, fails the run instead of
+skipping it green. With ``TRITON_INTERPRET=1`` (set before triton is imported; the session
 sets it) Triton's interpreter runs the kernels on CPU tensors; on a machine with a CUDA
-device and no interpreter they run on CUDA tensors. Otherwise, or without triton, the
-module skips, saying why.
+device and no interpreter they run on CUDA tensors
+(``ONNX_GATHER_TOOLS=triton ONNX_GATHER_BACKENDS=torch pytest tests/test_torch_triton.py``).
+Elsewhere its tests are deselected (and the module skips if triton is not installed).
 
 The torch backend's two kernels are routed, for the test, to the Triton functions
 wherever :func:`_triton.supports` takes the call (bypassing :func:`_triton.serves`' CUDA
@@ -24,16 +28,21 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
+
+pytestmark = pytest.mark.tool("triton")
 
 INTERPRET = os.environ.get("TRITON_INTERPRET", "") not in ("", "0")
+#: Whether this run exists for triton (conftest.py has imported it, or failed the run).
+NAMED = "triton" in {t.strip() for t in os.environ.get("ONNX_GATHER_TOOLS", "").split(",")}
+NO_DEVICE = "no CUDA device and TRITON_INTERPRET is not set (nox -s triton_interpreter sets it)"
 
-torch = pytest.importorskip("torch", reason="the Triton kernels serve torch tensors")
-pytest.importorskip("triton", reason="triton is not installed")
+if not NAMED:  # the tests are deselected; the module need not load without triton
+    pytest.importorskip("triton", reason="triton is not installed")
 if not INTERPRET and not torch.cuda.is_available():
-    pytest.skip(
-        "no CUDA device and TRITON_INTERPRET is not set (nox -s triton_interpreter sets it)",
-        allow_module_level=True,
-    )
+    if NAMED:
+        raise RuntimeError(f"ONNX_GATHER_TOOLS names triton, but there is {NO_DEVICE}")
+    pytest.skip(NO_DEVICE, allow_module_level=True)
 
 from cases import CASES, GATHER, Case  # noqa: E402
 from helpers import assert_identical, expected, run_case  # noqa: E402
