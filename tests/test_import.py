@@ -1,4 +1,4 @@
-"""Importing onnx_gather imports no framework."""
+"""Importing onnx_gather imports no framework, and nothing a call does not need yet."""
 
 from __future__ import annotations
 
@@ -34,3 +34,49 @@ def test_numpy_call_loads_no_framework() -> None:
         openvino.gather_elements(np.arange(3), [1], 0)
         """
     assert _loaded_after(textwrap.dedent(code).strip().replace("\n", "; ")) == set()
+
+
+#: What ``array_api_compat.numpy`` brings (it reads every attribute of NumPy): about 0.1 s,
+#: more than the package's own import. Imported when a call first needs it.
+SLOW = ("array_api_compat.numpy", "numpy.f2py", "numpy.testing")
+
+
+def _modules_after(code: str, names: tuple[str, ...]) -> list[str]:
+    script = f"import sys\n{code}\nprint(sorted(set(sys.modules) & set({names!r})))"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return list(eval(out.stdout.strip()))
+
+
+def test_import_loads_no_array_api_compat_numpy() -> None:
+    assert _modules_after("import numpy, onnx_gather, onnx_gather.openvino", SLOW) == []
+    # The names are spelled right: the first read of the namespace imports it.
+    code = "import onnx_gather._host as h; h.NUMPY_XP.int64"
+    assert _modules_after(code, SLOW[:1]) == list(SLOW[:1])
+
+
+def test_lazy_numpy_namespace_first_read_from_many_threads() -> None:
+    """Threads that read the namespace first, at once, each get the whole module."""
+    code = textwrap.dedent(
+        """
+        import threading, numpy as np
+        from onnx_gather import _host
+        barrier, got = threading.Barrier(8), []
+
+        def first_read():
+            barrier.wait()
+            xp = _host.NUMPY_XP
+            got.append((xp.astype(np.arange(3, dtype=np.int32), xp.int64), xp.where))
+
+        threads = [threading.Thread(target=first_read) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        import array_api_compat.numpy as compat
+        assert len(got) == 8, got
+        for cast, where in got:
+            assert cast.dtype == np.int64 and cast.tolist() == [0, 1, 2], cast
+            assert where is compat.where
+        """
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

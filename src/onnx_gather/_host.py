@@ -10,9 +10,9 @@ checks while it gathers.
 from __future__ import annotations
 
 import array
+import importlib
 from typing import TYPE_CHECKING, Any
 
-import array_api_compat.numpy as _NUMPY
 import numpy as np
 
 from onnx_gather import _spec
@@ -20,6 +20,30 @@ from onnx_gather._indices import CLAMP, RAISE, counted
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
+
+
+class _LazyModule:
+    """A module imported on the first read of one of its attributes.
+
+    Each attribute read is then kept on this object, so later reads cost what a module's
+    do. A first read from many threads at once is safe: the import system's lock on the
+    module makes each wait for the whole module.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.__name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        value = getattr(importlib.import_module(self.__name), attribute)
+        setattr(self, attribute, value)
+        return value
+
+
+#: ``array_api_compat``'s NumPy namespace (NumPy before 2.1 has no ``np.astype``), for the
+#: array-API code that NumPy arrays go through. Imported when a call first needs it, not
+#: with the package: it reads every attribute of NumPy, which imports ``numpy.f2py`` and
+#: ``numpy.testing`` (about 0.1 s, more than the rest of the package's import).
+NUMPY_XP: Any = _LazyModule("array_api_compat.numpy")
 
 #: The unsigned type of each index type, for reading its values' bits.
 _UNSIGNED: dict[np.dtype[Any], np.dtype[Any]] = {
@@ -266,7 +290,7 @@ def checked(plan: Plan, indices: np.ndarray) -> np.ndarray:
     ``indices`` itself when nothing needs changing; callers only read it.
     """
     policy = RAISE if plan.check_bounds else CLAMP
-    out: np.ndarray = counted(_NUMPY, indices, plan, policy, extremes=value_range, to_host=_same)
+    out: np.ndarray = counted(NUMPY_XP, indices, plan, policy, extremes=value_range, to_host=_same)
     return out
 
 

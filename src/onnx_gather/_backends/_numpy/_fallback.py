@@ -24,12 +24,12 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
-import array_api_compat.numpy as _xp  # NumPy before 2.1 has no np.astype
 import numpy as np
 
 from onnx_gather import _spec
 from onnx_gather._backends._base import nd_take
 from onnx_gather._backends._numpy._pool import in_parallel, parts
+from onnx_gather._host import NUMPY_XP as _xp
 from onnx_gather._host import checked, value_range
 
 if TYPE_CHECKING:
