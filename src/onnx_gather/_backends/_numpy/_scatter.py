@@ -32,10 +32,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-import array_api_compat.numpy as _xp  # NumPy before 2.1 has no np.astype
 import numpy as np
 
 from onnx_gather._backends._base import element_positions, tuple_rows
+from onnx_gather._host import NUMPY_XP as _xp
 from onnx_gather._host import checked
 from onnx_gather._indices import DROP, counted
 from onnx_gather._spec import raise_out_of_range
