@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 import textwrap
+
+import pytest
 
 HEAVY = ("torch", "jax", "jaxlib", "dask", "cupy", "distributed")
 
@@ -52,6 +55,18 @@ def test_import_loads_no_array_api_compat_numpy() -> None:
     # The names are spelled right: the first read of the namespace imports it.
     code = "import onnx_gather._host as h; h.NUMPY_XP.int64"
     assert _modules_after(code, SLOW[:1]) == list(SLOW[:1])
+
+
+def test_compiled_numpy_gathers_load_no_array_api_compat_numpy() -> None:
+    """The compiled kernel checks the indices itself: the namespace stays unimported."""
+    if importlib.util.find_spec("onnx_gather._kernels") is None:
+        pytest.skip("built without the compiled kernel (its fallback reads the namespace)")
+    code = """
+        import numpy as np, onnx_gather as og
+        d = np.arange(12.0).reshape(3, 4)
+        og.gather(d, [0, -1]); og.gather_elements(d, [[-1]], axis=1); og.gather_nd(d, [[0, -1]])
+        """
+    assert _modules_after(textwrap.dedent(code).strip(), SLOW) == []
 
 
 def test_lazy_numpy_namespace_first_read_from_many_threads() -> None:
