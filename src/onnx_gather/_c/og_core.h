@@ -86,6 +86,14 @@ og_wrap(npy_int64 i, npy_int64 s)
     return i + (s & -(npy_int64)((npy_uint64)i >> 63));
 }
 
+/* Whether i, as given, is in [-s, s): one unsigned compare (s < 2^63, so 2 s fits) that
+ * needs not wait for og_wrap's result, as a compare of the wrapped index does. */
+static inline int
+og_valid(npy_int64 i, npy_int64 s)
+{
+    return (npy_uint64)i + (npy_uint64)s < 2 * (npy_uint64)s;
+}
+
 /* Branch-free normalisation (og_wrap), then one unsigned compare for the range; the
  * out-of-range branch is the unlikely one. */
 #define OG_NORM(i, s, check)                                   \
