@@ -8,6 +8,8 @@ and the peers (ONNX Runtime, the reference evaluator).
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 import numpy as np
@@ -405,6 +407,139 @@ def test_a_bad_index_leaves_data_written_in_place_untouched(op: _ops.Operator, r
     with pytest.raises(IndexError, match=r"index 3 at position \((1, 2|3, 0)\)"):
         _ops.call(op, *arrays, out=data)
     assert_identical(data, before)
+
+
+#: Writable libraries with their routes (PyTorch's CPU tensors reach the compiled kernel as
+#: views; without it they run torch's own operations).
+OUT_PARAMS = [p for p in SWEEP_PARAMS if p.values[0].name not in IMMUTABLE]
+REDUCTIONS = ("none", "add", "mul", "max", "min")
+
+
+def _aliased(op: _ops.Operator, reduction: str, dtype: Any) -> Case:
+    """Duplicates, so the order in which updates and indices are read shows in the result."""
+    indices = a([2, 0, 2]) if op is SE else a([[2], [0], [2]])
+    return scatter("aliased", op, a([5, 6, 7], dtype), indices, a([1, 2, 3], dtype),
+                   {"reduction": reduction})  # fmt: skip
+
+
+@pytest.mark.parametrize("op", [SE, SN], ids=lambda op: op.name)
+@pytest.mark.parametrize(("lib_", "compiled"), OUT_PARAMS)
+def test_out_that_is_updates_gives_the_onnx_result(
+    lib_: Library, compiled: bool, op: _ops.Operator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every update is read before ``out`` (the updates themselves) is written."""
+    if not compiled:
+        _without_compiled_kernel(monkeypatch)
+    for reduction in REDUCTIONS:
+        case = _aliased(op, reduction, F32)
+        want = oracle_answer(case)  # (before: a library may share case's memory)
+        updates = lib_.asarray(case.updates)
+        got = _ops.call(op, lib_.asarray(case.data), lib_.indices(case.indices), updates,
+                        reduction=reduction, out=updates)  # fmt: skip
+        assert got is updates
+        assert_identical(lib_.to_numpy(updates), want)
+
+
+@pytest.mark.parametrize("op", [SE, SN], ids=lambda op: op.name)
+@pytest.mark.parametrize(("lib_", "compiled"), OUT_PARAMS)
+def test_out_that_is_the_indices_gives_the_onnx_result(
+    lib_: Library, compiled: bool, op: _ops.Operator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Integer data: ``out`` the indices (ScatterND: a view of them) is written after they are read.
+
+    Data [5, 6, 7] copied into the indices first would make every index out of range.
+    """
+    if not compiled:
+        _without_compiled_kernel(monkeypatch)
+    for reduction in REDUCTIONS:
+        case = _aliased(op, reduction, np.int64)
+        want = oracle_answer(case)  # (before: a library may share case's memory)
+        indices = lib_.indices(case.indices)
+        out = indices if op is SE else indices[:, 0]
+        got = _ops.call(op, lib_.asarray(case.data), indices, lib_.asarray(case.updates),
+                        reduction=reduction, out=out)  # fmt: skip
+        assert got is out
+        assert_identical(lib_.to_numpy(out), want)
+
+
+@pytest.mark.parametrize("op", [SE, SN], ids=lambda op: op.name)
+@pytest.mark.parametrize(("lib_", "compiled"), OUT_PARAMS)
+def test_out_that_overlaps_data_gives_the_onnx_result(
+    lib_: Library, compiled: bool, op: _ops.Operator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``out`` a view of data shifted by one element: data is read before out is written."""
+    if not compiled:
+        _without_compiled_kernel(monkeypatch)
+    for reduction in REDUCTIONS:
+        case = _aliased(op, reduction, F32)
+        want = oracle_answer(case)
+        whole = lib_.asarray(np.concatenate([case.data, a([8], F32)]))
+        data, out = whole[:-1], whole[1:]
+        got = _ops.call(op, data, lib_.indices(case.indices), lib_.asarray(case.updates),
+                        reduction=reduction, out=out)  # fmt: skip
+        assert got is out
+        assert_identical(lib_.to_numpy(out), want)
+
+
+@pytest.mark.parametrize("layout", ["c-out", "strided-out", "transposed-data"])
+@pytest.mark.parametrize("op", [SE, SN], ids=lambda op: op.name)
+@pytest.mark.parametrize(("lib_", "compiled"), OUT_PARAMS)
+def test_a_failed_call_leaves_a_separate_out_untouched(
+    lib_: Library, compiled: bool, op: _ops.Operator, layout: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """A bad index: the IndexError, and neither ``out`` nor data written, on every layout."""
+    if not compiled:
+        _without_compiled_kernel(monkeypatch)
+    values = np.arange(6, dtype=F32).reshape(2, 3)
+    data = lib_.asarray(values)
+    if layout == "transposed-data":  # (not C-ordered: copied into out by another path)
+        data = lib_.asarray(np.ascontiguousarray(values.T)).T
+    indices = a([[0, 1, 0], [1, 2, 1]]) if op is SE else a([[0], [2]])
+    sentinel = np.full((2, 6 if layout == "strided-out" else 3), 42, F32)
+    whole = lib_.asarray(sentinel)
+    out = whole[:, ::2] if layout == "strided-out" else whole
+    with pytest.raises(IndexError, match=r"index 2 at position \(1, [01]\)"):
+        _ops.call(op, data, lib_.indices(indices), lib_.asarray(-np.ones((2, 3), F32)), out=out)
+    assert_identical(lib_.to_numpy(whole), sentinel)
+    assert_identical(lib_.to_numpy(data), values)
+
+
+def _strided(lib_: Library, base: Any, shape: tuple[int, ...], strides: tuple[int, ...]) -> Any:
+    """A view of ``base`` (float32) with the given strides, in elements."""
+    if lib_.name == "numpy":
+        return np.lib.stride_tricks.as_strided(base, shape, tuple(4 * s for s in strides))
+    return base.as_strided(shape, strides)
+
+
+@pytest.mark.parametrize(
+    ("shape", "strides", "refused"),
+    [
+        ((3,), (0,), True),  # every element one cell (torch: expand)
+        ((3, 2), (1, 1), True),  # (0, 1) and (1, 0) one cell, no stride 0
+        ((3, 2), (2, 3), False),  # distinct cells, strides not nested
+        ((1, 3), (0, 1), False),  # a stride 0 on a dim of size 1 overlaps nothing
+    ],
+)
+@pytest.mark.parametrize("lib_", [lib for lib in LIBS if lib.name in ("numpy", "torch")],
+                         ids=lambda lib: lib.name)  # fmt: skip
+def test_an_out_that_overlaps_itself_is_refused(
+    lib_: Library, shape: tuple[int, ...], strides: tuple[int, ...], refused: bool
+) -> None:
+    """Two elements of ``out`` in one memory cell: a ValueError naming out, before any write."""
+    base = lib_.asarray(np.zeros(8, F32))
+    out = _strided(lib_, base, shape, strides)
+    n = shape[0]
+    case = scatter("overlapping-out", SE, np.arange(math.prod(shape), dtype=F32).reshape(shape),
+                   np.zeros(shape, np.int64) + (n - 1), np.ones(shape, F32) * 9)  # fmt: skip
+    arrays = (lib_.asarray(case.data), lib_.indices(case.indices), lib_.asarray(case.updates))
+    if refused:
+        with pytest.raises(ValueError, match=re.escape(f"out of shape {shape} overlaps itself")):
+            _ops.call(SE, *arrays, out=out)
+        assert not lib_.to_numpy(base).any()
+    else:
+        assert _ops.call(SE, *arrays, out=out) is out
+        assert_identical(lib_.to_numpy(out), oracle_answer(case))
 
 
 @NUMPY_ONLY

@@ -84,8 +84,18 @@ class Backend:
 
         ``_api`` asks before any write. A library whose arrays are immutable (JAX) raises
         a TypeError that says how to update in place instead; NumPy a ValueError for a
-        read-only array.
+        read-only array. Here: a ValueError for an ``out`` whose elements overlap (two in
+        one memory cell: every target would land on it), where the library shows its
+        strides (:func:`strided_layout`); the others cannot make such an array.
         """
+        layout = strided_layout(out)
+        if layout is not None and overlaps_itself(*layout):
+            msg = (
+                f"out of shape {layout[0]} overlaps itself: its strides {layout[1]} put "
+                "several of its elements in one memory cell; pass an array whose elements "
+                "do not share memory (a copy)"
+            )
+            raise ValueError(msg)
 
     # --- the pieces the array-API kernels are made of ------------------------------------
 
@@ -189,6 +199,59 @@ class Backend:
             return result
         out[...] = result
         return out
+
+
+def strided_layout(x: Any) -> tuple[tuple[int, ...], tuple[int, ...], int] | None:
+    """``x``'s shape, strides and item size in one unit, where they may overlap.
+
+    NumPy's and CuPy's ``strides`` (bytes), PyTorch's ``stride()`` (elements). None where
+    the array is dense (C- or Fortran-ordered: no two elements overlap; the common case,
+    answered by a flag) and for a library that keeps its layout to itself (the array API
+    standard has no strides).
+    """
+    strides = getattr(x, "strides", None)
+    if isinstance(strides, tuple):
+        flags = x.flags
+        if flags.c_contiguous or flags.f_contiguous:
+            return None
+        return tuple(x.shape), strides, int(x.itemsize)
+    stride = getattr(x, "stride", None)
+    if callable(stride):
+        try:
+            if x.is_contiguous():
+                return None
+            return tuple(x.shape), tuple(stride()), 1
+        except (RuntimeError, TypeError, AttributeError):  # (sparse layouts: no strides)
+            return None
+    return None
+
+
+def overlaps_itself(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> bool:
+    """Whether two elements of a strided array share memory (strides and itemsize in one unit).
+
+    Exact. The common layouts answer at once: an empty array does not, a stride 0 on a dim
+    of size above 1 does (``expand``, ``broadcast_to``), and strides that nest (each at
+    least the extent of the smaller ones: C, Fortran, transposes, slices) do not. Other
+    strides (``as_strided`` by hand) compare every element's offset: memory and time in
+    proportion to the array.
+    """
+    if 0 in shape:
+        return False
+    dims = sorted((abs(stride), n) for stride, n in zip(strides, shape, strict=True) if n > 1)
+    if dims and dims[0][0] == 0:
+        return True
+    extent = itemsize  # the bytes the smaller dims span, from the first element's
+    for stride, n in dims:
+        if stride < extent:
+            break
+        extent += stride * (n - 1)
+    else:
+        return False
+    offsets = np.zeros(1, np.int64)
+    for stride, n in dims:
+        offsets = (offsets[:, None] + np.arange(n, dtype=np.int64) * stride).reshape(-1)
+    offsets.sort()
+    return bool((np.diff(offsets) < itemsize).any())
 
 
 def nd_take(xp: Any, data: Any, indices: Any, plan: GatherNDPlan) -> Any:

@@ -102,12 +102,12 @@ def scatter_elements(
     is a new array to fill (the PyTorch backend's), not the caller's. The NumPy backend's
     kernel, also run by the PyTorch backend on views of CPU tensors.
     """
-    data, updates = _plain(data), _plain(updates, "updates")
-    data = _scatter.widened(data, updates, out)
+    data, updates, target = _scatter_inputs(data, updates, out)
     kernel = _COMPILED["scatter_elements"] if _kernels is not None else None
-    return _scatter.scatter_elements(
-        data, indices, updates, plan, out, kernel, threads or THREADS, fresh
+    result = _scatter.scatter_elements(
+        data, indices, updates, plan, target, kernel, threads or THREADS, fresh
     )
+    return result if out is None else out
 
 
 def scatter_nd(
@@ -120,10 +120,25 @@ def scatter_nd(
     fresh: bool = False,
 ) -> np.ndarray:
     """ONNX ScatterND; the arguments as for :func:`scatter_elements`."""
-    data, updates = _plain(data), _plain(updates, "updates")
-    data = _scatter.widened(data, updates, out)
+    data, updates, target = _scatter_inputs(data, updates, out)
     kernel = _COMPILED["scatter_nd"] if _kernels is not None else None
-    return _scatter.scatter_nd(data, indices, updates, plan, out, kernel, threads or THREADS, fresh)
+    result = _scatter.scatter_nd(
+        data, indices, updates, plan, target, kernel, threads or THREADS, fresh
+    )
+    return result if out is None else out
+
+
+def _scatter_inputs(
+    data: Any, updates: Any, out: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Data and updates as plain arrays (data widened for strings), and the array written.
+
+    That is ``out``, or where ``out`` is data, data's plain view itself: in place, the
+    kernels then see one array (they copy nothing and write only the targets).
+    """
+    plain, updates = _plain(data), _plain(updates, "updates")
+    target = plain if out is data else out
+    return _scatter.widened(plain, updates, out), updates, target
 
 
 #: The compiled kernel's function per operator (None without it).
@@ -189,9 +204,12 @@ class NumpyBackend(Backend):
         return x.shape  # NumPy shapes are tuples of ints already
 
     def check_writable(self, out: Any, /) -> None:
-        if not out.flags.writeable:
+        flags = out.flags
+        if not flags.writeable:
             msg = "out is a read-only NumPy array; pass a writeable one"
             raise ValueError(msg)
+        if not (flags.c_contiguous or flags.f_contiguous):  # (dense: no overlap)
+            super().check_writable(out)  # (an out that overlaps itself)
 
     gather = staticmethod(gather)
     gather_elements = staticmethod(gather_elements)

@@ -145,9 +145,11 @@ def _compiled(
 ) -> np.ndarray | None:
     """The compiled kernel's result; None where it does not take the arrays (NumPy's then).
 
-    It writes into a C-ordered result that holds data: a new copy, or ``out`` itself. An
-    input that shares memory with ``out`` (``out=data`` with updates a view of data) is
-    copied first, so the kernel never reads what it has written.
+    It writes into a C-ordered result that holds data: a new copy, or ``out`` itself
+    (data itself: only the targets written). Nothing is written into the caller's ``out``
+    before every index is checked and every input read: the kernel scans the indices
+    before it copies data (``_SCAN_FIRST``), and an input that ``out`` overlaps (the
+    updates, the indices, a view of data) is copied first.
     """
     kind = _KINDS.get(data.dtype.name, -1)
     if data.dtype.kind in "OT" or (kind < 0 and plan.reduction != "none"):
@@ -163,12 +165,15 @@ def _compiled(
             np.copyto(result, data)
     else:
         result = out
-        if out is not data:
-            np.copyto(out, data)
-    if np.may_share_memory(updates, result):
-        updates = updates.copy()
-    if np.may_share_memory(indices, result):
-        indices = indices.copy()
+        indices, updates = apart(out, indices), apart(out, updates)
+        if not in_place(data, out):
+            copyable = data.flags.c_contiguous and data.dtype.isnative and data.dtype == out.dtype
+            if copyable and not np.may_share_memory(data, out):
+                source = data  # (copied by the kernel after its scan)
+            else:
+                if plan.check_bounds:  # (IndexError before the first write)
+                    checked(plan, indices)
+                np.copyto(out, data)
     check = _SCAN_FIRST if out is not None and not fresh else _WHILE_WRITING
     done = kernel(
         result, source, np.ascontiguousarray(indices), np.ascontiguousarray(updates), *attributes,
@@ -200,12 +205,17 @@ def _scatter(
     out: np.ndarray | None,
     shape: tuple[int, int] | None = None,
 ) -> np.ndarray:
-    """Copy ``data`` (into ``out``, unless it is data), then :func:`write` into it."""
+    """Copy ``data`` (into ``out``, unless it is data), then :func:`write` into it.
+
+    The indices are checked already; the rows and values that ``out`` overlaps are copied
+    before it is written.
+    """
     if out is None:
         result = np.array(data, order="C", copy=True)
     else:
-        if out is not data:
-            np.copyto(out, data)
+        rows, values = apart(out, rows), apart(out, values)
+        if not in_place(data, out):
+            np.copyto(out, data)  # (NumPy copies through a buffer where they overlap)
         result = out
     # Rows are a view of C-ordered results; any other ``out`` is written through a copy.
     work = result if result.flags.c_contiguous else np.ascontiguousarray(result)
@@ -213,6 +223,25 @@ def _scatter(
     if work is not result:
         result[...] = work
     return result
+
+
+def in_place(data: np.ndarray, out: np.ndarray) -> bool:
+    """Whether ``out`` is data: the same array, or a view of exactly its memory and layout."""
+    if out is data:
+        return True
+    if not np.may_share_memory(data, out):
+        return False
+    address = data.__array_interface__["data"][0] == out.__array_interface__["data"][0]
+    return address and data.strides == out.strides and data.dtype == out.dtype
+
+
+def apart(out: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``x``, or a copy of it where it may share memory with ``out`` (read before written).
+
+    ``np.may_share_memory`` compares the bounds alone: a view interleaved with ``out`` is
+    copied too (correct, and rare).
+    """
+    return x.copy() if np.may_share_memory(out, x) else x
 
 
 def write(
