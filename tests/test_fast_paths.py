@@ -12,7 +12,6 @@ GatherElements off the last axis the fallback's blocked kernel on views: those t
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 from typing import Any
 
@@ -23,6 +22,7 @@ from helpers import applies, assert_identical, expected, run_case
 from libs import LIBS, Library
 
 import onnx_gather as og
+from onnx_gather._conformance.runner import fills
 
 # Module attribute -> value, per configuration: no compiled kernel, and the fallback's
 # blocked kernel (rows never long enough), its row-by-row kernel (every row long enough),
@@ -64,7 +64,8 @@ PARAMS = [
 @pytest.fixture
 def forced(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
     params = request.node.callspec.params
-    for module, values in FORCED[params["backend"].name][params["config"]].items():
+    configs = FORCED.get(params["backend"].name, {})
+    for module, values in configs.get(params["config"], {}).items():  # "default": none
         for name, value in values.items():
             monkeypatch.setattr(importlib.import_module(module), name, value)
 
@@ -146,14 +147,39 @@ def test_large_out_of_range(backend: Library, large: Case, where: str) -> None:
         run_case(backend, large, indices=backend.indices(bad))
 
 
-@pytest.mark.parametrize("backend", EAGER, ids=lambda lib: lib.name)
-def test_unchecked_large_never_reads_outside(backend: Library) -> None:
-    """check_bounds=False with wild indices: some result or an error, never a crash."""
-    data = backend.asarray(RNG.standard_normal((200, 100)).astype(np.float32))
-    wild = RNG.integers(-(2**62), 2**62, (200, 100))
-    for fn in (og.gather_elements, og.gather):
-        with contextlib.suppress(IndexError, RuntimeError):  # an error is allowed; a hang not
-            fn(data, backend.indices(wild), 1, check_bounds=False)
+def _unchecked_params() -> list[Any]:
+    return [
+        pytest.param(lib, config, id=f"{lib.name}-{config}")
+        for lib in EAGER
+        for config in ["default", *FORCED.get(lib.name, {})]
+    ]
+
+
+@pytest.mark.parametrize(("backend", "config"), _unchecked_params())
+def test_unchecked_reads_the_clamped_element(backend: Library, config: str, forced: None) -> None:
+    """check_bounds=False with wild indices: each reads data's element at the index clamped
+    into the axis (JAX: its fill value), never an error (issue 33, item 11).
+
+    Large threaded calls on the default kernels; small ones on the forced fallbacks, whose
+    thresholds are zero. The expected values are NumPy's own ``take`` with
+    ``mode="clip"`` after counting negatives from the end: no code of the library.
+    """
+    rows, cols = (400, 300) if config == "default" else (12, 10)
+    values = RNG.standard_normal((rows, cols)).astype(np.float32)
+    data = backend.asarray(values)
+    wild = RNG.integers(-(2**62), 2**62, (rows, cols))
+    wild[::2] = RNG.integers(-cols - 3, cols + 3, (rows - rows // 2, cols))  # near the ends
+    bad = (wild < -cols) | (wild >= cols)
+    counted = np.where(wild < 0, wild + cols, wild)
+    few = (slice(None, rows // 10), slice(None, cols // 10))  # Gather's output: rows x few
+    for fn, indices, want, where in (
+        (og.gather_elements, wild, np.take_along_axis(values, counted.clip(0, cols - 1), 1), bad),
+        (og.gather, wild[few], np.take(values, counted[few], 1, mode="clip"), bad[few][None]),
+    ):
+        if fills(backend):
+            want = np.where(where, np.float32(np.nan), want)
+        got = backend.to_numpy(fn(data, backend.indices(indices), 1, check_bounds=False))
+        assert_identical(got, want)
 
 
 @pytest.mark.parametrize("low", [-50, 0, 7])

@@ -65,37 +65,122 @@ def _resolve(i: int, size: int) -> int:
     raise IndexError(i)
 
 
-def gather(data: Any, indices: Any, axis: int = 0, opset: int = 13) -> np.ndarray:
-    """ONNX Gather-1/11/13."""
+def _clamp(i: int, size: int) -> int | None:
+    """Index ``i`` of an axis of ``size``, clamped into it: an unchecked gather's read.
+
+    Valid indices as :func:`_resolve`; below ``-size`` element 0, from ``size`` on the last
+    element; None on an empty axis, which has nothing to read (the result keeps zeros).
+    """
+    if size == 0:
+        return None
+    return _resolve(min(max(i, -size), size - 1), size)
+
+
+def fill_value(dtype: np.dtype[Any]) -> Any:
+    """JAX's fill for an out-of-range gather (``mode="fill"``): its documented value.
+
+    NaN for floating and complex types (``nan+0j``), the most negative signed integer, the
+    largest unsigned one, True.
+    """
+    dtype = np.dtype(dtype)
+    if dtype.kind in "OUST":
+        raise TypeError("no fill value for strings")
+    if dtype == np.bool_:
+        value: Any = True
+    elif dtype.kind == "i":
+        value = np.iinfo(dtype).min
+    elif dtype.kind == "u":
+        value = np.iinfo(dtype).max
+    else:
+        value = np.nan
+    return np.asarray(value).astype(dtype)[()]
+
+
+def _reader(
+    check_bounds: bool, fill: bool, dtype: np.dtype[Any]
+) -> tuple[Callable[[int, int], int | None], Callable[[tuple[int, ...]], np.ndarray]]:
+    """How a gather resolves one index, and the array its output starts as.
+
+    Checked: :func:`_resolve`. Unchecked: :func:`_clamp`, over zeros (what an empty axis
+    reads), or, with ``fill`` (JAX), None for every out-of-range index, over JAX's fill.
+    """
+    if check_bounds:
+        return _resolve, lambda shape: np.empty(shape, dtype)
+    if not fill:
+        return _clamp, lambda shape: np.zeros(shape, dtype)
+
+    def inside(i: int, size: int) -> int | None:
+        return _resolve(i, size) if -size <= i < size else None
+
+    return inside, lambda shape: np.full(shape, fill_value(dtype), dtype)
+
+
+def gather(
+    data: Any,
+    indices: Any,
+    axis: int = 0,
+    opset: int = 13,
+    check_bounds: bool = True,
+    fill: bool = False,
+) -> np.ndarray:
+    """ONNX Gather-1/11/13.
+
+    ``check_bounds=False``: an out-of-range index reads data's element at the index
+    clamped into the axis (nothing on an empty axis: zeros), or with ``fill`` JAX's
+    :func:`fill_value`: the library's decided behaviour when unchecked; the spec has none.
+    """
     data, indices = np.asarray(data), np.asarray(indices)
     version = _version(opset, (1, 11, 13))
     axis = _check_common(data, indices, axis, version >= 13)
     q = indices.ndim
     size = data.shape[axis]
-    # Every index is checked, even when the output is empty.
-    for j in itertools.product(*map(range, indices.shape)):
-        _resolve(int(indices[j]), size)
+    read, start = _reader(check_bounds, fill, data.dtype)
+    if check_bounds:  # every index is checked, even when the output is empty
+        for j in itertools.product(*map(range, indices.shape)):
+            _resolve(int(indices[j]), size)
     out_shape = data.shape[:axis] + indices.shape + data.shape[axis + 1 :]
-    out = np.empty(out_shape, dtype=data.dtype)
+    out = start(out_shape)
     for pos in itertools.product(*map(range, out_shape)):
         j = pos[axis : axis + q]
-        k = _resolve(int(indices[j]), size)
-        out[pos] = data[(*pos[:axis], k, *pos[axis + q :])]
+        k = read(int(indices[j]), size)
+        if k is not None:
+            out[pos] = data[(*pos[:axis], k, *pos[axis + q :])]
     return out
 
 
-def gather_elements(data: Any, indices: Any, axis: int = 0, opset: int = 13) -> np.ndarray:
-    """ONNX GatherElements-11/13."""
-    return _gather_elements(data, indices, axis, _version(opset, (11, 13)), openvino=False)
+def gather_elements(
+    data: Any,
+    indices: Any,
+    axis: int = 0,
+    opset: int = 13,
+    check_bounds: bool = True,
+    fill: bool = False,
+) -> np.ndarray:
+    """ONNX GatherElements-11/13 (``check_bounds`` and ``fill`` as for :func:`gather`)."""
+    version = _version(opset, (11, 13))
+    return _gather_elements(data, indices, axis, version, False, check_bounds, fill)
 
 
-def openvino_gather_elements(data: Any, indices: Any, axis: int, opset: Any = None) -> np.ndarray:
+def openvino_gather_elements(
+    data: Any,
+    indices: Any,
+    axis: int,
+    opset: Any = None,
+    check_bounds: bool = True,
+    fill: bool = False,
+) -> np.ndarray:
     """OpenVINO GatherElements-6 (one version: ``opset`` is ignored)."""
-    return _gather_elements(data, indices, axis, 13, openvino=True)
+    return _gather_elements(data, indices, axis, 13, True, check_bounds, fill)
 
 
 def _gather_elements(
-    data: Any, indices: Any, axis: int, version: int, openvino: bool
+    data: Any,
+    indices: Any,
+    axis: int,
+    version: int,
+    openvino: bool,
+    check_bounds: bool,
+    fill: bool,
 ) -> np.ndarray:
     data, indices = np.asarray(data), np.asarray(indices)
     axis = _check_common(data, indices, axis, version >= 13)
@@ -107,21 +192,34 @@ def _gather_elements(
         if d != axis and indices.shape[d] > data.shape[d]:
             raise ValueError("indices larger than data off the axis")
     size = data.shape[axis]
+    read, start = _reader(check_bounds, fill, data.dtype)
+    if check_bounds:
+        for pos in itertools.product(*map(range, indices.shape)):
+            _resolve(int(indices[pos]), size)
+    out = start(indices.shape)
     for pos in itertools.product(*map(range, indices.shape)):
-        _resolve(int(indices[pos]), size)
-    out = np.empty(indices.shape, dtype=data.dtype)
-    for pos in itertools.product(*map(range, indices.shape)):
-        k = _resolve(int(indices[pos]), size)
-        out[pos] = data[(*pos[:axis], k, *pos[axis + 1 :])]
+        k = read(int(indices[pos]), size)
+        if k is not None:
+            out[pos] = data[(*pos[:axis], k, *pos[axis + 1 :])]
     return out
 
 
-def gather_nd(data: Any, indices: Any, batch_dims: int = 0, opset: int = 13) -> np.ndarray:
+def gather_nd(
+    data: Any,
+    indices: Any,
+    batch_dims: int = 0,
+    opset: int = 13,
+    check_bounds: bool = True,
+    fill: bool = False,
+) -> np.ndarray:
     """ONNX GatherND-11/12/13, one index tuple at a time.
 
     Checks in the library's order (rank, types, ``batch_dims``, the indices' shape), so
     an example that breaks two rules gets the same exception type from both. Every
     coordinate is checked against the axis it addresses, also when the output is empty.
+    ``check_bounds=False``: each coordinate is clamped into its axis (an empty axis reads
+    nothing: zeros); with ``fill`` (JAX) a tuple with any bad coordinate reads a slice of
+    :func:`fill_value`.
     """
     data, indices = np.asarray(data), np.asarray(indices)
     version = _version(opset, (11, 12, 13))
@@ -148,12 +246,16 @@ def gather_nd(data: Any, indices: Any, batch_dims: int = 0, opset: int = 13) -> 
     if not 1 <= k <= r - b:
         raise ValueError("indices.shape[-1] out of range")
     tuples = list(itertools.product(*map(range, indices.shape[:-1])))
+    read, start = _reader(check_bounds, fill, data.dtype)
+    if check_bounds:
+        for pos in tuples:
+            for j in range(k):
+                _resolve(int(indices[(*pos, j)]), data.shape[b + j])
+    out = start(indices.shape[:-1] + data.shape[b + k :])
     for pos in tuples:
-        for j in range(k):
-            _resolve(int(indices[(*pos, j)]), data.shape[b + j])
-    out = np.empty(indices.shape[:-1] + data.shape[b + k :], dtype=data.dtype)
-    for pos in tuples:
-        coordinate = tuple(_resolve(int(indices[(*pos, j)]), data.shape[b + j]) for j in range(k))
+        coordinate = tuple(read(int(indices[(*pos, j)]), data.shape[b + j]) for j in range(k))
+        if None in coordinate:
+            continue  # nothing to read: the slice keeps its zeros or fill
         # data[batch, coordinate] is a slice of the dims after b + k: element by element.
         for rest in itertools.product(*map(range, data.shape[b + k :])):
             out[(*pos, *rest)] = data[(*pos[:b], *coordinate, *rest)]
@@ -371,9 +473,13 @@ class Oracle(NamedTuple):
 
     run: Callable[..., np.ndarray]
     size_at: Callable[[Sequence[int], dict[str, Any], Any], int]
-    #: Whether an unchecked out-of-range index has a defined result (the scatters drop
-    #: its update: ``run(..., check_bounds=False)``); a gather's may be anything.
+    #: Whether an unchecked out-of-range index drops its update (the scatters:
+    #: ``run(..., check_bounds=False)``).
     drops: bool = False
+    #: Whether an unchecked out-of-range index reads the element at the index clamped into
+    #: its axis (the gathers: ``run(..., check_bounds=False)``; JAX's fill value with
+    #: ``fill=True``).
+    clamps: bool = False
 
 
 def _size_of_coordinate(
@@ -382,9 +488,9 @@ def _size_of_coordinate(
     return int(data_shape[attributes.get("batch_dims", 0) + position[-1]])
 
 
-GATHER = Oracle(gather, _size_along_axis)
-GATHER_ELEMENTS = Oracle(gather_elements, _size_along_axis)
-OPENVINO_GATHER_ELEMENTS = Oracle(openvino_gather_elements, _size_along_axis)
-GATHER_ND = Oracle(gather_nd, _size_of_coordinate)
+GATHER = Oracle(gather, _size_along_axis, clamps=True)
+GATHER_ELEMENTS = Oracle(gather_elements, _size_along_axis, clamps=True)
+OPENVINO_GATHER_ELEMENTS = Oracle(openvino_gather_elements, _size_along_axis, clamps=True)
+GATHER_ND = Oracle(gather_nd, _size_of_coordinate, clamps=True)
 SCATTER_ELEMENTS = Oracle(scatter_elements, _size_along_axis, drops=True)
 SCATTER_ND = Oracle(scatter_nd, _size_of_coordinate, drops=True)

@@ -47,19 +47,32 @@ def run_oracle(
     attributes: dict[str, Any],
     opset: int | None,
     check_bounds: bool = True,
+    fill: bool = False,
 ) -> np.ndarray:
     """The operator's loop oracle on ``arrays`` (its inputs in order).
 
-    ``opset`` None: the operator's default. ``check_bounds=False`` matters only to an
-    oracle that defines an unchecked call (``Oracle.drops``: the scatters drop an
-    out-of-range update); any other raises its IndexError either way.
+    ``opset`` None: the operator's default. ``check_bounds=False``: the library's unchecked
+    answer, where an out-of-range index raises nothing: a scatter drops its update
+    (``Oracle.drops``), a gather reads the element at the index clamped into its axis
+    (``Oracle.clamps``), or with ``fill`` JAX's fill value (:func:`fills`).
     """
     operator = _ops.get(op)
     chosen = operator.default_opset if opset is None else opset
     found = oracle_of(op)
-    if found.drops and not check_bounds:
-        return found.run(*arrays, opset=chosen, check_bounds=False, **attributes)
-    return found.run(*arrays, opset=chosen, **attributes)
+    if check_bounds:
+        return found.run(*arrays, opset=chosen, **attributes)
+    if found.clamps:
+        return found.run(*arrays, opset=chosen, check_bounds=False, fill=fill, **attributes)
+    return found.run(*arrays, opset=chosen, check_bounds=False, **attributes)
+
+
+def fills(lib: Library) -> bool:
+    """Whether ``lib``'s unchecked gathers give a fill value, not the clamped element.
+
+    JAX: the README's semantics (``jnp.take(..., mode="fill")``: NaN, the most negative
+    signed integer, the largest unsigned one, True), under ``jit`` and eagerly alike.
+    """
+    return getattr(lib.module, "__name__", "") == "jax"
 
 
 def call(arrays: tuple[Any, ...], example: Example) -> Any:
@@ -73,11 +86,19 @@ def call(arrays: tuple[Any, ...], example: Example) -> Any:
     )
 
 
-def expected(example: Example) -> Outcome:
-    """What the loop oracle says: the spec's value or exception."""
+def expected(example: Example, fill: bool = False) -> Outcome:
+    """What the loop oracle says: the spec's value or exception.
+
+    ``fill``: for a library whose unchecked gathers fill (:func:`fills`).
+    """
     try:
         value = run_oracle(
-            example.op, example.arrays, example.attributes, example.opset, example.check_bounds
+            example.op,
+            example.arrays,
+            example.attributes,
+            example.opset,
+            example.check_bounds,
+            fill,
         )
     except (IndexError, ValueError, TypeError) as exc:
         return Outcome(error=exc)
@@ -248,12 +269,10 @@ def mismatch(example: Example, got: Outcome, want: Outcome) -> str | None:
 
     Values must be identical. Errors must have the oracle's exception type; an IndexError
     must also name an offending value and its position in ``indices``. With
-    ``check_bounds=False`` an out-of-range index may give anything except a crash, where
-    the oracle defines no result for it (:func:`expected` has the scatters' answer).
+    ``check_bounds=False`` an out-of-range index has the oracle's unchecked answer
+    (:func:`run_oracle`: the scatters drop, the gathers clamp or fill), never an error.
     """
     if want.error is not None:
-        if isinstance(want.error, IndexError) and not example.check_bounds:
-            return None
         if got.error is None:
             return f"returned a value, expected {type(want.error).__name__}"
         if not isinstance(got.error, type(want.error)):
@@ -320,6 +339,7 @@ def check(example: Example, libs: list[Any], tally: Tally | None = None) -> Outc
         Naming the library and what differs from the oracle.
     """
     want = expected(example)
+    filled: Outcome | None = None  # the answer for JAX's unchecked gathers, which fill
     problems = []
     for lib in libs:
         if example.dtype_name not in lib.holds:
@@ -329,7 +349,11 @@ def check(example: Example, libs: list[Any], tally: Tally | None = None) -> Outc
             tally.run(lib.name, example.op, got.kind)
             if plain:
                 tally.plain[lib.name, example.op] += 1
-        problem = touched or mismatch(example, got, want)
+        its = want
+        if not example.check_bounds and fills(lib) and oracle_of(example.op).clamps:
+            filled = filled or expected(example, fill=True)
+            its = filled
+        problem = touched or mismatch(example, got, its)
         if problem is not None:
             problems.append(f"{lib.name}: {problem}")
     if problems:
