@@ -3,7 +3,9 @@
 For every workload and backend, our call, the backend's plain native call, ONNX Runtime's
 CPU session and (where it is correct and quick enough) the ONNX reference evaluator run
 interleaved round by round in this one process; the report gives medians of the
-per-round ratios. All results are first checked to agree bit for bit.
+per-round ratios. All results are first checked to agree bit for bit. On the CPU, the
+programs benchmark (``python -m benchmarks.programs``: many calls, compiled steps, a KV
+cache) follows with the same settings and writes ``programs.md`` beside the report.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import argparse
 import importlib
 import shlex
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -218,7 +221,23 @@ def main(argv: list[str] | None = None) -> int:
         report.write_markdown(out / f"{stem}.md", body)
         report.chart(rows, out / f"{stem}.png", f"{info['cpu']}; {info['date']}")
         print(f"wrote {out / f'{stem}.md'} and {out / f'{stem}.png'}")
-    return 0
+    if cuda or (args.only and args.only not in "programs"):
+        return 0
+    return _programs(args, backends, rounds, sample, out)
+
+
+def _programs(
+    args: argparse.Namespace, backends: list[str], rounds: int, sample: float, out: Path | None
+) -> int:
+    """``python -m benchmarks.programs`` with this run's settings, in a process of its own:
+    its recompile probe needs a process in which no eager call of ours came first."""
+    command = [sys.executable, "-m", "benchmarks.programs", "--rounds", str(rounds)]
+    command += ["--sample", str(sample), "--backends", ",".join(backends)]
+    command += ["--modes", "eager,compile,jit" if args.mode == "all" else args.mode]
+    command += ["--smoke"] if args.smoke else []
+    command += ["--out", str(out)] if out is not None else []
+    print("$ python " + shlex.join(command[1:]), flush=True)
+    return subprocess.run(command, cwd=ROOT, check=False).returncode
 
 
 if __name__ == "__main__":
