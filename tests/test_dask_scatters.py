@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import dask.array as da
 import numpy as np
 import pytest
-from helpers import assert_identical
+from helpers import assert_identical, oracle_answer
+from scatter_cases import scatter
 
 import onnx_gather as og
 from onnx_gather import _ops
@@ -64,3 +67,81 @@ def test_scatter_elements_parts_only_where_an_indices_block_can_land() -> None:
     want = og.scatter_elements(np.zeros((6, 4), np.float32), np.array([[0, 5, 1, 1]] * 6),
                                np.ones((6, 4), np.float32), reduction="add")  # fmt: skip
     assert_identical(result.compute(), want)
+
+
+def _layer(result: da.Array) -> dict[Any, Any]:
+    return dict(result.dask.layers[result.name])
+
+
+@pytest.mark.parametrize("blocks", [64, 128])
+def test_the_graph_grows_with_the_blocks_not_their_pairs(blocks: int) -> None:
+    """One-element blocks, every update anywhere: a shuffle by target block, not n * n parts.
+
+    The result's own tasks: a records task per indices block, a join per output block, and
+    at most ``N log2 N`` route tasks (``N`` the blocks rounded up to a power of 2).
+    """
+    rng = np.random.default_rng(blocks)
+    indices = rng.integers(-blocks, blocks, blocks)
+    case = scatter("dask-shuffle", SE, np.zeros(blocks, np.float32), indices,
+                   np.arange(blocks, dtype=np.float32), {"reduction": "add"})  # fmt: skip
+    result = og.scatter_elements(
+        da.zeros(blocks, chunks=1, dtype=np.float32), da.from_array(indices, chunks=1),
+        da.from_array(case.updates, chunks=1), reduction="add",
+    )  # fmt: skip
+    layer = _layer(result)
+    routes = [key for key in layer if key[0].endswith("-route")]
+    assert len(layer) - len(routes) == 2 * blocks  # records and joins
+    assert 0 < len(routes) <= blocks * (blocks - 1).bit_length()
+    assert not [key for key in layer if key[0].endswith("-part")]
+    assert_identical(result.compute(), oracle_answer(case))
+
+
+#: Data's shape and chunks, and the indices' chunks (ScatterND: their last dim whole).
+SHUFFLED = {
+    SE: ((7, 6), ((1, 2, 1, 1, 2), (1, 2, 3)), ((2,) * 10, (1, 1, 2, 2))),
+    SN: ((9, 4, 3), ((2, 1, 3, 1, 2), 2, (1, 2)), ((3,) * 10, (2,))),
+}
+
+
+@pytest.mark.parametrize("check_bounds", [True, False])
+@pytest.mark.parametrize("op", [SE, SN], ids=lambda op: op.name)
+def test_the_shuffle_gives_the_oracles_bits(op: _ops.Operator, check_bounds: bool) -> None:
+    """Duplicates spread over many blocks meet in C order, every reduction; unchecked drops.
+
+    ScatterND's data is chunked along its slice dims too: each update lands in two output
+    blocks.
+    """
+    shape, data_chunks, index_chunks = SHUFFLED[op]
+    rng = np.random.default_rng(5)
+    data = rng.standard_normal(shape).astype(np.float32)
+    top = 0 if check_bounds else 2  # (unchecked: indices up to 2 past the end, dropped)
+    if op is SE:  # (20, 6) indices into (7, 6) data along axis 0
+        indices = rng.integers(-7, 7 + top, (20, 6))
+        updates = rng.standard_normal((20, 6)).astype(np.float32)
+        update_chunks = index_chunks
+    else:  # (30, 2) tuples into the first two dims of (9, 4, 3) data
+        indices = np.stack([rng.integers(-9, 9, 30), rng.integers(-4, 4 + top, 30)], axis=-1)
+        updates = rng.standard_normal((30, 3)).astype(np.float32)
+        update_chunks = (index_chunks[0], -1)
+    for reduction in ("none", "add", "mul", "max", "min"):
+        case = scatter("dask-shuffled", op, data, indices, updates, {"reduction": reduction},
+                       check_bounds=check_bounds)  # fmt: skip
+        result = _ops.call(
+            op, da.from_array(data, chunks=data_chunks),
+            da.from_array(indices, chunks=index_chunks),
+            da.from_array(updates, chunks=update_chunks),
+            reduction=reduction, check_bounds=check_bounds,
+        )  # fmt: skip
+        assert any(key[0].endswith("-route") for key in _layer(result))
+        assert_identical(result.compute(), oracle_answer(case))
+
+
+def test_the_shuffle_raises_at_compute_naming_the_position() -> None:
+    data = da.zeros(32, chunks=1, dtype=np.float32)
+    indices = np.arange(32)
+    indices[21] = 40
+    result = og.scatter_elements(data, da.from_array(indices, chunks=1),
+                                 da.ones(32, chunks=1, dtype=np.float32))  # fmt: skip
+    assert any(key[0].endswith("-route") for key in _layer(result))
+    with pytest.raises(IndexError, match=r"index 40 at position \(21,\) of indices .* size 32"):
+        result.compute()

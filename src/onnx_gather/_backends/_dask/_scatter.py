@@ -3,24 +3,35 @@
 Both operators are written as index tuples: a ScatterElements update addresses one
 element (its position in ``indices`` with the axis' coordinate replaced by its index: a
 tuple of ``r`` coordinates), a ScatterND update the slice of data's trailing dims that its
-``k`` coordinates address. The graph has three kinds of task:
+``k`` coordinates address. Where an update lands is known only when its indices block is
+computed, so the graph moves the updates to their output blocks in one of two ways,
+whichever makes fewer tasks:
 
-* *targets*, one per indices block: its tuples counted from the end and checked (an
+* *records*, one task per indices block: its tuples counted from the end and checked (an
   IndexError naming the position in the whole ``indices``, raised when the graph runs),
-  or, unchecked, those out of range dropped; with each update's position in C order of
-  ``indices``;
-* *parts*, one per indices block and output block: the updates of that indices block
-  aimed at that output block, their values cut to its trailing extent (ScatterND);
-* *joins*, one per output block (data's chunks): a copy of the data block, and the parts
+  or, unchecked, those out of range dropped; each update with its position in C order of
+  ``indices``, its values, and its *row block* (the block of data's first ``k`` dims it
+  lands in);
+* either *parts*, one per indices block and output block it can reach (every output
+  block for ScatterND; for ScatterElements those whose extent off the axis overlaps the
+  indices block's): the updates of that indices block aimed there. Few blocks, or
+  indices that can reach few output blocks, make few parts; but every pair of blocks
+  makes ``n * n``;
+* or a *shuffle* by row block (a butterfly, as in a sort network): ``N`` = the indices
+  blocks or the row blocks, whichever are more, rounded up to a power of 2; stage ``s``
+  (of ``log2 N``) has a *route* task per partition ``p``, which takes the updates of
+  partitions ``p`` and ``p ^ 2**s`` of the stage before and keeps those whose row block
+  has ``p``'s bit ``s``. After the last stage partition ``p`` holds exactly the updates
+  aimed at row block ``p``. At most ``N log2 N`` tasks of two dependencies each
+  (partitions no update can reach, or none can leave, are left out), each holding about
+  two partitions' updates (a routing known only at compute needs such stages: a task
+  that took every indices block's updates would hold them all);
+* *joins*, one per output block (data's chunks): a copy of the data block, and the updates
   aimed at it applied in C order of their positions by the NumPy kernels' write
   (:func:`onnx_gather._backends._numpy._scatter.write`), so duplicates and reductions
   give the same bits as every backend.
 
-A task holds one indices block and its updates (targets, parts), or one data block and
-the updates aimed at it (joins); there is a part per indices block and output block it
-can reach: every output block for ScatterND, those whose extent off the axis overlaps the
-indices block's for ScatterElements. The
-indices of ScatterND are whole along their last dim and its updates along data's
+The indices of ScatterND are whole along their last dim and its updates along data's
 trailing dims.
 """
 
@@ -44,6 +55,10 @@ from onnx_gather._indices import DROP, counted
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
+
+#: One indices block's updates: C-order positions, ``(m, k)`` coordinates into data, values
+#: (``m`` updates, each of the trailing dims' shape), and the row block each lands in.
+Records = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 def scatter(data: da.Array, indices: Any, updates: da.Array, plan: Any) -> da.Array:
@@ -69,49 +84,145 @@ def scatter(data: da.Array, indices: Any, updates: da.Array, plan: Any) -> da.Ar
     name = "onnx-gather-" + plan.op.lower() + "-" + tokenize(data, indices, updates, plan)
     graph: dict[Any, Any] = {}
     starts = [tuple(accumulate(c, initial=0)) for c in indices.chunks]
-    out_blocks = list(itertools.product(*map(range, data.numblocks)))
     data_starts = [tuple(accumulate(c, initial=0)) for c in data.chunks]
     shape = tuple(int(n) for n in data.shape)
-    # ScatterElements: an update lands at its own position off the axis, so an indices
-    # block meets only the output blocks whose extent off the axis overlaps its own.
-    off_axis = () if nd else tuple(d for d in range(data.ndim) if d != plan.axis)
-    parts: dict[tuple[int, ...], list[Any]] = {bo: [] for bo in out_blocks}
-    for bi in itertools.product(*map(range, indices.numblocks)):
+    in_blocks = list(itertools.product(*map(range, indices.numblocks)))
+    for bi in in_blocks:
         offset = tuple(starts[d][b] for d, b in enumerate(bi))
-        graph[(name + "-targets", *bi)] = (
-            _targets, (indices.name, *bi), offset, tuple(indices.shape), plan, shape, k
-        )  # fmt: skip
         ub = bi[:-1] + (0,) * (updates.ndim - len(bi) + 1) if nd else bi
-        for bo in out_blocks:
-            if any(
-                starts[d][bi[d] + 1] <= data_starts[d][bo[d]]
-                or data_starts[d][bo[d] + 1] <= starts[d][bi[d]]
-                for d in off_axis
-            ):
-                continue
-            box = tuple((data_starts[d][b], data_starts[d][b + 1]) for d, b in enumerate(bo))
-            graph[(name + "-part", *bi, *bo)] = (
-                _part, (name + "-targets", *bi), (updates.name, *ub), box, k
-            )  # fmt: skip
-            parts[bo].append((name + "-part", *bi, *bo))
-    for bo in out_blocks:
-        graph[(name, *bo)] = (_join, (data.name, *bo), parts[bo], k, plan.reduction)
+        graph[(name + "-records", *bi)] = (
+            _records, (indices.name, *bi), (updates.name, *ub), offset, tuple(indices.shape),
+            plan, shape, k, tuple(data_starts[:k]),
+        )  # fmt: skip
+    nd_reach = None if nd else _reach(plan.axis, indices.numblocks, starts, data, data_starts)
+    stages = _stages(len(in_blocks), math.prod(data.numblocks[:k]))
+    n_parts = (
+        len(in_blocks) * math.prod(data.numblocks)
+        if nd_reach is None  # (ScatterND: every indices block reaches every output block)
+        else math.prod(sum(map(len, per_block)) for per_block in nd_reach)
+    )
+    if n_parts <= sum(map(len, stages)):
+        _parts(graph, name, data, in_blocks, nd_reach, data_starts, k, plan.reduction)
+    else:
+        _shuffle(graph, name, data, in_blocks, stages, data_starts, k, plan.reduction)
     hlg = HighLevelGraph.from_collections(name, graph, dependencies=[data, indices, updates])
     return da.Array(hlg, name, chunks=data.chunks, dtype=data.dtype, meta=data._meta)
 
 
-def _targets(
+def _reach(
+    axis: int,
+    numblocks: tuple[int, ...],
+    starts: list[tuple[int, ...]],
+    data: da.Array,
+    data_starts: list[tuple[int, ...]],
+) -> list[list[list[int]]]:
+    """ScatterElements: per dim, per indices block along it, the data blocks it can reach.
+
+    An update lands at its own position off the axis: only the blocks whose extent off
+    the axis overlaps the indices block's; along the axis, every block.
+    """
+    return [
+        [list(range(data.numblocks[d]))] * numblocks[d]
+        if d == axis
+        else [
+            [
+                bo
+                for bo in range(data.numblocks[d])
+                if data_starts[d][bo] < starts[d][bi + 1] and starts[d][bi] < data_starts[d][bo + 1]
+            ]
+            for bi in range(numblocks[d])
+        ]
+        for d in range(data.ndim)
+    ]
+
+
+def _parts(
+    graph: dict[Any, Any],
+    name: str,
+    data: da.Array,
+    in_blocks: list[tuple[int, ...]],
+    reach: list[list[list[int]]] | None,
+    data_starts: list[tuple[int, ...]],
+    k: int,
+    reduction: str,
+) -> None:
+    """A part per indices block and output block it reaches; a join per output block.
+
+    ``reach``: :func:`_reach`'s lists; None: every output block (ScatterND).
+    """
+    out_blocks = list(itertools.product(*map(range, data.numblocks)))
+    parts: dict[tuple[int, ...], list[Any]] = {bo: [] for bo in out_blocks}
+    for bi in in_blocks:
+        targets = (
+            out_blocks
+            if reach is None
+            else itertools.product(*(reach[d][b] for d, b in enumerate(bi)))
+        )
+        for bo in targets:
+            box = tuple((data_starts[d][b], data_starts[d][b + 1]) for d, b in enumerate(bo))
+            graph[(name + "-part", *bi, *bo)] = (_part, (name + "-records", *bi), box, k)
+            parts[bo].append((name + "-part", *bi, *bo))
+    for bo in out_blocks:
+        graph[(name, *bo)] = (_join, (data.name, *bo), parts[bo], k, reduction)
+
+
+def _stages(n_in: int, n_rows: int) -> list[list[int]]:
+    """The partitions of each stage of the shuffle (see the module docstring).
+
+    Partition ``p`` after stage ``s`` holds updates of the indices blocks ``j`` with
+    ``j >> (s + 1) == p >> (s + 1)`` aimed at the row blocks ``t`` with the same low
+    ``s + 1`` bits as ``p``: it exists where some such ``j`` and ``t`` do.
+    """
+    n = max(n_in, n_rows)
+    layers = []
+    for s in range((n - 1).bit_length()):
+        low = (1 << (s + 1)) - 1
+        layers.append([
+            p for p in range(1 << (n - 1).bit_length())
+            if (p & ~low) < n_in and (p & low) < n_rows
+        ])  # fmt: skip
+    return layers
+
+
+def _shuffle(
+    graph: dict[Any, Any],
+    name: str,
+    data: da.Array,
+    in_blocks: list[tuple[int, ...]],
+    stages: list[list[int]],
+    data_starts: list[tuple[int, ...]],
+    k: int,
+    reduction: str,
+) -> None:
+    """Route tasks moving the records to their row blocks; a join per output block."""
+    previous = {j: (name + "-records", *bi) for j, bi in enumerate(in_blocks)}
+    for s, layer in enumerate(stages):
+        current = {}
+        for p in layer:
+            sources = [previous[q] for q in (p, p ^ (1 << s)) if q in previous]
+            current[p] = (name + "-route", s, p)
+            graph[current[p]] = (_route, s, (p >> s) & 1, *sources)
+        previous = current
+    rows = tuple(data.numblocks[:k])
+    for bo in itertools.product(*map(range, data.numblocks)):
+        box = tuple((data_starts[d][b], data_starts[d][b + 1]) for d, b in enumerate(bo))
+        source = previous[int(np.ravel_multi_index(bo[:k], rows))]
+        graph[(name, *bo)] = (_join_routed, (data.name, *bo), source, box, k, reduction)
+
+
+def _records(
     block: np.ndarray,
+    updates: np.ndarray,
     offset: tuple[int, ...],
     whole: tuple[int, ...],
     plan: Plan,
     shape: tuple[int, ...],
     k: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One indices block's updates: C-order positions, which update of the block, tuples.
+    row_starts: tuple[tuple[int, ...], ...],
+) -> Records:
+    """One indices block's updates (:data:`Records`), checked or without those dropped.
 
-    Checked (the IndexError names the position in the whole ``indices``) or, unchecked,
-    without the updates out of range. Tuples are ``(m, k)`` coordinates into data.
+    Checked, the IndexError names the position in the whole ``indices``.
     """
     if plan.check_bounds:
         try:
@@ -132,24 +243,49 @@ def _targets(
     else:
         coords = grid.T.astype(np.int64)  # the update's own place, its axis' coordinate...
         coords[:, plan.axis] = np.asarray(counted_block).reshape(-1)  # ...its index
-    local = np.arange(m)
+    split = updates.ndim - (len(shape) - k)  # (ScatterND: the slice dims follow)
+    values = updates.reshape((m, *updates.shape[split:]))
     if keep is not None:
         kept = np.asarray(keep).reshape(-1)
-        position, local, coords = position[kept], local[kept], coords[kept]
-    return position, local, coords
+        position, coords, values = position[kept], coords[kept], values[kept]
+    row = np.zeros(len(position), np.int64)
+    for d, bounds in enumerate(row_starts):  # (the block holding each coordinate)
+        within = np.searchsorted(np.asarray(bounds), coords[:, d], side="right") - 1
+        row = row * (len(bounds) - 1) + within
+    return position, coords, values, row
+
+
+def _route(stage: int, side: int, *sources: Records) -> Records:
+    """The records of ``sources`` whose row block has bit ``stage`` equal to ``side``."""
+    merged = (
+        sources[0]
+        if len(sources) == 1
+        else tuple(np.concatenate(field) for field in zip(*sources, strict=True))
+    )
+    keep = (merged[3] >> stage) & 1 == side
+    position, coords, values, row = merged
+    return position[keep], coords[keep], values[keep], row[keep]
+
+
+def _join_routed(
+    block: np.ndarray,
+    records: Records,
+    box: tuple[tuple[int, int], ...],
+    k: int,
+    reduction: str,
+) -> np.ndarray:
+    """:func:`_join` of the updates a shuffle brought to this block's row block."""
+    return _join(block, [_part(records, box, k)], k, reduction)
 
 
 def _part(
-    targets: tuple[np.ndarray, np.ndarray, np.ndarray],
-    updates: np.ndarray,
+    records: Records,
     box: tuple[tuple[int, int], ...],
     k: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The updates aimed at one output block: positions, rows in the block, values."""
-    position, local, coords = targets
+    position, coords, values, _ = records
     trailing = len(box) - k  # ScatterND's slice dims (0: one element per update)
-    split = updates.ndim - trailing
-    values = updates.reshape((math.prod(updates.shape[:split]), *updates.shape[split:]))[local]
     lo = np.array([a for a, _ in box[:k]], np.int64)
     hi = np.array([b for _, b in box[:k]], np.int64)
     inside = np.all((coords >= lo) & (coords < hi), axis=1)
