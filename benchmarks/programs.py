@@ -67,6 +67,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -300,6 +301,8 @@ class Contender:
     result: Callable[[], list[np.ndarray]]
     first_call_s: float | None = None
     graphs: list[int] = field(default_factory=list)
+    #: jax.jit: how many copies of a whole cache XLA's optimised program makes.
+    cache_copies: Callable[[], int] | None = None
 
 
 @dataclass
@@ -327,6 +330,14 @@ def _numpy_of(x: Any) -> np.ndarray:
     if hasattr(x, "detach"):
         x = x.detach().cpu()
     return np.asarray(x)
+
+
+def _apply(ready: Callable[[Any], Any], fn: Callable[..., Any], *args: Any) -> Any:
+    return ready(fn(*args))
+
+
+def _first(items: list[Any]) -> Any:
+    return items[0]
 
 
 def _holding(
@@ -372,7 +383,7 @@ def _graph_group(backend: str, mode: str, sizes: Sizes) -> Group:
     args = (convert(x), [convert(a) for a in ge], [convert(b) for b in g], [convert(c) for c in nd])
     contenders = {}
     for label, fn in (("ours", ours), ("native", native)):
-        call, result = _holding(lambda fn=fn: ready(fn(*args)))
+        call, result = _holding(partial(_apply, ready, fn, *args))
         contenders[label] = Contender(label, call, result)
     form = {
         "numpy": "np.take_along_axis, np.take, y[c[:, 0], c[:, 1]]",
@@ -408,12 +419,7 @@ def _decode_group(backend: str, mode: str, sizes: Sizes) -> Group:
             index, pos = convert(inputs[where]), convert(inputs["pos"])
             if mode == "compile":
                 step = torch.compile(step, fullgraph=True)
-            call, result = _holding(
-                lambda step=step, caches=caches, news=news, index=index, pos=pos: step(
-                    caches, news, index, pos
-                ),
-                lambda caches=caches: caches,
-            )
+            call, result = _holding(partial(step, caches, news, index, pos), partial(list, caches))
             contenders[label] = Contender(label, call, result)
     else:
         import jax
@@ -442,8 +448,12 @@ def _decode_group(backend: str, mode: str, sizes: Sizes) -> Group:
                 state[0], acc = jax.block_until_ready(step(state[0], news, index, pos))
                 return acc
 
-            call, result = _holding(one_step, lambda state=state: state[0])
+            call, result = _holding(one_step, partial(_first, state))
             contenders[label] = Contender(label, call, result)
+            if mode == "jit":
+                contenders[label].cache_copies = partial(
+                    _cache_copies, step, state, news, index, pos, sizes.cache
+                )
     natives = [k for k in contenders if not k.startswith("ours")]
     pairs = []
     for ours in ("ours ScatterND", "ours ScatterElements"):
@@ -453,6 +463,15 @@ def _decode_group(backend: str, mode: str, sizes: Sizes) -> Group:
                 name = f"decode step: {sizes.layers} layers, {ours.removeprefix('ours ')}"
             pairs.append(Pair(name, ours, native, native))
     return Group("decode step", backend, mode, contenders, pairs)
+
+
+def _cache_copies(
+    step: Any, state: list[Any], news: Any, index: Any, pos: Any, shape: tuple[int, ...]
+) -> int:
+    """The copies of a whole cache in the optimised program of a jitted step."""
+    text = step.lower(state[0], news, index, pos).compile().as_text()
+    cache = "f32[" + ",".join(map(str, shape)) + "]"
+    return sum(1 for line in text.splitlines() if f"= {cache}" in line and " copy(" in line)
 
 
 GROUPS = {"graph": _graph_group, "decode": _decode_group}
@@ -664,6 +683,14 @@ def run(
     for k in rest:
         failed[k] = _first_calls(groups[k])
         checks[k] = _compare(groups[k], failed[k])
+    for k in rest:
+        for c in groups[k].contenders.values():
+            copies = 0 if c.cache_copies is None or c.label in failed[k] else c.cache_copies()
+            if copies:
+                notes.append(
+                    f"jax.jit decode step, {c.label}: XLA's optimised program (its HLO) holds "
+                    f"{copies} copies of a whole cache per step; that row times them too."
+                )
     if any(g.backend == "jax" and g.program == "decode step" for g in groups):
         notes.append(
             "JAX decode steps return new caches (JAX has no out=); under jax.jit the caches "
