@@ -195,9 +195,11 @@ def _shuffle(
     reduction: str,
 ) -> None:
     """Route tasks moving the records to their row blocks; a join per output block."""
-    previous = {j: (name + "-records", *bi) for j, bi in enumerate(in_blocks)}
+    previous: dict[int, tuple[Any, ...]] = {
+        j: (name + "-records", *bi) for j, bi in enumerate(in_blocks)
+    }
     for s, layer in enumerate(stages):
-        current = {}
+        current: dict[int, tuple[Any, ...]] = {}
         for p in layer:
             sources = [previous[q] for q in (p, p ^ (1 << s)) if q in previous]
             current[p] = (name + "-route", s, p)
