@@ -43,10 +43,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from onnx_gather import _api, _ops
+from onnx_gather._backends import _numpy
 from onnx_gather._backends._base import element_positions, tuple_rows
 from onnx_gather._indices import DROP, counted
 from onnx_gather._memo import Memo
+from onnx_gather._spec.scatter_nd import ScatterNDPlan
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -163,12 +164,15 @@ def _on_host(
     library's NumPy kernel runs on them (one pass, updates in C order, rows past the last
     dropped), inside ``jit`` through ``jax.pure_callback``.
     """
+    # The call's plan, known here: rows into the first dim of the (rows, width) target,
+    # unchecked (a dropped update's row is past the last one).
+    n = target.shape[0]
+    plan = ScatterNDPlan("ScatterND-18", False, tuple(target.shape), 0, n, (n,), reduction)
 
     def run(t: np.ndarray, r: np.ndarray, v: np.ndarray) -> np.ndarray:
         stored = t.dtype
         t, v = np.asarray(t).view(dtype), np.asarray(v).view(dtype)
-        indices = np.asarray(r).reshape(-1, 1)
-        out = _api.run(_ops.SCATTER_ND, 18, (t, indices, v), (reduction,), False)
+        out = _numpy.scatter_nd(t, np.asarray(r).reshape(-1, 1), v, plan)
         return np.asarray(out).view(stored)
 
     shape = jax.ShapeDtypeStruct(target.shape, target.dtype)
