@@ -55,14 +55,16 @@ if TYPE_CHECKING:
 def _eager_fn(
     kernel: Take, plan: Plan, block: Any, bounds: bool, fill: Any
 ) -> Callable[[jax.Array, jax.Array], Any]:
-    """The eager call of ``plan``, jitted once; with ``bounds`` also the indices' min and max.
+    """The eager call of ``plan``, jitted once; with ``bounds`` also whether an index is bad.
 
     A closure over the plan rather than static arguments: ``jax.jit``'s fast dispatch path
     then serves every call (measured 0.7 us less per call than static keyword arguments).
     ``kernel``: the operator's fill-mode gather; ``block``: slices cutting data to what
     the output reads (None: all of it), which the plan determines; ``fill``: the bits of
     bfloat16's NaN where the data arrives as its int16 bits, else None (the dtype's own
-    fill value).
+    fill value). With ``bounds`` it returns ``(out, bad)``: one flag, exact for every
+    component's own size, is the least a checked call must read back (one output fewer
+    than the indices' min and max, and no concatenation).
     """
     key = (kernel, plan, bounds, fill)
     fn = _EAGER.get(key)
@@ -75,14 +77,59 @@ def _eager_fn(
         if block is not None:
             data = data[block]
         out = fill_take(kernel, data, indices, plan, fill, guard)
-        if not bounds or indices.size == 0:
-            return out, None
-        return out, jnp.stack([jnp.min(indices), jnp.max(indices)])
+        if not bounds:
+            return out
+        return out, jnp.any(plan.outside(indices, jnp))
 
     return _EAGER.put(key, jax.jit(call))
 
 
 _EAGER: Memo[tuple[Any, ...], Callable[[jax.Array, jax.Array], Any]] = Memo(1024)
+
+
+def _fast_fn(
+    fn: Callable[[jax.Array, jax.Array], Any], plan: Plan, kind: type
+) -> Callable[[Any, Any], Any]:
+    """The plan's eager call of ``kind`` arrays (jaxlib's concrete array type) in brief.
+
+    What :func:`_run` decides per call, decided once for the plan: no bfloat16 bits, no
+    wide indices, no host check of large indices. Returns None for any call it does not
+    serve (tracers, host indices, indices committed to a device that data is not, arrays
+    on devices jit refuses to combine, an enclosing trace), which :func:`_run` then takes.
+    """
+    checked = plan.check_bounds
+
+    def call(data: Any, indices: Any) -> Any:
+        if type(data) is not kind or type(indices) is not kind:
+            return None
+        if indices.committed and not data.committed:
+            return None  # (jit would run on the indices' device: the result belongs on data's)
+        try:
+            result = fn(data, indices)
+        except ValueError:  # (arrays committed to different devices: _run moves indices)
+            return None
+        if not checked:
+            return result if type(result) is kind else None
+        out, bad = result
+        if type(bad) is not kind:  # (an enclosing trace: _run evaluates it now)
+            return None
+        if np.asarray(bad):  # the one transfer of a checked call
+            _raise_for(plan, indices)
+        return out
+
+    return call
+
+
+#: Each plan's :func:`_fast_fn`, by the plan's id with the plan (its identity checked): an
+#: int hashes at once, where a plan's tuple of tuples takes longer than the lookup it keys.
+_FAST: Memo[int, tuple[Plan, Callable[[Any, Any], Any]]] = Memo(1024)
+
+
+def _raise_for(plan: Plan, indices: jax.Array) -> None:
+    """The plan's IndexError for the first bad index of concrete ``indices``."""
+    _spec.raise_out_of_range(plan, np.asarray(indices))
+    msg = f"{plan.op}: the check reported an out-of-range index that is not there"
+    raise AssertionError(msg)
 
 
 def _from_host(indices: np.ndarray, data: jax.Array, plan: Plan) -> tuple[jax.Array, bool]:
@@ -139,16 +186,31 @@ class JaxBackend(Backend):
 
     def gather(self, data: jax.Array, indices: Any, plan: GatherPlan, /) -> jax.Array:
         """ONNX Gather: ``jnp.take`` in fill mode (see the module docstring)."""
+        fast = _FAST.get(id(plan))
+        if fast is not None and fast[0] is plan:
+            out = fast[1](data, indices)
+            if out is not None:
+                return out
         return _run(take, data, indices, plan, None)
 
     def gather_elements(
         self, data: jax.Array, indices: Any, plan: GatherElementsPlan, /
     ) -> jax.Array:
         """ONNX GatherElements (and OpenVINO's): ``jnp.take_along_axis`` in fill mode."""
+        fast = _FAST.get(id(plan))
+        if fast is not None and fast[0] is plan:
+            out = fast[1](data, indices)
+            if out is not None:
+                return out
         return _run(take_along_axis, data, indices, plan, plan.block())
 
     def gather_nd(self, data: jax.Array, indices: Any, plan: GatherNDPlan, /) -> jax.Array:
         """ONNX GatherND: advanced indexing in fill mode (``.at[...].get(mode="fill")``)."""
+        fast = _FAST.get(id(plan))
+        if fast is not None and fast[0] is plan:
+            out = fast[1](data, indices)
+            if out is not None:
+                return out
         return _run(take_nd, data, indices, plan, None)
 
     def check_writable(self, out: Any, /) -> None:
@@ -223,8 +285,10 @@ def _run(kernel: Take, data: jax.Array, indices: Any, plan: Plan, block: Any) ->
     """
     checked = False  # whether the values were read and found in range
     largest = max(plan.sizes)
+    # Served by _fast_fn from the next call on: the backend's own concrete arrays.
+    fast = type(indices) is type(data) and not traced(data)
     if type(largest) is int and largest > _INT32_MAX:  # (not a symbolic size)
-        indices = _wide(indices, plan)
+        indices, fast = _wide(indices, plan), False
     if isinstance(indices, np.ndarray):
         indices, checked = _from_host(indices, data, plan)
     elif (
@@ -257,7 +321,7 @@ def _run(kernel: Take, data: jax.Array, indices: Any, plan: Plan, block: Any) ->
         # for XLA's min/max in the jitted call).
         values = np.asarray(indices)
         _spec.check_range(plan, *value_range(values), lambda: values)
-        checked = True
+        checked = fast = False  # (checked on the host: the call is large anyway)
     # bfloat16 goes in and out as its int16 bits, converted outside the jitted call:
     # inside it, XLA's CPU code quiets signalling NaNs where the bitcast fuses with
     # the gather and the fill (0x7F81 came back 0x7FC1; jax 0.10.2), barrier or not.
@@ -266,16 +330,21 @@ def _run(kernel: Take, data: jax.Array, indices: Any, plan: Plan, block: Any) ->
     if bits is not None:
         fill = nan_bits(data.dtype)
         data_dtype, data = data.dtype, jax.lax.bitcast_convert_type(data, bits)
-    fn = _eager_fn(kernel, plan, block, plan.check_bounds and not checked, fill)
-    out, bounds = fn(data, indices)
-    if bounds is not None:
-        if traced(bounds):
+    bounds = plan.check_bounds and not checked
+    fn = _eager_fn(kernel, plan, block, bounds, fill)
+    if fast and bits is None:
+        _FAST.put(id(plan), (plan, _fast_fn(fn, plan, type(data))))
+    if not bounds:
+        out = fn(data, indices)
+    else:
+        out, bad = fn(data, indices)
+        if traced(bad):
             # Concrete arrays inside a trace (checkify passes them through) give traced
             # results: evaluate the call now instead.
             with jax.ensure_compile_time_eval():
-                out, bounds = fn(data, indices)
-        lo, hi = np.asarray(bounds).tolist()  # the one transfer of a checked call
-        _spec.check_range(plan, int(lo), int(hi), lambda: np.asarray(indices))
+                out, bad = fn(data, indices)
+        if np.asarray(bad):  # the one transfer of a checked call
+            _raise_for(plan, indices)
     if bits is not None:
         out = jax.lax.bitcast_convert_type(out, data_dtype)
     return out

@@ -4,8 +4,8 @@
   inexact types, the most negative value for signed integers, the largest for unsigned
   ones, True for bool) and never another element's value. ``fill`` is also the only mode in
   which both count negative indices from the end (``clip`` and ``promise_in_bounds`` do
-  not). An index beyond ``[-s, s-1]`` is first replaced by ``s``: with x64, ``fill`` read
-  real elements for indices near +-2**63.
+  not). An int64 index beyond ``[-s, s-1]`` is first replaced by ``s``: jnp narrows
+  int64 indices to int32 for such axes, and ``fill`` read real elements for 2**32 + 1.
 * In ``fill`` mode XLA's CPU gather rewrites bfloat16 NaN payloads (0x7FC1 and 0x7F81 come
   back as 0x7FC0; seen with jax 0.10.2; float16 and float32 keep theirs), so bfloat16 data
   is gathered as its int16 bits, with the NaN's bits as the fill. A
@@ -96,17 +96,28 @@ def fill_take(
         fill = fill_value(data.dtype)
     if size == 0:  # jnp.take raises on an empty axis; take_along_axis gives 0
         return jnp.full(out_shape, fill, data.dtype)
-    if guard and (not isinstance(size, int) or size <= jnp.iinfo(indices.dtype).max):
-        # fill mode adds size to a negative index: near -2**63 that wraps into range.
-        # (A symbolic size beyond an int32 index type's range wraps here, but then every
-        # index is in range and the replacement is never taken.) Coordinates go to their
-        # own axis' size: the whole index tuple then reads the fill.
+    if guard and indices.dtype.itemsize > 4 and _narrowed(plan.sizes):
+        # jnp converts int64 indices to int32 where the axis fits int32, so 2**32 + 1
+        # would read element 1: such an index goes to the fill first. int32 indices need
+        # nothing (the native op's own counting and fill say it all: one pass fewer).
+        # Coordinates go to their own axis' size: the whole index tuple then reads the fill.
         bound: Any = size
         if plan.coordinates and any(s != size for s in plan.sizes):
             bound = jnp.asarray(plan.sizes, dtype=indices.dtype)
         indices = jnp.where((indices >= -bound) & (indices < bound), indices, bound)
     return kernel(data, indices, plan, fill)
 
+
+def _narrowed(sizes: tuple[Any, ...]) -> bool:
+    """Whether jnp gathers with int32 indices for these sizes (every one fits int32).
+
+    A symbolic size (``jax.export``) or one beyond int32 makes jnp keep int64
+    (``lax_utils.int_dtype_for_dim``, ``int_dtype_for_shape``; jax 0.10.2).
+    """
+    return all(isinstance(s, int) and s <= _INT32_MAX for s in sizes)
+
+
+_INT32_MAX = 2**31 - 1
 
 # Float types whose NaN payloads XLA's gather rewrites, with the same-width integer type.
 BITS: dict[Any, Any] = {jnp.dtype(jnp.bfloat16): jnp.int16}

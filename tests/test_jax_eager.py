@@ -1,0 +1,197 @@
+"""JAX eager calls after the first of a plan (the backend's per-plan short path), and its layout.
+
+Every test calls the same plan more than once: the first call of a plan takes the full path
+and sets up the short one that serves the next. Expected values come from the loop oracle.
+Passes with JAX_ENABLE_X64=0 and =1.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from helpers import assert_identical
+
+import onnx_gather as og
+from onnx_gather._conformance import oracle
+
+X = np.arange(32, dtype=np.float32).reshape(8, 4) / 7
+#: Per operator: our call, the oracle's, good indices and the same shape with one bad
+#: index, and the text the IndexError gives for it.
+OPS: dict[str, tuple[Any, Any, np.ndarray, np.ndarray, str]] = {
+    "gather": (
+        lambda x, i, **kw: og.gather(x, i, 0, **kw),
+        lambda x, i, **kw: oracle.gather(x, i, 0, **kw),
+        np.array([1, -2], np.int32),
+        np.array([1, -9], np.int32),
+        r"index -9 at position \(1,\) of indices is out of range for axis 0 of size 8",
+    ),
+    "gather_elements": (
+        lambda x, i, **kw: og.gather_elements(x, i, 1, **kw),
+        lambda x, i, **kw: oracle.gather_elements(x, i, 1, **kw),
+        np.tile(np.array([0, -1, 3, -4], np.int32), (8, 1)),
+        np.tile(np.array([0, -1, 4, -4], np.int32), (8, 1)),
+        r"index 4 at position \(0, 2\) of indices is out of range for axis 1 of size 4",
+    ),
+    # Coordinate 0 addresses 8 rows, coordinate 1 four columns: 5 is good for the first
+    # and bad for the second, so the check must compare each with its own axis' size.
+    "gather_nd": (
+        lambda x, i, **kw: og.gather_nd(x, i, **kw),
+        lambda x, i, **kw: oracle.gather_nd(x, i, **kw),
+        np.array([[5, -1], [-3, 2]], np.int32),
+        np.array([[5, -1], [-3, 5]], np.int32),
+        r"index 5 at position \(1, 1\) of indices is out of range for axis 1 of size 4",
+    ),
+}
+
+
+@pytest.mark.parametrize("op", list(OPS))
+def test_later_calls_of_a_plan_check_and_compute_as_the_first(op: str) -> None:
+    ours, loop, good, bad, message = OPS[op]
+    x = jnp.asarray(X)
+    for _ in range(3):
+        assert_identical(np.asarray(ours(x, jnp.asarray(good))), loop(X, good))
+        with pytest.raises(IndexError, match=message):
+            ours(x, jnp.asarray(bad))
+
+
+@pytest.mark.parametrize("op", list(OPS))
+def test_later_unchecked_calls_give_the_fill_value(op: str) -> None:
+    ours, loop, _, bad, _ = OPS[op]
+    x = jnp.asarray(X)
+    want = loop(X, bad, check_bounds=False, fill=True)
+    for _ in range(3):
+        assert_identical(np.asarray(ours(x, jnp.asarray(bad), check_bounds=False)), want)
+
+
+@pytest.mark.parametrize("op", list(OPS))
+def test_concrete_arrays_inside_a_trace_after_eager_calls(op: str) -> None:
+    """Arrays closed over by a jitted function are known while it traces: checked then."""
+    ours, loop, good, bad, message = OPS[op]
+    x, i, b = jnp.asarray(X), jnp.asarray(good), jnp.asarray(bad)
+    ours(x, i)
+    ours(x, i)
+    assert_identical(np.asarray(jax.jit(lambda: ours(x, i))()), loop(X, good))
+    with pytest.raises(IndexError, match=message):
+        jax.jit(lambda: ours(x, b))()
+
+
+def test_jit_of_int32_indices_adds_nothing_to_the_native_fill_gather() -> None:
+    """Under jit a checked call with int32 indices lowers to jnp's own fill-mode gather.
+
+    The check is an identity for checkify (nothing in plain jit), and fill mode counts
+    negatives and fills the rest: no pass of ours is left in the program.
+    """
+    x, i = jnp.asarray(X), jnp.asarray(OPS["gather_elements"][2])
+
+    def ops(fn: Any) -> list[str]:
+        text = jax.jit(fn).lower(x, i).as_text()
+        return sorted(word for word in text.split() if word.startswith("stablehlo."))
+
+    ours = ops(lambda x, i: og.gather_elements(x, i, 1))
+    native = ops(lambda x, i: jnp.take_along_axis(x, i, axis=1, mode="fill", fill_value=np.nan))
+    assert ours == native
+
+
+@pytest.mark.skipif(not jax.config.read("jax_enable_x64"), reason="int64 needs jax_enable_x64")
+def test_jit_of_int64_indices_beyond_int32_gives_the_fill_value() -> None:
+    """jnp narrows int64 indices to int32 for small axes: 2**32 + 1 must not read element 1."""
+    values = [2**32 + 1, -(2**32) - 1, 2**63 - 1, -(2**63), -1]
+    got = jax.jit(lambda x, i: og.gather(x, i))(jnp.arange(8.0), jnp.asarray(values, jnp.int64))
+    assert np.isnan(np.asarray(got)[:4]).all()
+    assert float(got[4]) == 7.0
+
+
+def test_result_on_data_device_when_indices_are_committed_elsewhere() -> None:
+    """Two CPU devices (a child process: the device count is fixed when JAX starts)."""
+    code = textwrap.dedent(
+        """
+        import jax, jax.numpy as jnp, numpy as np
+        import onnx_gather as og
+        d0, d1 = jax.devices()
+        i = np.array([[0, -1, 2, 3]] * 2, np.int32)
+        cases = [
+            (jax.device_put(jnp.arange(8.0).reshape(2, 4), d1), jax.device_put(i, d0), d1),
+            (jnp.arange(8.0).reshape(2, 4), jax.device_put(i, d1), d0),
+        ]
+        for x, idx, device in cases:
+            for _ in range(3):
+                out = og.gather_elements(x, idx, 1)
+                assert out.devices() == {device}, (out.devices(), device)
+                assert np.asarray(out).tolist() == [[0, 3, 2, 3], [4, 7, 6, 7]]
+        print("ok")
+        """
+    )
+    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **env},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+def _imports(path: Path, name: str, modules: set[str]) -> set[str]:
+    """The package's modules that ``path`` (module ``name``) imports, but under TYPE_CHECKING.
+
+    ``from package import thing``: the module ``package.thing`` where there is one, else
+    the package itself (its ``__init__`` runs for the thing).
+    """
+    tree = ast.parse(path.read_text())
+    hidden = {
+        id(node)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+        for node in ast.walk(block)
+    }
+    here = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in hidden:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = here.split(".")[: len(here.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                found.add(full if full in modules else base)
+    return {m for m in found if m.split(".")[0] == "onnx_gather"}
+
+
+def test_the_jax_backend_imports_nothing_above_the_backends() -> None:
+    """No path of imports leads from the JAX backend back to the dispatch (no import cycle).
+
+    The modules it reaches, transitively, never include ``_api``, ``_dispatch``, ``_ops``
+    or the package's public module.
+    """
+    root = Path(og.__file__).parent
+    modules = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    names = set(modules) | {f"onnx_gather.{p.name.split('.')[0]}" for p in root.glob("*.so")}
+    seen, todo = set(), ["onnx_gather._backends._jax"]
+    while todo:
+        name = todo.pop()
+        if name not in seen and name in modules:
+            seen.add(name)
+            todo += _imports(modules[name], name, names)
+    assert "onnx_gather._backends._jax._scatter" in seen
+    above = {"onnx_gather", "onnx_gather._api", "onnx_gather._dispatch", "onnx_gather._ops"}
+    assert not seen & above, sorted(seen & above)
