@@ -8,6 +8,7 @@ and the peers (ONNX Runtime, the reference evaluator).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from typing import Any
@@ -23,7 +24,8 @@ import onnx_gather as og
 from onnx_gather import _ops
 from onnx_gather._backends import _numpy as _numpy_backend
 from onnx_gather._conformance import onnx_peers
-from onnx_gather._conformance.runner import difference
+from onnx_gather._conformance.runner import Outcome, difference, mismatch
+from onnx_gather._conformance.strategies import Example
 
 SE, SN = _ops.SCATTER_ELEMENTS, _ops.SCATTER_ND
 #: Tests of NumPy's kernels, the oracle or the peers alone: run in NumPy's session only.
@@ -250,6 +252,12 @@ def _sweep(seed: int, count: int) -> list[Case]:
 
 
 SWEEP = _sweep(20261125, 400)
+#: The unchecked calls again, checked: those with an index out of range must raise it.
+CHECKED_SWEEP = [
+    dataclasses.replace(c, id=f"{c.id}-checked", check_bounds=True)
+    for c in SWEEP
+    if not c.check_bounds
+]
 
 
 def _without_compiled_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -288,22 +296,35 @@ SWEEP_PARAMS = [
 def test_sweep_is_bit_identical_to_the_oracle(
     lib_: Library, compiled: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """400 random calls (every dtype and reduction, duplicates, unchecked drops) agree."""
+    """400 random calls (every dtype and reduction, duplicates, unchecked drops) agree.
+
+    The unchecked ones run checked too: an out-of-range index raises the IndexError that
+    names it (a value, its position in indices, its axis' size).
+    """
     if not compiled:
         _without_compiled_kernel(monkeypatch)
-    ran = 0
-    for case in SWEEP:
+    ran = raised_ = 0
+    for case in [*SWEEP, *CHECKED_SWEEP]:
         if not applies(lib_, case):
             continue
         try:
             want = oracle_answer(case)
-        except IndexError:
-            with pytest.raises(IndexError):
+        except IndexError as bad:
+            with pytest.raises(IndexError) as raised:
                 lib_.to_numpy(_run(lib_, case))
+            # The message names a bad value, its position in indices and its axis' size.
+            example = Example(
+                case.op, case.data, case.indices, case.attributes, case.opset,
+                case.check_bounds, updates=case.updates,
+            )  # fmt: skip
+            problem = mismatch(example, Outcome(error=raised.value), Outcome(error=bad))
+            assert problem is None, (case.id, problem)
+            raised_ += 1
             continue
         assert_identical(lib_.to_numpy(_run(lib_, case)), want), case.id
         ran += 1
     assert ran > 200
+    assert raised_ > 20
 
 
 def _large_cases() -> list[Case]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 
@@ -26,6 +26,21 @@ TYPES = {
 }  # fmt: skip
 
 
+E = TypeVar("E", bound=Exception)
+
+
+def _rule(kind: type[E], rule: str, *names: object) -> E:
+    """``kind(rule)``, the spec's exception for a broken rule, naming what must be named.
+
+    ``names`` (the attribute ``names`` of the exception, as strings) are what the
+    library's message must contain: the bad value and the rule's words, as the README
+    promises. ``rule`` is the oracle's own short text, which reports class examples by.
+    """
+    exc = kind(rule)
+    cast("Any", exc).names = tuple(str(n) for n in names)
+    return exc
+
+
 def _dtype_name(dtype: np.dtype[Any]) -> str:
     return "string" if dtype.kind in "OUST" else dtype.name
 
@@ -33,20 +48,20 @@ def _dtype_name(dtype: np.dtype[Any]) -> str:
 def _version(opset: int, versions: tuple[int, ...]) -> int:
     usable = [v for v in versions if v <= opset]
     if not usable:
-        raise ValueError("opset older than the operator")
+        raise _rule(ValueError, "opset older than the operator", f"opset {opset}")
     return usable[-1]
 
 
 def _check_common(data: np.ndarray, indices: np.ndarray, axis: int, bf16: bool) -> int:
     if data.ndim < 1:
-        raise ValueError("data of rank 0")
+        raise _rule(ValueError, "data of rank 0", "rank >= 1")
     allowed = TYPES | ({"bfloat16"} if bf16 else set())
     if _dtype_name(data.dtype) not in allowed:
-        raise TypeError(data.dtype)
+        raise _rule(TypeError, "data type", _dtype_name(data.dtype))
     if _dtype_name(indices.dtype) not in INDEX_DTYPES:
-        raise TypeError(indices.dtype)
+        raise _rule(TypeError, "indices type", _dtype_name(indices.dtype))
     if not -data.ndim <= axis < data.ndim:
-        raise ValueError("axis out of range")
+        raise _rule(ValueError, "axis out of range", f"axis {axis}")
     return axis % data.ndim
 
 
@@ -185,12 +200,16 @@ def _gather_elements(
     data, indices = np.asarray(data), np.asarray(indices)
     axis = _check_common(data, indices, axis, version >= 13)
     if indices.ndim != data.ndim:
-        raise ValueError("indices of another rank than data")
+        raise _rule(
+            ValueError, "indices of another rank than data", "same rank", f"rank {indices.ndim}"
+        )
     for d in range(data.ndim):
+        dim = f"indices dim {d} is {indices.shape[d]}"
         if d != axis and openvino and indices.shape[d] != data.shape[d]:
-            raise ValueError("indices dims differ from data off the axis (OpenVINO)")
+            rule = "indices dims differ from data off the axis (OpenVINO)"
+            raise _rule(ValueError, rule, dim, "equal")
         if d != axis and indices.shape[d] > data.shape[d]:
-            raise ValueError("indices larger than data off the axis")
+            raise _rule(ValueError, "indices larger than data off the axis", dim, "larger")
     size = data.shape[axis]
     read, start = _reader(check_bounds, fill, data.dtype)
     if check_bounds:
@@ -224,27 +243,27 @@ def gather_nd(
     data, indices = np.asarray(data), np.asarray(indices)
     version = _version(opset, (11, 12, 13))
     if data.ndim < 1:
-        raise ValueError("data of rank 0")
+        raise _rule(ValueError, "data of rank 0", "rank >= 1")
     allowed = TYPES | ({"bfloat16"} if version >= 13 else set())
     if _dtype_name(data.dtype) not in allowed:
-        raise TypeError(data.dtype)
+        raise _rule(TypeError, "data type", _dtype_name(data.dtype))
     if _dtype_name(indices.dtype) not in INDEX_DTYPES:
-        raise TypeError(indices.dtype)
+        raise _rule(TypeError, "indices type", _dtype_name(indices.dtype))
     if isinstance(batch_dims, bool) or not isinstance(batch_dims, int | np.integer):
-        raise TypeError(batch_dims)
+        raise _rule(TypeError, "batch_dims type", "batch_dims", f"got {batch_dims}")
     b = int(batch_dims)
     if b != 0 and version < 12:
-        raise ValueError("batch_dims before version 12")
+        raise _rule(ValueError, "batch_dims before version 12", f"batch_dims {b}", "version 12")
     r, q = data.ndim, indices.ndim
     if q < 1:
-        raise ValueError("indices of rank 0")
+        raise _rule(ValueError, "indices of rank 0", "rank >= 1")
     if not 0 <= b < min(q, r):
-        raise ValueError("batch_dims out of range")
+        raise _rule(ValueError, "batch_dims out of range", f"batch_dims {b} is out of range")
     if data.shape[:b] != indices.shape[:b]:
-        raise ValueError("batch dims of data and indices differ")
+        raise _rule(ValueError, "batch dims of data and indices differ", f"batch_dims={b}")
     k = indices.shape[-1]
     if not 1 <= k <= r - b:
-        raise ValueError("indices.shape[-1] out of range")
+        raise _rule(ValueError, "indices.shape[-1] out of range", f"indices.shape[-1] is {k}")
     tuples = list(itertools.product(*map(range, indices.shape[:-1])))
     read, start = _reader(check_bounds, fill, data.dtype)
     if check_bounds:
@@ -273,27 +292,29 @@ def _check_scatter(
 ) -> None:
     """The scatters' type rules, in the library's order (types, then the reduction)."""
     if data.ndim < 1:
-        raise ValueError("data of rank 0")
+        raise _rule(ValueError, "data of rank 0", "rank >= 1")
     allowed = TYPES | ({"bfloat16"} if version >= 13 else set())
     name = _dtype_name(data.dtype)
     if name not in allowed:
-        raise TypeError(data.dtype)
+        raise _rule(TypeError, "data type", name)
     if _dtype_name(indices.dtype) not in INDEX_DTYPES:
-        raise TypeError(indices.dtype)
+        raise _rule(TypeError, "indices type", _dtype_name(indices.dtype))
     if _dtype_name(updates.dtype) != name:
-        raise TypeError("updates of another type than data")
+        rule = "updates of another type than data"
+        raise _rule(TypeError, rule, "updates", name, _dtype_name(updates.dtype))
 
 
 def _check_reduction(reduction: Any, version: int, data: np.ndarray) -> None:
     if not isinstance(reduction, str):
-        raise TypeError(reduction)
+        raise _rule(TypeError, "reduction type", "reduction", f"got {reduction}")
+    named = f"reduction '{reduction}'"
     if reduction not in _REDUCTIONS or _REDUCTIONS[reduction] > version:
-        raise ValueError("reduction unknown or newer than the version")
+        raise _rule(ValueError, "reduction unknown or newer than the version", named)
     name = _dtype_name(data.dtype)
     if reduction != "none" and name == "string":
-        raise TypeError("a reduction of strings")
+        raise _rule(TypeError, "a reduction of strings", named, "string")
     if reduction in ("max", "min") and name.startswith("complex"):
-        raise TypeError("max/min of complex numbers")
+        raise _rule(TypeError, "max/min of complex numbers", named, name)
 
 
 def _one(x: Any, dtype: np.dtype[Any]) -> np.ndarray:
@@ -390,16 +411,20 @@ def scatter_elements(
     version = _version(opset, (11, 13, 16, 18))
     _check_scatter(data, indices, updates, version)
     if not -data.ndim <= axis < data.ndim:
-        raise ValueError("axis out of range")
+        raise _rule(ValueError, "axis out of range", f"axis {axis}")
     axis %= data.ndim
     _check_reduction(reduction, version, data)
     if indices.ndim != data.ndim:
-        raise ValueError("indices of another rank than data")
+        raise _rule(
+            ValueError, "indices of another rank than data", "same rank", f"rank {indices.ndim}"
+        )
     if updates.shape != indices.shape:
-        raise ValueError("updates of another shape than indices")
+        rule = "updates of another shape than indices"
+        raise _rule(ValueError, rule, "updates", str(updates.shape))
     for d in range(data.ndim):
         if d != axis and indices.shape[d] > data.shape[d]:
-            raise ValueError("indices larger than data off the axis")
+            dim = f"indices dim {d} is {indices.shape[d]}"
+            raise _rule(ValueError, "indices larger than data off the axis", dim, "larger")
     size = data.shape[axis]
     positions = list(itertools.product(*map(range, indices.shape)))
     if check_bounds:
@@ -432,12 +457,12 @@ def scatter_nd(
     _check_reduction(reduction, version, data)
     r, q = data.ndim, indices.ndim
     if q < 1:
-        raise ValueError("indices of rank 0")
+        raise _rule(ValueError, "indices of rank 0", "rank >= 1")
     k = indices.shape[-1]
     if not 1 <= k <= r:
-        raise ValueError("indices.shape[-1] out of range")
+        raise _rule(ValueError, "indices.shape[-1] out of range", f"indices.shape[-1] is {k}")
     if updates.shape != indices.shape[:-1] + data.shape[k:]:
-        raise ValueError("updates of the wrong shape")
+        raise _rule(ValueError, "updates of the wrong shape", "updates", str(updates.shape))
     tuples = list(itertools.product(*map(range, indices.shape[:-1])))
 
     def valid(pos: tuple[int, ...]) -> bool:

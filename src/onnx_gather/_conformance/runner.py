@@ -264,13 +264,30 @@ def _names_a_bad_index(example: Example, text: str) -> str | None:
     return None
 
 
+def _names_the_rule(want: BaseException, text: str) -> str | None:
+    """None if ``text`` names all that the oracle's error ``want`` says it must, else what not.
+
+    The oracle's error for "indices.shape[-1] out of range" names ``indices.shape[-1] is
+    3``, for an unknown reduction ``reduction 'sum'``; the library's message must hold them.
+    """
+    missing = [name for name in getattr(want, "names", ()) if name not in text]
+    if missing:
+        return (
+            f"{type(want).__name__} message {text!r} does not name "
+            f"{', '.join(map(repr, missing))} (the oracle's rule: {want})"
+        )
+    return None
+
+
 def mismatch(example: Example, got: Outcome, want: Outcome) -> str | None:
     """None if ``got`` conforms to the oracle's ``want``, else why not.
 
     Values must be identical. Errors must have the oracle's exception type; an IndexError
-    must also name an offending value and its position in ``indices``. With
-    ``check_bounds=False`` an out-of-range index has the oracle's unchecked answer
-    (:func:`run_oracle`: the scatters drop, the gathers clamp or fill), never an error.
+    must also name an offending value and its position in ``indices``, a ValueError or
+    TypeError what the oracle's error says it must name (the rule's words and the bad
+    value: its ``names``). With ``check_bounds=False`` an out-of-range index has the
+    oracle's unchecked answer (:func:`run_oracle`: the scatters drop, the gathers clamp or
+    fill), never an error.
     """
     if want.error is not None:
         if got.error is None:
@@ -279,7 +296,7 @@ def mismatch(example: Example, got: Outcome, want: Outcome) -> str | None:
             return f"raised {got.kind}: {got.error}; expected {type(want.error).__name__}"
         if isinstance(want.error, IndexError):
             return _names_a_bad_index(example, str(got.error))
-        return None
+        return _names_the_rule(want.error, str(got.error))
     if got.error is not None:
         return f"raised {got.kind}: {got.error}; expected a value"
     assert got.value is not None
