@@ -58,9 +58,8 @@ def _eager(
     }
 
 
-def _graph(
-    y: Any, ge: Any, g: Any, nd: Any, gather_elements: Any, gather: Any, gather_nd: Any
-) -> Any:
+def _graph(fns: tuple[Any, Any, Any], y: Any, ge: Any, g: Any, nd: Any) -> Any:
+    gather_elements, gather, gather_nd = fns
     acc = None
     for a, b, c in zip(ge, g, nd, strict=True):
         y = y + gather_elements(y, a) * 0.5
@@ -78,22 +77,18 @@ def _jit(jax: Any, jnp: Any, index: Any) -> dict[str, tuple[Callable[[], Any], C
         jnp.asarray(np.stack([rng.integers(-8, 8, 2), rng.integers(-4, 4, 2)], 1), index)
         for _ in range(13)
     ]
-    ours = jax.jit(
-        lambda *a: _graph(
-            *a,
-            lambda y, i: og.gather_elements(y, i, 1),
-            lambda y, i: og.gather(y, i, 0),
-            og.gather_nd,
-        )
+    ours_fns = (
+        lambda y, i: og.gather_elements(y, i, 1),
+        lambda y, i: og.gather(y, i, 0),
+        og.gather_nd,
     )
-    native = jax.jit(
-        lambda *a: _graph(
-            *a,
-            lambda y, i: jnp.take_along_axis(y, i, axis=1),
-            lambda y, i: jnp.take(y, i, axis=0),
-            lambda y, c: y[c[:, 0], c[:, 1]],
-        )
+    native_fns = (
+        lambda y, i: jnp.take_along_axis(y, i, axis=1),
+        lambda y, i: jnp.take(y, i, axis=0),
+        lambda y, c: y[c[:, 0], c[:, 1]],
     )
+    ours = jax.jit(lambda *a: _graph(ours_fns, *a))
+    native = jax.jit(lambda *a: _graph(native_fns, *a))
     args = (x, ge, g, nd)
     for a, b in zip(ours(*args), native(*args), strict=True):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

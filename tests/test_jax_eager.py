@@ -55,13 +55,20 @@ OPS: dict[str, tuple[Any, Any, np.ndarray, np.ndarray, str]] = {
 
 
 @pytest.mark.parametrize("op", list(OPS))
-def test_later_calls_of_a_plan_check_and_compute_as_the_first(op: str) -> None:
+def test_later_calls_of_a_plan_check_and_compute_as_the_first(
+    op: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from onnx_gather._backends import _jax
+    from onnx_gather._memo import Memo
+
+    monkeypatch.setattr(_jax, "_FAST", Memo(16))
     ours, loop, good, bad, message = OPS[op]
     x = jnp.asarray(X)
     for _ in range(3):
         assert_identical(np.asarray(ours(x, jnp.asarray(good))), loop(X, good))
         with pytest.raises(IndexError, match=message):
             ours(x, jnp.asarray(bad))
+    assert len(_jax._FAST._entries) == 1  # the later calls took the plan's short path
 
 
 @pytest.mark.parametrize("op", list(OPS))
@@ -195,3 +202,22 @@ def test_the_jax_backend_imports_nothing_above_the_backends() -> None:
     assert "onnx_gather._backends._jax._scatter" in seen
     above = {"onnx_gather", "onnx_gather._api", "onnx_gather._dispatch", "onnx_gather._ops"}
     assert not seen & above, sorted(seen & above)
+
+
+@pytest.mark.parametrize("op", list(OPS))
+def test_large_cpu_indices_are_checked_on_the_host(
+    op: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From ``_HOST_CHECK_FROM`` indices on, NumPy reads CPU indices in place (lowered here)."""
+    from onnx_gather._backends import _jax
+    from onnx_gather._memo import Memo
+
+    monkeypatch.setattr(_jax, "_HOST_CHECK_FROM", 1)
+    monkeypatch.setattr(_jax, "_FAST", Memo(16))  # (no short path from earlier tests)
+    ours, loop, good, bad, message = OPS[op]
+    x = jnp.asarray(X)
+    for _ in range(2):
+        assert_identical(np.asarray(ours(x, jnp.asarray(good))), loop(X, good))
+        with pytest.raises(IndexError, match=message):
+            ours(x, jnp.asarray(bad))
+    assert not _jax._FAST._entries  # (checked on the host: no short path set up)
