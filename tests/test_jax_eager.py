@@ -109,6 +109,20 @@ def test_jit_of_int32_indices_adds_nothing_to_the_native_fill_gather() -> None:
     assert ours == native
 
 
+def test_jit_of_gather_nd_compiles_to_as_many_kernels_as_native_indexing() -> None:
+    """A checked GatherND under jit: the tuples' rows, check and fill fuse with the gather.
+
+    As for ``x[c[:, 0], c[:, 1]]`` (whose bad tuples read clamped elements instead).
+    """
+    x, c = jnp.asarray(X), jnp.asarray(OPS["gather_nd"][2])
+
+    def fusions(fn: Any) -> int:
+        text = jax.jit(fn).lower(x, c).compile().as_text()
+        return text[text.index("ENTRY") :].count(" fusion(")
+
+    assert fusions(og.gather_nd) <= fusions(lambda x, c: x[c[:, 0], c[:, 1]])
+
+
 @pytest.mark.skipif(not jax.config.read("jax_enable_x64"), reason="int64 needs jax_enable_x64")
 def test_jit_of_int64_indices_beyond_int32_gives_the_fill_value() -> None:
     """jnp narrows int64 indices to int32 for small axes: 2**32 + 1 must not read element 1."""

@@ -20,6 +20,7 @@ from jax.experimental import checkify
 
 import onnx_gather as og
 from onnx_gather import openvino
+from onnx_gather._conformance import oracle
 
 
 def apply(op: str, x: Any, idx: Any, axis: int, **kw: Any) -> Any:
@@ -192,6 +193,29 @@ def test_jit_out_of_range_gives_the_fill_value(op: str, dtype: str, bad_value: i
     else:
         bad[1, 1] = True
     _assert_filled(got, want_valid, bad, dtype)
+
+
+#: GatherND tuples into (3, 4, 5) data, per number of coordinates: each bad tuple has one
+#: coordinate out of its own axis' range (3 for axis 0, 4 for axis 1, -6 for axis 2).
+ND_TUPLES = {
+    1: [[0], [3], [-3], [-4]],
+    2: [[0, -1], [3, 0], [-3, 2], [2, 4], [-3, -4]],
+    3: [[0, -1, 4], [2, 3, -6], [-1, 0, 0], [1, -5, 1]],
+}
+
+
+@pytest.mark.parametrize("k", list(ND_TUPLES))
+def test_jit_gather_nd_fills_each_tuple_with_a_bad_coordinate(k: int) -> None:
+    """The whole slice of a bad tuple holds the fill; checkify names the first bad one."""
+    x = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    idx = np.array(ND_TUPLES[k], np.int32)
+    want = oracle.gather_nd(x, idx, check_bounds=False, fill=True)
+    fn = jax.jit(lambda x, i: og.gather_nd(x, i))
+    assert_identical(np.asarray(fn(jnp.asarray(x), i32(idx))), want)
+    bad = np.argwhere((idx < -np.array(x.shape[:k])) | (idx >= np.array(x.shape[:k])))[0]
+    message = _checkified_message(fn, jnp.asarray(x), i32(idx))
+    assert message is not None
+    assert f"index {idx[tuple(bad)]} at position {tuple(int(p) for p in bad)}" in message
 
 
 def test_eager_vmap_out_of_range_gives_the_fill_value() -> None:

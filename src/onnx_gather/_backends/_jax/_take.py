@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -55,18 +56,36 @@ def take_along_axis(data: jax.Array, indices: jax.Array, plan: Plan, fill: Any) 
 
 
 def take_nd(data: jax.Array, indices: jax.Array, plan: Plan, fill: Any) -> jax.Array:
-    """GatherND's fill-mode kernel: advanced indexing, one array per batch dim and coordinate.
+    """GatherND's fill-mode kernel: a tuple with any coordinate out of range reads the fill.
 
-    Fill mode fills the whole slice of an index tuple with any coordinate out of range.
+    Without batch dims each tuple becomes one row of data's first dims flattened (a bad
+    tuple: the row past the last), read by ``jnp.take``: XLA then fuses the counting, the
+    check and the gather as for the native ``x[c[:, 0], c[:, 1]]`` (one fusion a call
+    instead of three under ``jit``). Otherwise, and where the rows would not fit int32,
+    advanced indexing with one array per batch dim and coordinate.
     """
     b = plan.batch_dims  # type: ignore[attr-defined]
     tuples = indices.reshape(1, -1) if indices.ndim == 1 else indices
-    lead = tuples.shape[:-1]
+    lead, k = tuples.shape[:-1], tuples.shape[-1]
+    sizes = data.shape[b : b + k]
+    if not b and all(type(s) is int for s in sizes) and math.prod(sizes) <= _INT32_MAX:
+        rows = math.prod(sizes)
+        row, inside = None, None
+        for j, s in enumerate(sizes):
+            c = tuples[..., j]
+            ok = (c >= -s) & (c < s)
+            c = jnp.where(c < 0, c + s, c)
+            row = c if row is None else row * s + c
+            inside = ok if inside is None else inside & ok
+        row = jnp.where(inside, row, rows)
+        flat = data.reshape((rows, *data.shape[k:]))
+        out = jnp.take(flat, row, axis=0, mode="fill", fill_value=fill)
+        return out.reshape(plan.out_shape)
     batch = [
         jnp.arange(n).reshape([n if e == d else 1 for e in range(len(lead))])
         for d, n in enumerate(lead[:b])
     ]
-    coordinates = [tuples[..., j] for j in range(tuples.shape[-1])]
+    coordinates = [tuples[..., j] for j in range(k)]
     out = data.at[(*batch, *coordinates)].get(mode="fill", fill_value=fill)
     return out.reshape(plan.out_shape)
 
