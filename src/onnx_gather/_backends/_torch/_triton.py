@@ -100,9 +100,10 @@ def _take(  # type: ignore[no-untyped-def]
     ok = (idx >= 0) & (idx < size)
     if CHECK:
         _record_first_bad(bad_ptr, j, live & ~ok)
-    idx = tl.where(ok, idx, 0)
-    # Still out of range only on an empty axis: then not even element 0 may be read.
-    value = tl.load(data_ptr + (rest + idx * axis_stride), mask=live & (idx < size), other=0)
+    # Unchecked: an index out of range reads the element clamped into the axis (README);
+    # on an empty axis (size - 1 is -1) nothing may be read: zeros.
+    idx = tl.minimum(tl.maximum(idx, 0), size - 1)
+    value = tl.load(data_ptr + (rest + idx * axis_stride), mask=live & (idx >= 0), other=0)
     tl.store(out_ptr + o, value, mask=live)
 
 
