@@ -1,12 +1,14 @@
 """The shared case table's gathers of every dtype under ``torch.compile``, bit for bit.
 
-Under ``torch.compile`` a small checked gather on the CPU is torch's own operations, with
-the range check in the graph (``torch.cond`` around ``onnx_gather::out_of_range_v1``), so
-inductor writes the code that moves the bits; a large one is the fused operator
-``onnx_gather::run_v1``. These tests run the table's dtype cases (every dtype torch
-holds, NaN payloads, -0.0, infinities, integer extremes) and signalling NaNs through
-compiled functions, expected values from the loop oracle; and check which route a
-compiled call takes, and that both raise the eager IndexError.
+Under ``torch.compile`` a small checked gather on the CPU is torch's own operations on
+indices counted from the end, whose range the compiled kernel's own check guards
+(inductor's indirect-indexing assertion), so inductor writes the code that moves the
+bits; a large one is the fused operator ``onnx_gather::run_v1``. These tests run the
+table's dtype cases (every dtype torch holds, NaN payloads, -0.0, infinities, integer
+extremes) and signalling NaNs through compiled functions, expected values from the loop
+oracle; and check which route a compiled call takes, and that both raise for every kind
+of index out of range (the fused operator the eager IndexError, inductor its own
+RuntimeError), on every compiler backend.
 
 Compiling is slow on small machines: the cases of one operator and attribute set run as
 one compiled function of a list of inputs (one compilation each).
@@ -121,14 +123,20 @@ def test_compiled_gathers_keep_signalling_nans(dtype: torch.dtype) -> None:
 
 
 def _graph_of(fn: Callable[..., Any], *args: Any) -> str:
-    """The code of the graph Dynamo records for ``fn(*args)`` (run, not compiled further)."""
+    """The code of the aten graph AOTAutograd records for ``fn(*args)`` (not compiled further).
+
+    (Dynamo's own graph holds one opaque call per call of the library: what it runs is
+    recorded when AOTAutograd traces that call.)
+    """
+    from torch._dynamo.backends.common import aot_autograd
+
     codes: list[str] = []
 
-    def backend(gm: torch.fx.GraphModule, example: Any) -> Callable[..., Any]:
-        # (with the branches of a torch.cond, which are submodules)
+    def forward(gm: torch.fx.GraphModule, example: Any) -> Callable[..., Any]:
         codes.extend(m.code for m in gm.modules() if isinstance(m, torch.fx.GraphModule))
         return gm.forward
 
+    backend = aot_autograd(fw_compiler=forward)
     torch.compile(fn, fullgraph=True, dynamic=False, backend=backend)(*args)
     return "\n".join(codes)
 
@@ -142,10 +150,12 @@ CALLS = {
 
 @pytest.mark.parametrize("op", sorted(CALLS))
 def test_small_compiled_calls_are_torch_operations_large_ones_the_fused_operator(op: str) -> None:
-    """The route per call size: the check in the graph below 2**18 outputs, else run_v1."""
+    """The route per call size: torch's operations below 2**18 outputs, else run_v1."""
+    native = {"gather": "index_select", "gather_elements": "gather", "gather_nd": "index"}[op]
     small = _graph_of(CALLS[op], torch.zeros(8, 4), torch.zeros(2, 4, dtype=torch.int64))
-    assert "out_of_range_v1" in small
-    assert "cond" in small
+    assert f"aten.{native}." in small
+    assert "cond" not in small
+    assert "out_of_range_v1" not in small
     assert "run_v1" not in small
     # 2**18 outputs of single elements (Gather and GatherND: rows of one element): the
     # fused operator where the compiled kernel is built (without it, it would run torch's
@@ -153,21 +163,50 @@ def test_small_compiled_calls_are_torch_operations_large_ones_the_fused_operator
     kernel = compiled_available()
     large = _graph_of(CALLS[op], torch.zeros(1 << 18), torch.zeros(1 << 18, dtype=torch.int64))
     assert ("run_v1" in large) == kernel
-    assert ("out_of_range_v1" in large) != kernel
     # Long rows: inductor copies them as fast as the kernel, so they stay torch's too.
     rows = _graph_of(CALLS[op], torch.zeros(64, 4096), torch.zeros(64, 4096, dtype=torch.int64))
-    fused = kernel and op == "gather_elements"
-    assert ("run_v1" in rows) == fused
-    assert ("out_of_range_v1" in rows) != fused
+    assert ("run_v1" in rows) == (kernel and op == "gather_elements")
     # Complex data: inductor generates no code for it, so the fused operator serves.
     tiny = torch.zeros(8, 4, dtype=torch.complex64)
     assert "run_v1" in _graph_of(CALLS[op], tiny, torch.zeros(2, 4, dtype=torch.int64))
 
 
-@pytest.mark.parametrize("size", ["small", "large"])
+def _bad_values(n: int) -> list[int]:
+    """Indices out of range for an axis of ``n``: every side of every wrap a kernel might do.
+
+    ``-n - 1`` counts from the end to -1, which ``index_select`` and advanced indexing
+    would count from the end again; ``-2 * n`` to ``-n``; ``2 * n - 1`` and beyond.
+    """
+    return [-n - 1, -2 * n, -2 * n - 1, n, 2 * n - 1, 1 << 40, -(1 << 63)]
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32], ids=str)
 @pytest.mark.parametrize("op", sorted(CALLS))
-def test_both_compiled_routes_raise_the_eager_index_error(op: str, size: str) -> None:
-    n = 8 if size == "small" else 1 << 18
+def test_small_compiled_calls_raise_inductors_error_for_every_index_out_of_range(
+    op: str, dtype: torch.dtype
+) -> None:
+    """The compiled kernel's own check: a RuntimeError, never a value (README, semantics)."""
+    n = 8
+    f = _compile(CALLS[op])
+    data = torch.arange(float(n))
+    good = torch.tensor([0, -1, -n, n - 1], dtype=dtype)
+    want = run_oracle("gather", (data.numpy(), good.numpy()), {"axis": 0}, 13, True)
+    assert_identical(f(data, good).numpy(), want)
+    info = torch.iinfo(dtype)
+    for value in _bad_values(n):
+        if not info.min <= value <= info.max:
+            continue
+        bad = torch.tensor([0, 1, value, 2], dtype=dtype)
+        with pytest.raises(RuntimeError, match="index out of bounds"):
+            f(data, bad)
+
+
+@pytest.mark.parametrize("op", sorted(CALLS))
+def test_large_compiled_calls_raise_the_eager_index_error(op: str) -> None:
+    """The fused operator (the compiled kernel) raises the eager IndexError, message and all."""
+    if not compiled_available():
+        pytest.skip("large compiled calls run run_v1 only where the compiled kernel is built")
+    n = 1 << 18
     data, indices = torch.zeros(n), torch.zeros(n, dtype=torch.int64)
     indices[n - 3] = -n - 1
     with pytest.raises(IndexError) as eager:
@@ -179,38 +218,30 @@ def test_both_compiled_routes_raise_the_eager_index_error(op: str, size: str) ->
 
 
 def test_compiled_gather_nd_of_axes_of_different_sizes_with_dynamic_shapes() -> None:
-    """Coordinates into axes of 8 and 4, symbolic shapes: values, then the eager error.
-
-    (Inductor fails on a ``torch.cond`` branch that captured sizes a tensor of sizes then
-    made numbers: the sizes go to the branch as a tensor; pytorch/pytorch#156819.)
-    """
+    """Coordinates into axes of 8 and 4, symbolic shapes: values, then the compiled error."""
     f = _compile(lambda x, i: og.gather_nd(x, i), dynamic=True)
     x = torch.arange(96.0).reshape(8, 4, 3)
     for n in (2, 5):
         i = torch.tensor([[0, -1], [7, 3], [-8, 0], [3, 2], [1, 1]])[:n]
         want = run_oracle("gather_nd", (x.numpy(), i.numpy()), {"batch_dims": 0}, 13, True)
         assert_identical(f(x, i).numpy(), want)
-    bad = torch.tensor([[0, -1], [7, 4]])
-    with pytest.raises(IndexError) as eager:
-        og.gather_nd(x, bad)
-    assert "index 4 at position (1, 1)" in str(eager.value)
-    with pytest.raises(IndexError) as compiled:
-        f(x, bad)
-    assert str(compiled.value) == str(eager.value)
+    for bad in ([[0, -1], [7, 4]], [[0, -5], [7, 3]], [[-9, 0], [1, 1]], [[8, 0], [1, 1]]):
+        with pytest.raises(RuntimeError, match="index out of bounds"):
+            f(x, torch.tensor(bad))
 
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
-def test_the_graphs_check_runs_on_other_compiler_backends(backend: str) -> None:
-    """The check is torch operations and a cond: backends that run them as aten ops agree."""
+def test_the_compiled_check_holds_on_other_compiler_backends(backend: str) -> None:
+    """Dynamo's other backends: ``eager`` runs the eager call (its IndexError), ``aot_eager``
+    torch's kernels on the counted indices (their own error)."""
     f = torch.compile(lambda x, i: og.gather(x, i, axis=1), fullgraph=True, backend=backend)
     x = torch.arange(15.0).reshape(3, 5)
     i = torch.tensor([[0, -1], [4, -5]])
     want = run_oracle("gather", (x.numpy(), i.numpy()), {"axis": 1}, 13, True)
     assert_identical(f(x, i).numpy(), want)
-    bad = torch.tensor([[0, -1], [5, 2]])
-    with pytest.raises(IndexError) as eager:
-        og.gather(x, bad, axis=1)
-    assert "index 5 at position (1, 0)" in str(eager.value)
-    with pytest.raises(IndexError) as compiled:
-        f(x, bad)
-    assert str(compiled.value) == str(eager.value)
+    for value in _bad_values(5):
+        bad = torch.tensor([[0, -1], [value, 2]])
+        with pytest.raises((IndexError, RuntimeError), match="out of") as error:
+            f(x, bad)
+        if backend == "eager":
+            assert f"index {value} at position (1, 0)" in str(error.value)

@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from onnx_gather import _spec
+from onnx_gather._backends import _dynamo
 from onnx_gather._dispatch import backend_for, library_of
 from onnx_gather._dtypes import numpy_dtype_name
 from onnx_gather._host import Unrepresentable, index_array
@@ -63,7 +64,24 @@ def run(
     """Check ``arrays`` (in ``op``'s input order) with ``op``'s planner; run its kernel.
 
     ``out`` (scatters): the array that receives the result, of data's library, shape and
-    dtype; ``out`` is data updates data in place.
+    dtype; ``out`` is data updates data in place. (What ``torch.compile`` runs instead
+    of tracing this: :mod:`._backends._dynamo`.)
+    """
+    return _run(op, opset, arrays, attributes, check_bounds, out)
+
+
+def _run(
+    op: Operator,
+    opset: Any,
+    arrays: tuple[Any, ...],
+    attributes: tuple[Any, ...],
+    check_bounds: bool,
+    out: Any,
+    write: bool = True,
+) -> Any:
+    """:func:`run`; with ``write`` False, ``out`` is checked and the result returned new.
+
+    (What a compiler records, which then writes the result into ``out`` itself.)
     """
     # The registry's table answers the common case inline (a bool is no opset: not here).
     version = op.newest.get(opset) if type(opset) is int else None
@@ -101,8 +119,13 @@ def run(
     if type(arrays[1]) is Unrepresentable:
         arrays[1].raise_for(plan)
     if out is not None:
-        return method(*arrays, plan, _checked_out(backend, plan, arrays[0], out))
+        _checked_out(backend, plan, arrays[0], out)
+        if write:
+            return method(*arrays, plan, out)
     return method(*arrays, plan)
+
+
+_dynamo.install(run, _run)
 
 
 def _same_library(backend: Backend, role: str, x: Any) -> None:

@@ -425,7 +425,9 @@ def _scatter_call(
         return _scatter_on_numpy(kernel, data, indices, updates, plan, out)
     if isinstance(indices, np.ndarray):  # host indices (in a graph: a constant of it)
         indices = torch.as_tensor(indices.copy(), device=data.device)
-    if _scatter_in_graph(data, indices, updates) or any(
+    if _scatter_compiled(data, indices, updates, plan):
+        result = scatters.in_graph(data, indices, updates, plan)
+    elif _scatter_in_graph(data, indices, updates) or any(
         _batched(x) for x in (data, indices, updates)
     ):  # (under torch.func.vmap: its rule calls the operator per batch entry)
         result = _fused.call(data, indices, updates, plan=plan)
@@ -451,6 +453,25 @@ def _scatter_numpy_route(
         # (bfloat16 reaches NumPy as int16, whose arithmetic is not bfloat16's)
         and (data.dtype != torch.bfloat16 or plan.reduction == "none")  # type: ignore[attr-defined]
     )
+
+
+def _scatter_compiled(data: torch.Tensor, indices: Any, updates: torch.Tensor, plan: Plan) -> bool:
+    """Whether a scatter under ``torch.compile`` is torch's operations inductor compiles.
+
+    (Not under ``torch.export``: an exported program keeps ``run_v1``, whose check raises
+    the eager IndexError wherever the program runs.)
+    """
+    return (
+        torch.compiler.is_compiling()
+        and not torch.compiler.is_exporting()
+        and data.dtype not in _NO_INDEX_PUT
+        and scatters.in_graph_serves(data, indices, updates, plan)
+    )
+
+
+#: Types whose ``index_put`` torch lacks (unsigned above 8 bits) or inductor does not
+#: generate code for (complex): their compiled scatters stay ``run_v1``.
+_NO_INDEX_PUT = (torch.uint16, torch.uint32, torch.uint64, torch.complex64, torch.complex128)
 
 
 def _scatter_in_graph(data: torch.Tensor, indices: Any, updates: torch.Tensor) -> bool:

@@ -13,8 +13,9 @@ tracing, so the check goes into the graph. Under ``torch.func`` it is the custom
 ``onnx_gather::checked_indices_v1``: opaque to the compiler, it runs on the real indices
 when the graph runs, raises the same IndexError as an eager call (one host
 synchronisation, as eagerly) and returns them counted, so no index is read unchecked.
-Under ``torch.compile`` (:func:`guarded`) it is torch's operations, which inductor compiles
-with the gather, and a ``torch.cond`` whose branch for a bad index runs
+Under ``torch.compile`` (:func:`guarded`) the indices are counted from the end in torch's
+operations and the compiled gather's own check guards their range (inductor fuses both
+into the gather); under ``torch.export`` a ``torch.cond`` whose branch for a bad index runs
 ``onnx_gather::out_of_range_v1``, which raises that IndexError: no Python runs on the good
 path. Their schemas are generic over the family (the plan's range rule: the axis the first
 component addresses, the size each addresses, whether the last dim holds coordinates) and
@@ -195,27 +196,60 @@ def _counted_or_out_of_range(
     return _counted_by(indices, sizes) + _out_of_range(indices, sizes, op, axis, coordinates)
 
 
-def guarded(indices: torch.Tensor, plan: Plan) -> torch.Tensor:
-    """Under ``torch.compile``: indices checked by torch's operations in the graph.
+def _compiler_checks_indexing() -> bool:
+    """Whether the graph being compiled checks every index it reads or writes itself.
 
-    A reduction finds whether any index is out of range; only then does the graph run
-    :func:`_out_of_range` (``torch.cond``), which raises the eager IndexError. The indices
-    come back counted from the end (int64, :func:`_counted_by`), and what the caller's
-    kernel reads depends on the check, so the compiler can neither drop it nor run the
-    kernel before it; the graph stays plain torch operations (no Python on the good
-    path). Where each index serves one output (GatherElements, GatherND of elements) the
-    counting is fused into that kernel, with the branch's zero added; where it serves a
-    row of them, the cond hands over the counted indices, which the kernel then reads as
-    the native call's would (adding the count and the zero inside made inductor's row
-    copies 1.15-1.3x slower: it recomputes an index for every vector of the row).
+    Inductor's generated code asserts that each indirect index is inside its dimension
+    (``torch._inductor.config.assert_indirect_indexing``, on by default; the error is a
+    RuntimeError "index out of bounds: 0 <= tmp3 < 4"), and torch's own kernels, which
+    Dynamo's other backends run, raise for one (RuntimeError "index 5 is out of bounds
+    ..."). ``torch.export`` keeps the operator :func:`_out_of_range` instead: an exported
+    program runs where neither may hold.
     """
+    if torch.compiler.is_exporting():
+        return False
+    from torch._inductor import config
+
+    return bool(config.assert_indirect_indexing)
+
+
+def guarded(indices: torch.Tensor, plan: Plan) -> torch.Tensor:
+    """Under ``torch.compile``: indices counted from the end, their range checked in the graph.
+
+    Where the compiler checks every index its kernels read (:func:`_compiler_checks_indexing`)
+    the indices are only counted from the end: an index out of range stays out of range
+    (one below ``-size`` becomes ``size``: inductor counts a negative index of
+    ``index_select`` and advanced indexing from the end again) and the compiled gather's
+    own check raises for it; inductor fuses the counting into the gather, so a checked call
+    costs what the native one costs. Its error cannot name the value or its position.
+
+    Elsewhere (``torch.export``) a reduction finds whether any index is out of range and
+    only then does the graph run :func:`_out_of_range` (``torch.cond``), which raises the
+    eager IndexError; what the kernel reads depends on the check, so the compiler can
+    neither drop it nor run the kernel before it. Where each index serves one output
+    (GatherElements, GatherND of elements) the counting is fused into that kernel, with
+    the branch's zero added; where it serves a row of them, the cond hands over the
+    counted indices (adding the count and the zero inside made inductor's row copies
+    1.15-1.3x slower: it recomputes an index for every vector of the row).
+    """
+    if _compiler_checks_indexing():
+        wide = indices.to(torch.int64)
+        # (Sizes that may be symbolic: one 0-d tensor each, stacked, for coordinates.)
+        sizes: Any = (
+            torch.stack([wide.new_full((), size) for size in plan.sizes])
+            if plan.coordinates
+            else plan.size
+        )
+        # Below -size, size: out of range upward, never a negative index that a kernel
+        # (inductor's index_select and advanced indexing) would count from the end again.
+        return torch.where(wide < 0, torch.where(wide < -sizes, sizes, wide + sizes), wide)
     bad = torch.any(plan.outside(indices, xp))
     # The sizes go to the branch as a tensor operand, not as numbers it captures: inductor
     # fails on a branch that captured sizes that later became numbers (a tensor of
     # several sizes makes symbolic ones numbers), in its FakeTensorUpdater: "A subgraph
     # argument other than striding has been modified" (pytorch/pytorch#156819).
     # (One per coordinate, else one for every index: 0-d, so it broadcasts to any shape.)
-    sizes = (
+    stacked = (
         torch.stack([indices.new_full((), size, dtype=torch.int64) for size in plan.sizes])
         if plan.coordinates
         else indices.new_full((), plan.size, dtype=torch.int64)
@@ -223,12 +257,12 @@ def guarded(indices: torch.Tensor, plan: Plan) -> torch.Tensor:
     rule = (plan.op, plan.axis, plan.coordinates)
     if math.prod(plan.out_shape) > math.prod(indices.shape):  # rows
         return torch.cond(
-            bad, lambda i, s: _counted_or_out_of_range(i, s, *rule), _counted_by, (indices, sizes)
+            bad, lambda i, s: _counted_or_out_of_range(i, s, *rule), _counted_by, (indices, stacked)
         )
     zero = torch.cond(
-        bad, lambda i, s: _out_of_range(i, s, *rule), _no_index_out_of_range, (indices, sizes)
+        bad, lambda i, s: _out_of_range(i, s, *rule), _no_index_out_of_range, (indices, stacked)
     )
-    return _counted_by(indices, sizes) + zero
+    return _counted_by(indices, stacked) + zero
 
 
 def placed(indices: Any, data: torch.Tensor, plan: Plan) -> torch.Tensor:

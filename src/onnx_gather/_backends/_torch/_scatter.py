@@ -345,3 +345,96 @@ def _complex(reduction: str, old: torch.Tensor, new: torch.Tensor) -> torch.Tens
         real = (ar * br) - (ai * bi)
         imag = (ar * bi) + (ai * br)
     return torch.complex(_canonical(real), _canonical(imag))
+
+
+#: Under ``torch.compile``: the most pairs of updates compared to find each target's
+#: winner (``_winners``); beyond, the fused operator serves.
+_PAIRS = 1 << 16
+
+
+def in_graph_serves(
+    data: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor, plan: Any
+) -> bool:
+    """Whether a scatter under ``torch.compile`` is torch's operations (:func:`in_graph`).
+
+    Reduction ``none``, checked, sizes known (not symbolic), on the CPU (the route has not
+    run on a GPU), no gradient (``index_put``'s would give a duplicated winner its
+    gradient once per duplicate), and few enough pairs of updates that could meet.
+    """
+    if plan.reduction != "none" or not plan.check_bounds or not data.is_cpu:
+        return False
+    if torch.is_grad_enabled() and (data.requires_grad or updates.requires_grad):
+        return False
+    shapes = (*data.shape, *indices.shape, *updates.shape)
+    if not all(isinstance(n, int) for n in shapes):
+        return False
+    return _meeting_pairs(indices, plan) <= _PAIRS
+
+
+def _meeting_pairs(indices: torch.Tensor, plan: Any) -> int:
+    """How many pairs of updates :func:`_winners` compares: those that could meet."""
+    if plan.coordinates:  # any two index tuples
+        return math.prod(indices.shape[:-1]) ** 2
+    # ScatterElements: two updates meet only along the axis, elsewhere at the same place.
+    return math.prod(indices.shape) * indices.shape[plan.axis]
+
+
+def in_graph(
+    data: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor, plan: Any
+) -> torch.Tensor:
+    """A checked scatter without reduction, as torch operations a compiler fuses.
+
+    Each target's last update in C order is found by comparing the updates that could
+    meet (no duplicates, no comparison: a KV-cache write); then one ``index_put`` writes
+    every update's target with its winner's value, so duplicates write the same bits and
+    the order they land in cannot show. Given ``out=data``, inductor turns the
+    ``index_put`` and the copy into ``out`` into one write of the targets, as it does for
+    ``c[:, :, pos] = new``. The range: an index out of range makes every index out of
+    range, so the compiled kernel's own check (inductor's, or torch's where another
+    backend runs the graph) raises on the first target, before anything is written.
+    """
+    wide = indices.to(torch.int64)
+    if plan.coordinates:
+        k = len(plan.sizes)
+        sizes = torch.tensor(plan.sizes, dtype=torch.int64, device=wide.device)
+        counted = torch.where(wide < 0, wide + sizes, wide)
+        bad = torch.any((counted < 0) | (counted >= sizes))
+        counted = torch.where(bad, sizes, counted)
+        coordinates = tuple(counted.reshape(-1, k).unbind(-1))
+        rows = tuple_rows(xp, counted.reshape(-1, k), plan.sizes, 0, wide.device)
+        values = updates.reshape(rows.shape[0], *data.shape[k:])
+        winners = _winners(rows.reshape(1, -1), 1)
+        if winners is not None:
+            values = values[winners.reshape(-1)]
+        return data.index_put(coordinates, values)
+    size = plan.size
+    counted = torch.where(wide < 0, wide + size, wide)
+    bad = torch.any((counted < 0) | (counted >= size))
+    counted = torch.where(bad, size, counted)
+    winners = _winners(counted, plan.axis)
+    if winners is not None:
+        updates = torch.gather(updates, plan.axis, winners)
+    place = [
+        torch.arange(n, device=wide.device).reshape([n if e == d else 1 for e in range(wide.dim())])
+        for d, n in enumerate(wide.shape)
+    ]
+    place[plan.axis] = counted
+    return data.index_put(tuple(place), updates)
+
+
+def _winners(targets: torch.Tensor, axis: int) -> torch.Tensor | None:
+    """For each update, the position along ``axis`` of its target's last update; None: no meeting.
+
+    ``targets``: where each update lands; two updates meet only when they are at the same
+    place off ``axis``. One update along the axis meets none.
+    """
+    m = targets.shape[axis]
+    if m <= 1:
+        return None
+    mine = targets.unsqueeze(axis + 1)  # [..., i, 1, ...]
+    theirs = targets.unsqueeze(axis)  # [..., 1, j, ...]
+    shape = [1] * (targets.dim() + 1)
+    shape[axis + 1] = m
+    position = torch.arange(m, device=targets.device).reshape(shape)
+    # The last j whose target equals i's (i itself at least).
+    return torch.where(mine == theirs, position, -1).amax(axis + 1)

@@ -1,0 +1,150 @@
+"""The scatters without reduction under ``torch.compile``: torch's operations, in place.
+
+A checked scatter of CPU tensors without reduction compiles to one ``index_put`` of every
+update's target with its winner's value (the last update in C order of those that meet),
+so ``out=data`` (a KV-cache write) is a write of the targets, as ``c[:, :, pos] = new``
+is. Expected values from the loop oracle; the route from the aten graph AOTAutograd
+records.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from helpers import assert_identical
+
+import onnx_gather as og
+from onnx_gather._conformance.runner import run_oracle
+
+pytestmark = pytest.mark.backend("torch")
+
+
+def _compile(fn: Callable[..., Any]) -> Callable[..., Any]:
+    with warnings.catch_warnings():
+        # Importing inductor imports torch.utils.mkldnn, which warns about TorchScript.
+        warnings.filterwarnings("ignore", "`torch.jit.script_method` is deprecated")
+        import torch._inductor.compile_fx
+    return torch.compile(fn, fullgraph=True)
+
+
+def _graph_of(fn: Callable[..., Any], *args: Any) -> str:
+    """The code of the aten graph AOTAutograd records for ``fn(*args)``."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    codes: list[str] = []
+
+    def forward(gm: torch.fx.GraphModule, example: Any) -> Callable[..., Any]:
+        codes.extend(m.code for m in gm.modules() if isinstance(m, torch.fx.GraphModule))
+        return gm.forward
+
+    torch.compile(fn, fullgraph=True, backend=aot_autograd(fw_compiler=forward))(*args)
+    return "\n".join(codes)
+
+
+def _kv() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A (1, 4, 16, 8) cache, the new entry at position 5 of each head, as ND and element indices."""
+    cache = torch.arange(1 * 4 * 16 * 8, dtype=torch.float32).reshape(1, 4, 16, 8)
+    new = -torch.arange(1 * 4 * 1 * 8, dtype=torch.float32).reshape(1, 4, 1, 8) - 1
+    heads = torch.arange(4).reshape(1, 4, 1, 1)
+    nd = torch.cat([torch.zeros_like(heads), heads, torch.full_like(heads, -11)], -1)
+    elements = torch.full((1, 4, 1, 8), 5)
+    return cache, new, nd, elements
+
+
+def test_a_compiled_kv_cache_write_is_an_index_put_in_place() -> None:
+    cache, new, nd, _ = _kv()
+    want = run_oracle("scatter_nd", (cache.numpy(), nd.numpy(), new.numpy()), {}, None)
+
+    def step(c: torch.Tensor, i: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        og.scatter_nd(c, i, u, out=c)
+        return c[:, :, 5].sum()
+
+    graph = _graph_of(step, cache.clone(), nd, new)
+    assert "aten.index_put" in graph
+    assert "run_v1" not in graph
+    got = _compile(step)(cache, nd, new)
+    assert_identical(cache.numpy(), want)  # written in place
+    assert float(got) == float(want[:, :, 5].sum())
+
+
+def test_a_compiled_scatter_elements_write_in_place() -> None:
+    cache, new, _, elements = _kv()
+    want = run_oracle(
+        "scatter_elements", (cache.numpy(), elements.numpy(), new.numpy()), {"axis": 2}, None
+    )
+    f = _compile(lambda c, i, u: og.scatter_elements(c, i, u, axis=2, out=c))
+    result = f(cache, elements, new)
+    assert result.data_ptr() == cache.data_ptr()
+    assert_identical(cache.numpy(), want)
+
+
+def test_compiled_duplicates_resolve_in_c_order() -> None:
+    """Targets hit several times: the last update in C order wins, as the spec's loop."""
+    data = torch.zeros(5, 3)
+    nd = torch.tensor([[1], [3], [-4], [1], [3], [0]])  # rows 1 and 3 three times and twice
+    updates = torch.arange(18.0).reshape(6, 3)
+    want = run_oracle("scatter_nd", (data.numpy(), nd.numpy(), updates.numpy()), {}, None)
+    assert "run_v1" not in _graph_of(lambda d, i, u: og.scatter_nd(d, i, u), data, nd, updates)
+    assert_identical(
+        _compile(lambda d, i, u: og.scatter_nd(d, i, u))(data, nd, updates).numpy(), want
+    )
+    # ScatterElements: duplicates meet along the axis only.
+    indices = torch.tensor([[0, 2, 1], [2, 2, 0], [2, -1, 1], [0, 0, 1]])
+    values = torch.arange(12.0).reshape(4, 3) + 100
+    data = torch.zeros(3, 3)
+    want = run_oracle(
+        "scatter_elements", (data.numpy(), indices.numpy(), values.numpy()), {"axis": 0}, None
+    )
+    f = _compile(lambda d, i, u: og.scatter_elements(d, i, u, axis=0))
+    assert_identical(f(data, indices, values).numpy(), want)
+
+
+@pytest.mark.parametrize("bad", [16, -17, -32, -33, 1 << 40])
+def test_a_compiled_write_out_of_range_raises_and_writes_nothing(bad: int) -> None:
+    """Any index out of range puts every target out of range: nothing lands before the error."""
+    cache, new, nd, elements = _kv()
+    before = cache.clone()
+    nd[0, 3, 0, 2] = bad  # the last head's position
+    f = _compile(lambda c, i, u: og.scatter_nd(c, i, u, out=c))
+    with pytest.raises(RuntimeError, match="index out of bounds"):
+        f(cache, nd, new)
+    assert_identical(cache.numpy(), before.numpy())
+    elements[0, 3, 0, 7] = bad
+    g = _compile(lambda c, i, u: og.scatter_elements(c, i, u, axis=2, out=c))
+    with pytest.raises(RuntimeError, match="index out of bounds"):
+        g(cache, elements, new)
+    assert_identical(cache.numpy(), before.numpy())
+
+
+def test_compiled_out_that_is_the_updates() -> None:
+    """Every input is read before ``out`` is written (the graph writes the result into it)."""
+    data = torch.arange(3.0)
+    updates = torch.tensor([1.0, 2.0, 3.0])
+    indices = torch.tensor([2, 0, 2])
+    want = run_oracle(
+        "scatter_elements", (data.numpy(), indices.numpy(), updates.numpy()), {"axis": 0}, None
+    )
+    f = _compile(lambda d, i, u: og.scatter_elements(d, i, u, out=u))
+    assert_identical(f(data, indices, updates).numpy(), want)
+    assert_identical(updates.numpy(), want)
+
+
+def test_reductions_and_gradients_keep_the_fused_operator() -> None:
+    """add's order and a winner's gradient need the fused operator (its kernel, its formulas)."""
+    data, indices, updates = torch.zeros(4), torch.tensor([1, 1, 3]), torch.ones(3)
+    graph = _graph_of(
+        lambda d, i, u: og.scatter_elements(d, i, u, reduction="add"), data, indices, updates
+    )
+    assert "run_v1" in graph
+    grad_data = torch.zeros(4, requires_grad=True)
+    graph = _graph_of(lambda d, i, u: og.scatter_elements(d, i, u), grad_data, indices, updates)
+    assert "run_v1" in graph
+    want = np.array([0.0, 1.0, 0.0, 1.0], dtype=np.float32)
+    assert_identical(
+        _compile(lambda d, i, u: og.scatter_elements(d, i, u))(data, indices, updates).numpy(), want
+    )
