@@ -10,6 +10,8 @@
   opponent).
 * **jit**: ``jax.jit`` of the converted graph of ``benchmarks.programs`` (13 each of the
   three calls, chained through elementwise ops, the indices inputs of the program).
+* **host-check** (not by default): the jitted check against NumPy's on the host for eager
+  CPU GatherElements of 2**12, 2**16 and 2**20 indices (``_HOST_CHECK_FROM``).
 * **decode**: a ``jax.jit`` decoding step with donated caches: 8 layers of (1, 8, 512, 64)
   float32, the new entry written with ``og.scatter_nd(c, idx, new)`` against
   ``c.at[:, :, pos].set(new)``.
@@ -132,14 +134,49 @@ def _decode(
     return {"jax.jit decode step, 8 layers, donated": (calls["ours"], calls["native"])}
 
 
-SETTINGS = {"eager": _eager, "jit": _jit, "decode": _decode}
+def _host_check(
+    jax: Any, jnp: Any, index: Any
+) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
+    """Not a target: where eager CPU calls should check on the host (``_HOST_CHECK_FROM``).
+
+    "ours" is the jitted flag, "native" here the host check (NumPy) of the same call.
+    """
+    from onnx_gather._backends import _jax
+    from onnx_gather._memo import Memo
+
+    rng = np.random.default_rng(20261125)
+    pairs: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {}
+    for n in (1 << 12, 1 << 16, 1 << 20):
+        x = jnp.asarray(rng.standard_normal((n // 4, 4)), jnp.float32)
+        i = jnp.asarray(rng.integers(-4, 4, (n // 4, 4)), index)
+
+        def flag(x: Any = x, i: Any = i) -> Any:
+            saved, _jax._HOST_CHECK_FROM = _jax._HOST_CHECK_FROM, 1 << 62
+            try:
+                return og.gather_elements(x, i, 1).block_until_ready()
+            finally:
+                _jax._HOST_CHECK_FROM = saved
+
+        def host(x: Any = x, i: Any = i) -> Any:
+            saved = _jax._HOST_CHECK_FROM, _jax._FAST
+            _jax._HOST_CHECK_FROM, _jax._FAST = 1, Memo(1)  # (no short path either)
+            try:
+                return og.gather_elements(x, i, 1).block_until_ready()
+            finally:
+                _jax._HOST_CHECK_FROM, _jax._FAST = saved
+
+        pairs[f"GatherElements {n} indices: flag / host"] = (flag, host)
+    return pairs
+
+
+SETTINGS = {"eager": _eager, "jit": _jit, "decode": _decode, "host-check": _host_check}
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--sample", type=float, default=0.02, help="seconds per sample")
-    parser.add_argument("--only", default=",".join(SETTINGS))
+    parser.add_argument("--only", default="eager,jit,decode", help=f"of {','.join(SETTINGS)}")
     args = parser.parse_args(argv)
     import jax
     import jax.numpy as jnp
