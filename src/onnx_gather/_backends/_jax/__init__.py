@@ -164,8 +164,8 @@ def _static(plan: Plan) -> bool:
 
 #: Indices from which an eager CPU call checks them with NumPy in place rather than inside
 #: the jitted call. Below, the jitted flag (one fused pass) costs less: GatherElements of
-#: n int32 indices, whole call, 2 loaded cores (benchmarks/jax_probe.py's machine): n=4096
-#: 53 against 97 us, 65536 218 against 231 us, 2**20 1.48 against 1.59 ms.
+#: 2**12, 2**16, 2**20 int32 indices, flag / host 0.70, 0.74, 0.81 (2 loaded cores;
+#: ``python -m benchmarks.jax_probe --only host-check``).
 _HOST_CHECK_FROM = 1 << 20
 
 _CPU_SHARDINGS: Memo[Any, bool] = Memo(256)
