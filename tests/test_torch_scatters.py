@@ -223,3 +223,33 @@ def test_in_place_on_a_tensor_writes_into_it() -> None:
     assert og.scatter_nd(cache, idx, new, out=cache) is cache
     assert twin.reshape(2, 5, 3)[:, 4].eq(1).all()
     assert twin.reshape(2, 5, 3)[:, :4].eq(0).all()
+
+
+@pytest.mark.parametrize("op", [SE, SN], ids=lambda op: op.name)
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+@pytest.mark.parametrize("into", ["another", "data"])
+def test_gradients_flow_through_out(op: _ops.Operator, reduction: str, into: str) -> None:
+    """``out=`` records its write as ``index_put_`` does: the same gradients as without it."""
+    leaf_data, indices, leaf_updates = _inputs(op, reduction)
+    upstream = torch.linspace(-1.0, 2.0, leaf_data.numel(), dtype=torch.float64)
+    upstream = upstream.reshape(leaf_data.shape)
+
+    def gradients(out: Any) -> tuple[torch.Tensor, ...]:
+        data = leaf_data * 1  # (a non-leaf: a leaf requiring grad cannot be written in place)
+        target = data if out == "data" else out
+        kwargs = {} if out is None else {"out": target}
+        result = FUNCTIONS[op.name](data, indices, leaf_updates, reduction=reduction, **kwargs)
+        if out is not None:
+            assert result is target
+        return torch.autograd.grad((result * upstream).sum(), (leaf_data, leaf_updates))
+
+    want = gradients(None)
+    target = "data" if into == "data" else torch.empty_like(leaf_data.detach())
+    for got, expected in zip(gradients(target), want, strict=True):
+        assert_identical(got.numpy(), expected.numpy())
+
+
+def test_out_that_is_a_leaf_requiring_grad_is_refused_as_torch_refuses_it() -> None:
+    leaf = torch.zeros(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        og.scatter_nd(leaf, torch.tensor([[1]]), torch.ones(1), out=leaf)

@@ -425,6 +425,16 @@ def _scatter_call(
         return _scatter_on_numpy(kernel, data, indices, updates, plan, out)
     if isinstance(indices, np.ndarray):  # host indices (in a graph: a constant of it)
         indices = torch.as_tensor(indices.copy(), device=data.device)
+    grad = (
+        out is not None
+        and torch.is_grad_enabled()
+        and (data.requires_grad or updates.requires_grad)
+    )
+    if grad and _shares_memory(out, data, updates):
+        # The result's gradient formulas read data and updates as they were: ``out``,
+        # written in place below, must not be one of them (autograd would refuse the
+        # backward: "modified by an inplace operation").
+        data, updates = data.clone(), updates.clone()
     if _scatter_compiled(data, indices, updates, plan):
         result = scatters.in_graph(data, indices, updates, plan)
     elif _scatter_in_graph(data, indices, updates) or any(
@@ -436,9 +446,20 @@ def _scatter_call(
         result = own(data, indices, updates, plan)
     if out is None:
         return result
+    if grad:
+        # Recorded, as index_put_ is: the gradient flows through out to data and updates
+        # (torch refuses an out that is a leaf requiring grad, as for its own out=).
+        out.copy_(result)
+        return out
     with torch.no_grad():
         out.copy_(result)
     return out
+
+
+def _shares_memory(out: torch.Tensor, *inputs: torch.Tensor) -> bool:
+    """Whether ``out`` and one of ``inputs`` may share memory (the same storage)."""
+    storage = out.untyped_storage().data_ptr()
+    return any(x.untyped_storage().data_ptr() == storage for x in inputs)
 
 
 def _scatter_numpy_route(
