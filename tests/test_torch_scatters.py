@@ -253,3 +253,41 @@ def test_out_that_is_a_leaf_requiring_grad_is_refused_as_torch_refuses_it() -> N
     leaf = torch.zeros(3, requires_grad=True)
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         og.scatter_nd(leaf, torch.tensor([[1]]), torch.ones(1), out=leaf)
+
+
+@pytest.mark.parametrize("route", ["kernel", "rounds"])
+@pytest.mark.parametrize("op", [SE, SN], ids=lambda op: op.name)
+@pytest.mark.parametrize("reduction", ["add", "mul", "max", "min"])
+def test_many_duplicates_under_autograd_in_c_order(
+    op: _ops.Operator, reduction: str, route: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch's own route (autograd here; CUDA, torch.func): every update once, in C order.
+
+    The compiled kernel on the CPU, else rounds that each read only their own updates
+    (issue 33, item 9: rounds that scanned every update made 10**5 duplicates quadratic).
+    float32 sums of many duplicates show any other order.
+    """
+    from onnx_gather._backends._torch import _scatter
+
+    if route == "rounds":
+        monkeypatch.setattr(_scatter, "_kernel_write", lambda *args: None)
+    rng = np.random.default_rng(9)
+    m = 600
+    data = rng.standard_normal((5, 2)).astype(np.float32)
+    values = (rng.standard_normal((m, 2)) * 10 ** rng.uniform(-3, 3, (m, 1))).astype(np.float32)
+    if reduction == "mul":
+        values = (1 + values / 1e4).astype(np.float32)
+    rows = rng.choice([0, 3, -1], size=m)  # three targets, about 200 updates each
+    if op is SE:
+        indices = np.stack([rows, rows], axis=1)
+        arrays = (data, indices, values)
+        attributes: dict[str, Any] = {"axis": 0}
+    else:
+        arrays = (data, rows.reshape(m, 1), values)
+        attributes = {}
+    want = run_oracle(op.name, arrays, {**attributes, "reduction": reduction}, None)
+    tensors = [torch.from_numpy(a.copy()) for a in arrays]
+    tensors[0].requires_grad_()
+    result = FUNCTIONS[op.name](*tensors, reduction=reduction, **attributes)
+    assert result.grad_fn is not None
+    assert_identical(result.detach().numpy(), want)
