@@ -432,8 +432,8 @@ def in_graph_serves(
 
 def _meeting_pairs(indices: torch.Tensor, plan: Any) -> int:
     """How many pairs of updates :func:`_winners` compares: those that could meet."""
-    if plan.coordinates:  # any two index tuples
-        return math.prod(indices.shape[:-1]) ** 2
+    if plan.coordinates:  # any two index tuples, or one per row of data
+        return min(math.prod(indices.shape[:-1]) ** 2, math.prod(plan.sizes))
     # ScatterElements: two updates meet only along the axis, elsewhere at the same place.
     return math.prod(indices.shape) * indices.shape[plan.axis]
 
@@ -459,13 +459,21 @@ def in_graph(
         counted = torch.where(wide < 0, wide + sizes, wide)
         bad = torch.any((counted < 0) | (counted >= sizes))
         counted = torch.where(bad, sizes, counted)
-        coordinates = tuple(counted.reshape(-1, k).unbind(-1))
-        rows = tuple_rows(xp, counted.reshape(-1, k), plan.sizes, 0, wide.device)
-        values = updates.reshape(rows.shape[0], *data.shape[k:])
-        winners = _winners(rows.reshape(1, -1), 1)
-        if winners is not None:
-            values = values[winners.reshape(-1)]
-        return data.index_put(coordinates, values)
+        tuples = counted.reshape(-1, k)
+        n = tuples.shape[0]
+        values = updates.reshape(n, *data.shape[k:])
+        position = torch.arange(n, device=wide.device)
+        if n > 1 and n * n <= _PAIRS:  # the last of the tuples equal to each (itself too)
+            same = (tuples.unsqueeze(1) == tuples.unsqueeze(0)).all(-1)
+            values = values[torch.where(same, position, -1).amax(1)]
+        elif n > 1:
+            # Each tuple's row, each row's last tuple (a buffer of data's rows). The pairs
+            # compile slower (8 KV-cache layers: 18 against 9 s; native 2.5 s) but run
+            # faster (1.5x the native step against 3.5x: the buffer is filled each call).
+            rows = tuple_rows(xp, tuples, plan.sizes, 0, wide.device)
+            latest = torch.full((math.prod(plan.sizes),), -1, dtype=torch.int64, device=wide.device)
+            values = values[latest.scatter_reduce(0, rows, position, "amax")[rows]]
+        return data.index_put(tuple(tuples.unbind(-1)), values)
     size = plan.size
     counted = torch.where(wide < 0, wide + size, wide)
     bad = torch.any((counted < 0) | (counted >= size))
