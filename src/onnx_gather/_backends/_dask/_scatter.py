@@ -17,15 +17,17 @@ whichever makes fewer tasks:
   indices block's): the updates of that indices block aimed there. Few blocks, or
   indices that can reach few output blocks, make few parts; but every pair of blocks
   makes ``n * n``;
-* or a *shuffle* by row block (a butterfly, as in a sort network): ``N`` = the indices
-  blocks or the row blocks, whichever are more, rounded up to a power of 2; stage ``s``
-  (of ``log2 N``) has a *route* task per partition ``p``, which takes the updates of
-  partitions ``p`` and ``p ^ 2**s`` of the stage before and keeps those whose row block
-  has ``p``'s bit ``s``. After the last stage partition ``p`` holds exactly the updates
-  aimed at row block ``p``. At most ``N log2 N`` tasks of two dependencies each
-  (partitions no update can reach, or none can leave, are left out), each holding about
-  two partitions' updates (a routing known only at compute needs such stages: a task
-  that took every indices block's updates would hold them all);
+* or a *shuffle* by row block, in two stages of radix ``R``: ``N`` = the indices blocks
+  or the row blocks, whichever are more, ``R`` = the smallest radix with ``R * R >= N``,
+  partitions numbered by two base-``R`` digits; stage ``s`` has a *route* task per
+  partition ``p``, which takes the updates of the ``R`` partitions of the stage before
+  that differ from ``p`` in digit ``s`` only, and keeps those whose row block has ``p``'s
+  digit ``s``. After the last stage partition ``p`` holds exactly the updates aimed at
+  row block ``p``. At most ``2 * R * R`` (about ``2 * N``) tasks, so the graph grows
+  linearly in the blocks (partitions no update can reach, or none can leave, are left
+  out); each task holds about one partition's updates and each update is routed twice
+  (a routing known only at compute needs such stages: a task that took every indices
+  block's updates would hold them all);
 * *joins*, one per output block (data's chunks): a copy of the data block, and the updates
   aimed at it applied in C order of their positions by the NumPy kernels' write
   (:func:`onnx_gather._backends._numpy._scatter.write`), so duplicates and reductions
@@ -166,21 +168,27 @@ def _parts(
         graph[(name, *bo)] = (_join, (data.name, *bo), parts[bo], k, reduction)
 
 
+def _radix(n: int) -> int:
+    """The shuffle's radix for ``n`` partitions: the smallest ``R >= 2`` with ``R * R >= n``."""
+    return max(2, math.isqrt(max(n - 1, 0)) + 1)
+
+
 def _stages(n_in: int, n_rows: int) -> list[list[int]]:
     """The partitions of each stage of the shuffle (see the module docstring).
 
-    Partition ``p`` after stage ``s`` holds updates of the indices blocks ``j`` with
-    ``j >> (s + 1) == p >> (s + 1)`` aimed at the row blocks ``t`` with the same low
-    ``s + 1`` bits as ``p``: it exists where some such ``j`` and ``t`` do.
+    Partition ``p`` after stage ``s`` holds updates of the indices blocks ``j`` whose
+    digits above ``s`` equal ``p``'s, aimed at the row blocks ``t`` whose digits up to
+    ``s`` equal ``p``'s: it exists where some such ``j`` and ``t`` do.
     """
     n = max(n_in, n_rows)
+    if n <= 1:
+        return []
+    radix = _radix(n)
+    digits = 1 if n <= radix else 2
     layers = []
-    for s in range((n - 1).bit_length()):
-        low = (1 << (s + 1)) - 1
-        layers.append([
-            p for p in range(1 << (n - 1).bit_length())
-            if (p & ~low) < n_in and (p & low) < n_rows
-        ])  # fmt: skip
+    for s in range(digits):
+        low = radix ** (s + 1)
+        layers.append([p for p in range(radix**digits) if p - p % low < n_in and p % low < n_rows])
     return layers
 
 
@@ -198,12 +206,16 @@ def _shuffle(
     previous: dict[int, tuple[Any, ...]] = {
         j: (name + "-records", *bi) for j, bi in enumerate(in_blocks)
     }
+    radix = _radix(max(len(in_blocks), math.prod(data.numblocks[:k])))
     for s, layer in enumerate(stages):
         current: dict[int, tuple[Any, ...]] = {}
+        unit = radix**s
         for p in layer:
-            sources = [previous[q] for q in (p, p ^ (1 << s)) if q in previous]
+            digit = (p // unit) % radix
+            base = p - digit * unit
+            sources = [previous[q] for q in range(base, base + radix * unit, unit) if q in previous]
             current[p] = (name + "-route", s, p)
-            graph[current[p]] = (_route, s, (p >> s) & 1, *sources)
+            graph[current[p]] = (_route, unit, radix, digit, *sources)
         previous = current
     rows = tuple(data.numblocks[:k])
     for bo in itertools.product(*map(range, data.numblocks)):
@@ -257,14 +269,14 @@ def _records(
     return position, coords, values, row
 
 
-def _route(stage: int, side: int, *sources: Records) -> Records:
-    """The records of ``sources`` whose row block has bit ``stage`` equal to ``side``."""
+def _route(unit: int, radix: int, digit: int, *sources: Records) -> Records:
+    """The records of ``sources`` whose row block's digit at ``unit`` (base ``radix``) is ``digit``."""
     merged = (
         sources[0]
         if len(sources) == 1
         else tuple(np.concatenate(field) for field in zip(*sources, strict=True))
     )
-    keep = (merged[3] >> stage) & 1 == side
+    keep = (merged[3] // unit) % radix == digit
     position, coords, values, row = merged
     return position[keep], coords[keep], values[keep], row[keep]
 
