@@ -31,12 +31,11 @@ import numpy as np
 from array_api_compat import array_namespace, device
 
 from onnx_gather import _host
+from onnx_gather._backends._positions import element_positions, tuple_rows
 from onnx_gather._dtypes import numpy_dtype_name
 from onnx_gather._indices import CLAMP, RAISE, counted
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from onnx_gather._spec import Plan
     from onnx_gather._spec.gather import GatherPlan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
@@ -47,7 +46,6 @@ if TYPE_CHECKING:
 #: Ranks above which GatherElements runs as ``take`` of linear indices: NumPy-based
 #: namespaces index with one array per dimension, at most 63.
 _LINEAR_RANK = 32
-_INT32_MAX = 2**31 - 1
 
 
 class Backend:
@@ -274,67 +272,8 @@ def nd_take(xp: Any, data: Any, indices: Any, plan: GatherNDPlan) -> Any:
     return xp.reshape(out, plan.out_shape)
 
 
-def tuple_rows(xp: Any, indices: Any, sizes: tuple[int, ...], b: int, where: Any) -> Any:
-    """The row each index tuple addresses, of data seen as ``(batch * prod(sizes), rest)``.
-
-    ``indices`` are counted (in range); their last dim holds one coordinate per size,
-    their first ``b`` dims are the batch dims (data's first ``b``); the result has the
-    shape ``indices.shape[:-1]``, int64 where the rows exceed int32's range.
-    """
-    k = len(sizes)
-    batch = math.prod(indices.shape[:b])
-    cells = math.prod(sizes)
-    linear = xp.astype(indices[..., 0], xp.int64) if _wide((batch, cells)) else indices[..., 0]
-    for j in range(1, k):
-        linear = linear * sizes[j] + indices[..., j]
-    if b:
-        # The batch position of every tuple, times the cells of one batch entry.
-        lead = xp.reshape(
-            xp.arange(batch, dtype=linear.dtype, device=where),
-            tuple(indices.shape[:b]) + (1,) * (indices.ndim - 1 - b),
-        )
-        linear = linear + lead * cells
-    return linear
-
-
 def _take_linear(xp: Any, data: Any, indices: Any, axis: int) -> Any:
     """GatherElements from ``take`` alone: linear indices into the flattened data."""
     linear = element_positions(xp, indices, tuple(data.shape), axis, data.device)
     flat = xp.reshape(data, (-1,))
     return xp.reshape(xp.take(flat, xp.reshape(linear, (-1,)), axis=0), tuple(indices.shape))
-
-
-def _wide(data_shape: Sequence[Any]) -> bool:
-    """Whether data has more elements than int32 counts.
-
-    A symbolic count (``jax.export``) cannot be compared: its indices keep their type.
-    """
-    total = math.prod(data_shape)
-    return type(total) is int and total > _INT32_MAX
-
-
-def element_positions(
-    xp: Any, indices: Any, data_shape: tuple[int, ...], axis: int, where: Any
-) -> Any:
-    """Where each of ``indices`` points in data flattened in C order (their shape).
-
-    The element-wise pairing of GatherElements and ScatterElements: the index at position
-    ``p`` of ``indices`` (counted, in range) addresses ``p`` with ``p[axis]`` replaced by
-    it. ``indices`` may be smaller than data off the axis. In the indices' type, int64
-    where data has more elements than int32 counts (a library without int64, JAX without
-    x64, then keeps int32 and never gets such data).
-    """
-    shape = tuple(indices.shape)
-    strides = [1] * len(shape)
-    for d in range(len(shape) - 2, -1, -1):
-        strides[d] = strides[d + 1] * data_shape[d + 1]
-    linear = (xp.astype(indices, xp.int64) if _wide(data_shape) else indices) * strides[axis]
-    for d, n in enumerate(shape):
-        if d == axis or n == 1:
-            continue
-        coord = xp.reshape(
-            xp.arange(n, dtype=linear.dtype, device=where),
-            tuple(n if e == d else 1 for e in range(len(shape))),
-        )
-        linear = linear + coord * strides[d]
-    return linear

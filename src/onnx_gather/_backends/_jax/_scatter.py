@@ -44,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from onnx_gather._backends import _numpy
-from onnx_gather._backends._base import element_positions, tuple_rows
+from onnx_gather._backends._positions import element_positions, tuple_rows
 from onnx_gather._indices import DROP, counted
 from onnx_gather._memo import Memo
 from onnx_gather._spec.scatter_nd import ScatterNDPlan

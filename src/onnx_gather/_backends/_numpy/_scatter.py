@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from onnx_gather._backends._base import element_positions, tuple_rows
+from onnx_gather._backends._positions import element_positions, tuple_rows
 from onnx_gather._host import NUMPY_XP as _xp
 from onnx_gather._host import checked
 from onnx_gather._indices import DROP, counted

@@ -36,9 +36,10 @@ import torch
 
 from onnx_gather import _ops
 from onnx_gather._backends import _numpy as numpy_kernels
-from onnx_gather._backends._base import element_positions, tuple_rows
+from onnx_gather._backends._positions import element_positions, tuple_rows
 from onnx_gather._backends._torch._indices import placed, wrapped, xp
 from onnx_gather._indices import DROP, counted
+from onnx_gather._spec.scatter_nd import plan as scatter_nd_plan
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -352,7 +353,7 @@ def _kernel_write(
     data_view, index_view, values_view, out_view = views
     names = (data_view.dtype.name, index_view.dtype.name, values_view.dtype.name)
     shapes = (tuple(data.shape), (rows.shape[0], 1), (rows.shape[0], *width))
-    plan = _ops.SCATTER_ND.planner(_ops.SCATTER_ND, 18, shapes, names, (reduction,), False)
+    plan = scatter_nd_plan(_ops.SCATTER_ND, 18, shapes, names, (reduction,), False)
     threads = min(numpy_kernels.THREADS, torch.get_num_threads())
     numpy_kernels.scatter_nd(data_view, index_view, values_view, plan, out_view, threads, True)
     return result
