@@ -17,10 +17,10 @@ says which axis each component addresses (:meth:`Plan.addressed`); :meth:`Plan.a
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     import numpy as np
 
@@ -50,6 +50,28 @@ DATA_TYPES = frozenset(
 )
 #: With bfloat16 (ONNX version 13 of each operator; OpenVINO's "any supported type").
 DATA_TYPES_13 = DATA_TYPES | {"bfloat16"}
+
+
+class Rules(Protocol):
+    """What a planner reads of its operator's registry record (:class:`onnx_gather._ops.Operator`).
+
+    A protocol, so that the planners need not import the registry, which imports them.
+    """
+
+    @property
+    def bfloat16_from(self) -> int:
+        """The first version whose data types include bfloat16."""
+
+    @property
+    def equal_off_axis(self) -> bool:
+        """GatherElements' variant rule: off the axis indices' dims equal data's."""
+
+    @property
+    def attribute_since(self) -> Mapping[str, int]:
+        """The version that introduced each attribute a later version added."""
+
+    def message_name(self, version: int) -> str:
+        """The operator and version as messages name them: ``"Gather-13"``."""
 
 
 class Plan:

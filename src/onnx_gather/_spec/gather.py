@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from onnx_gather import _spec
-
-if TYPE_CHECKING:
-    from onnx_gather._ops import Operator
 
 
 class _Fields(NamedTuple):
@@ -32,7 +29,7 @@ class GatherPlan(_Fields, _spec.Plan):
 
 
 def plan(
-    op: Operator,
+    op: _spec.Rules,
     version: int,
     shapes: tuple[tuple[int, ...], ...],
     dtypes: tuple[str, ...],
@@ -43,8 +40,8 @@ def plan(
 
     Parameters
     ----------
-    op : Operator
-        The registry's record (its name and what each version allows).
+    op : Rules
+        The operator's registry record: what each version allows, its name in messages.
     version : int
         The Gather version (1, 11 or 13), resolved from the opset.
     shapes, dtypes : tuple

@@ -8,12 +8,9 @@ OpenVINO's variant (the registry's ``equal_off_axis``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from onnx_gather import _spec
-
-if TYPE_CHECKING:
-    from onnx_gather._ops import Operator
 
 
 class _Fields(NamedTuple):
@@ -49,7 +46,7 @@ class GatherElementsPlan(_Fields, _spec.Plan):
 
 
 def plan(
-    op: Operator,
+    op: _spec.Rules,
     version: int,
     shapes: tuple[tuple[int, ...], ...],
     dtypes: tuple[str, ...],

@@ -12,12 +12,9 @@ indices[batch, j..., k-1], rest...]``, of shape ``indices.shape[:-1] + data.shap
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from onnx_gather import _spec
-
-if TYPE_CHECKING:
-    from onnx_gather._ops import Operator
 
 
 class _Fields(NamedTuple):
@@ -47,7 +44,7 @@ class GatherNDPlan(_Fields, _spec.Plan):
 
 
 def plan(
-    op: Operator,
+    op: _spec.Rules,
     version: int,
     shapes: tuple[tuple[int, ...], ...],
     dtypes: tuple[str, ...],

@@ -9,13 +9,10 @@ indices dim is <= data's (ONNX Runtime's reading, as for GatherElements).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from onnx_gather import _spec
 from onnx_gather._spec import reductions
-
-if TYPE_CHECKING:
-    from onnx_gather._ops import Operator
 
 
 class _Fields(NamedTuple):
@@ -44,7 +41,7 @@ class ScatterElementsPlan(_Fields, _spec.Plan):
 
 
 def plan(
-    op: Operator,
+    op: _spec.Rules,
     version: int,
     shapes: tuple[tuple[int, ...], ...],
     dtypes: tuple[str, ...],

@@ -10,13 +10,10 @@ data's trailing dims: ``out[indices[idx]] = f(out[indices[idx]], updates[idx])``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from onnx_gather import _spec
 from onnx_gather._spec import reductions
-
-if TYPE_CHECKING:
-    from onnx_gather._ops import Operator
 
 
 class _Fields(NamedTuple):
@@ -45,7 +42,7 @@ class ScatterNDPlan(_Fields, _spec.Plan):
 
 
 def plan(
-    op: Operator,
+    op: _spec.Rules,
     version: int,
     shapes: tuple[tuple[int, ...], ...],
     dtypes: tuple[str, ...],
