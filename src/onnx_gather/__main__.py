@@ -1,9 +1,6 @@
-"""``python -m onnx_gather``: run the specs' examples on every installed array library.
+"""``python -m onnx_gather``: the specs' examples on every installed array library (a table).
 
-Prints a table of library x example with pass/fail and the result, and exits non-zero if
-any example fails. ``python -m onnx_gather check`` runs the official ONNX test cases and a
-short property campaign against the loop oracle on every installed library instead (it
-needs hypothesis and onnx: ``pip install -e ".[check]"`` in a checkout of onnx-gather).
+``python -m onnx_gather check``: the official ONNX cases and a short property campaign.
 """
 
 from __future__ import annotations
@@ -81,7 +78,7 @@ def _print_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> No
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``python -m onnx_gather``."""
+    """Entry point of ``python -m onnx_gather``: non-zero if any example or check fails."""
     parser = argparse.ArgumentParser(
         prog="python -m onnx_gather",
         description=_DESCRIPTION,
@@ -133,7 +130,12 @@ def _positive(text: str) -> int:
 
 
 def run_check(budget: int, names: list[str] | None = None) -> int:
-    """``check`` mode: 0 if every library conforms, 1 if not, 2 if it cannot run here."""
+    """``check`` mode: 0 if every library conforms, 1 if not, 2 if it cannot run here.
+
+    The official ONNX test cases and a short property campaign against the loop oracle on
+    every installed library; it needs hypothesis and onnx (``pip install -e ".[check]"`` in
+    a checkout of onnx-gather).
+    """
     missing = []
     for module in ("hypothesis", "onnx"):
         try:

@@ -1,10 +1,7 @@
 """Host indices: what a caller writes as indices, made a NumPy array, and checked on the host.
 
-Every data library accepts host indices (a Python int, a nested list or tuple of ints, a
-NumPy array or scalar). :func:`index_array` turns them into a native-order int32 or int64
-NumPy array once, before planning; a backend then checks them on the host with
-:func:`checked` (cheap, and before they travel to a device) or hands them to a kernel that
-checks while it gathers.
+:func:`index_array` makes them a NumPy array once, before planning; a backend then checks
+them on the host with :func:`checked` (before they travel) or hands them to a kernel.
 """
 
 from __future__ import annotations
@@ -16,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from onnx_gather import _spec
-from onnx_gather._indices import CLAMP, RAISE, counted
+from onnx_gather._indices import BoundsPolicy, normalise_indices
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -283,14 +280,16 @@ def value_range(indices: np.ndarray) -> tuple[int, int]:
 def checked(plan: Plan, indices: np.ndarray) -> np.ndarray:
     """Host indices with negatives counted from the end, in ``[0, size)``, or as given.
 
-    The one normalisation (:func:`onnx_gather._indices.counted`) on NumPy, its range read
+    The one normalisation (:func:`onnx_gather._indices.normalise_indices`) on NumPy, its range read
     with :func:`value_range`: with ``plan.check_bounds`` an index outside ``[-size,
     size-1]`` raises ``_spec``'s IndexError; without it, such an index is clamped into the
     axis (it reads some element of the data, never outside it). The result may be
     ``indices`` itself when nothing needs changing; callers only read it.
     """
-    policy = RAISE if plan.check_bounds else CLAMP
-    out: np.ndarray = counted(NUMPY_XP, indices, plan, policy, extremes=value_range, to_host=_same)
+    policy = BoundsPolicy.RAISE if plan.check_bounds else BoundsPolicy.CLAMP
+    out: np.ndarray = normalise_indices(
+        NUMPY_XP, indices, plan, policy, extremes=value_range, to_host=_same
+    )
     return out
 
 

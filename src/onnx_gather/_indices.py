@@ -1,26 +1,8 @@
-"""Index normalisation, written once against the array API: the family's one bounds policy.
-
-Every index component addresses a data axis of size ``s`` (the plan says which:
-:meth:`onnx_gather._spec.Plan.addressed`) and is valid in ``[-s, s-1]``. :func:`counted`
-counts negative values from the end and applies one policy to the rest:
-
-* ``RAISE`` (every checked call): the plan's IndexError, naming the first bad value, its
-  position (coordinate included) and the axis it addresses;
-* ``CLAMP`` (gathers without the check): into ``[0, s-1]``, so it reads some element of
-  the data and never outside it (0 on an empty axis: callers read nothing there);
-* ``DROP`` (scatters without the check): the index tuples with a bad component are
-  marked, and the backend writes nothing for them.
-
-Every backend without a fused kernel calls it, with its own namespace ``xp`` (any
-array-API namespace; ``array_api_compat``'s for NumPy, PyTorch and CuPy) and, where its
-library has a cheaper way to read an array's extremes (``torch.aminmax``: one pass and one
-host synchronisation), its own ``extremes``. Fused kernels (the compiled C kernel, the
-Triton kernels, JAX's fill-mode gathers under tracing) run the same rule in their own
-loop, one pass over the indices instead of two; each says so where it does.
-"""
+"""Index normalisation against the array API: negatives counted from the end, a bounds policy."""
 
 from __future__ import annotations
 
+import enum
 from typing import TYPE_CHECKING, Any
 
 from onnx_gather import _spec
@@ -30,43 +12,73 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-    from onnx_gather._spec import Plan
-
-RAISE = "raise"
-CLAMP = "clamp"
-DROP = "drop"
-
-#: The largest value an int32 holds: a size beyond it needs int64 indices once counted.
-_INT32_MAX = 2**31 - 1
+    from onnx_gather._typing import Array, Plan
 
 
-def default_extremes(xp: Any, indices: Any) -> tuple[int, int]:
+class BoundsPolicy(enum.Enum):
+    """What :func:`normalise_indices` does with an index outside ``[-s, s-1]``.
+
+    The value is how messages name the policy.
+    """
+
+    #: Every checked call: the plan's IndexError, naming the first bad value, its position
+    #: (coordinate included) and the axis it addresses.
+    RAISE = "raise"
+    #: Gathers without the check: into ``[0, s-1]``, so it reads some element of the data
+    #: and never outside it (0 on an empty axis: callers read nothing there).
+    CLAMP = "clamp"
+    #: Scatters without the check: the index tuples with a bad component are marked, and
+    #: the backend writes nothing for them.
+    DROP = "drop"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+RAISE = BoundsPolicy.RAISE  # old name, until _backends/_base.py switches
+CLAMP = BoundsPolicy.CLAMP  # old name, until _backends/_base.py and _torch/_fused.py switch
+
+#: The largest value an int32 holds: a size beyond it needs int64 indices once counted,
+#: and data of more elements int64 positions.
+INT32_MAX = 2**31 - 1
+
+
+def default_extremes(xp: Any, indices: Array) -> tuple[int, int]:
     """The smallest and largest value of non-empty ``indices``, as Python ints."""
     return int(xp.min(indices)), int(xp.max(indices))
 
 
-def counted(
+def normalise_indices(
     xp: Any,
-    indices: Any,
+    indices: Array,
     plan: Plan,
-    policy: str,
+    policy: BoundsPolicy,
     *,
-    extremes: Callable[[Any], tuple[int, int]] | None = None,
-    to_host: Callable[[Any], np.ndarray] | None = None,
+    extremes: Callable[[Array], tuple[int, int]] | None = None,
+    to_host: Callable[[Array], np.ndarray] | None = None,
 ) -> Any:
     """``indices`` with negatives counted from the end and the rest per ``policy``.
+
+    Every index component addresses a data axis of size ``s`` (the plan says which:
+    :meth:`onnx_gather._spec.Plan.addressed`) and is valid in ``[-s, s-1]``. Every backend
+    without a fused kernel calls this, with its own namespace ``xp`` and, where its
+    library has a cheaper way to read an array's extremes (``torch.aminmax``: one pass and
+    one host synchronisation), its own ``extremes``. Fused kernels (the compiled C kernel,
+    the Triton kernels, JAX's fill-mode gathers under tracing) run the same rule in their
+    own loop, one pass over the indices instead of two; each says so where it does.
 
     Parameters
     ----------
     xp : namespace
-        ``indices``' array-API namespace.
+        ``indices``' array-API namespace (``array_api_compat``'s for NumPy, PyTorch and
+        CuPy).
     indices : array
         int32 or int64 indices, any shape; for plans with ``coordinates`` the last dim
         enumerates the coordinates.
     plan : Plan
         The checked call: which axis, of which size, each component addresses.
-    policy : {RAISE, CLAMP, DROP}
-        What an out-of-range index gets (the module docstring).
+    policy : BoundsPolicy
+        What an out-of-range index gets.
     extremes : callable, optional
         ``extremes(indices) -> (lo, hi)``, the smallest and largest value (``lo`` may be
         any value <= the smallest where none is negative); default ``xp.min``/``xp.max``.
@@ -85,11 +97,11 @@ def counted(
         size is beyond int32's range). For DROP, ``(indices, keep)``: bad components
         counted as 0 and ``keep`` False for every index (tuple) that had one.
     """
-    if policy == RAISE or (extremes is not None and policy == CLAMP):
+    if policy is BoundsPolicy.RAISE or (extremes is not None and policy is BoundsPolicy.CLAMP):
         if not _empty(indices):
             lo, hi = (extremes or (lambda x: default_extremes(xp, x)))(indices)
             admitted = plan.admits(lo, hi)
-            if not admitted and policy == RAISE:
+            if not admitted and policy is BoundsPolicy.RAISE:
                 _spec.raise_out_of_range(plan, (to_host or _host)(indices))
                 admitted = True  # coordinates of several sizes: none was out of range
             if admitted and lo >= 0:
@@ -97,18 +109,18 @@ def counted(
             if admitted:
                 indices = _widened(xp, indices, plan)
                 return xp.where(indices < 0, indices + _bound(xp, plan, indices), indices)
-        elif policy == RAISE:
+        elif policy is BoundsPolicy.RAISE:
             return indices
     indices = _widened(xp, indices, plan)
     bound = _bound(xp, plan, indices)
     plus = xp.where(indices < 0, indices + bound, indices)
-    if policy == CLAMP:
+    if policy is BoundsPolicy.CLAMP:
         if _per_coordinate(plan):  # coordinates of axes of different sizes
             top = _bound(xp, plan, indices, [max(s - 1, 0) for s in plan.sizes])
             return xp.minimum(xp.maximum(plus, xp.zeros_like(top)), top)
         return xp.clip(plus, 0, max(bound - 1, 0))
-    if policy != DROP:
-        msg = f"unknown bounds policy {policy!r}; known: {RAISE}, {CLAMP}, {DROP}"
+    if policy is not BoundsPolicy.DROP:
+        msg = f"unknown bounds policy {policy!r}; known: {', '.join(map(str, BoundsPolicy))}"
         raise ValueError(msg)
     bad = plan.outside(indices, xp)
     keep = ~bad
@@ -117,11 +129,14 @@ def counted(
     return xp.where(bad, xp.zeros_like(plus), plus), keep
 
 
-def _empty(indices: Any) -> bool:
+counted = normalise_indices  # old name, until _backends/_base.py and _torch/_fused.py switch
+
+
+def _empty(indices: Array) -> bool:
     return any(n == 0 for n in indices.shape)
 
 
-def _widened(xp: Any, indices: Any, plan: Plan) -> Any:
+def _widened(xp: Any, indices: Array, plan: Plan) -> Array:
     """int32 indices as int64 where a size is beyond int32 (``i + s`` would wrap), else as given.
 
     Left as they are otherwise: a library without 64-bit integers (array-api-strict's
@@ -129,13 +144,13 @@ def _widened(xp: Any, indices: Any, plan: Plan) -> Any:
     (``jax.export``), which no comparison can decide.
     """
     sizes = plan.sizes if plan.coordinates else (plan.size,)
-    wide = any(type(size) is int and size > _INT32_MAX for size in sizes)
+    wide = any(type(size) is int and size > INT32_MAX for size in sizes)
     if indices.dtype != xp.int64 and wide:
         return xp.astype(indices, xp.int64)
     return indices
 
 
-def _bound(xp: Any, plan: Plan, like: Any, values: list[int] | None = None) -> Any:
+def _bound(xp: Any, plan: Plan, like: Array, values: list[int] | None = None) -> Any:
     """The size each index component addresses (or ``values`` per coordinate).
 
     A number where every component addresses an axis of one size, else an array of
@@ -157,7 +172,7 @@ def _per_coordinate(plan: Plan) -> bool:
     return plan.coordinates and any(s != plan.sizes[0] for s in plan.sizes)
 
 
-def _host(indices: Any) -> np.ndarray:
+def _host(indices: Array) -> np.ndarray:
     import numpy as np
 
     try:

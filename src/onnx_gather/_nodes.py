@@ -1,11 +1,7 @@
 """ONNX nodes of the family, run through the registry: for converter and runtime authors.
 
-:func:`run_node` runs one ``onnx.NodeProto`` (its op_type picks the operator, its
-attributes are read from the node) on arrays of any supported library;
-:func:`reference_ops` hands the family to ``onnx.reference.ReferenceEvaluator`` as
-``new_ops``, replacing its own implementations (its GatherElements wraps out-of-range
-indices around instead of raising). Neither imports onnx until it must: run_node reads the
-node's fields only, reference_ops needs onnx's ``OpRun`` base class.
+:func:`run_node` runs one ``onnx.NodeProto``; :func:`reference_ops` hands the family to
+``onnx.reference.ReferenceEvaluator``. Neither imports onnx until it must.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
-"""The registry of operators: each operator of the family described once.
+"""The registry of operators: each operator of the family described once (:class:`Operator`).
 
-An :class:`Operator` says everything the generic layers need to know about one operator:
-its public name and ONNX op_type, its versions and what each adds, its default opset, its
-inputs and their roles, its attributes, the planner that checks a call (one module of
-:mod:`onnx_gather._spec` per operator), the backend method that runs it, its loop oracle,
-its example strategy, and its adjoint. The public functions, ``_api.run``, the command
-line, the conformance runner and its peers, the test tables, the benchmarks and
-:func:`onnx_gather.run_node` read it, and never ask which operator they run.
-
-OpenVINO's GatherElements-6 is a variant in the registry: its own name, one version (6),
-no opset argument, and equal dims off the axis; it computes what ONNX GatherElements does.
+The generic layers read it and never ask which operator they run.
 """
 
 from __future__ import annotations
@@ -33,7 +24,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, eq=False)
 class Operator:
-    """One operator of the family (see the module docstring).
+    """One operator of the family: everything the generic layers need to know about it.
+
+    The public functions, ``_api.run``, the command line, the conformance runner and its
+    peers, the test tables, the benchmarks and :func:`onnx_gather.run_node` read it.
+    OpenVINO's GatherElements-6 is a variant in the registry: its own name, one version
+    (6), no opset argument, and equal dims off the axis; it computes what ONNX
+    GatherElements does.
 
     Attributes
     ----------

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-_INT32_MAX = 2**31 - 1
+from onnx_gather._indices import INT32_MAX
 
 
 def tuple_rows(xp: Any, indices: Any, sizes: tuple[int, ...], b: int, where: Any) -> Any:
@@ -38,7 +38,7 @@ def _wide(data_shape: Sequence[Any]) -> bool:
     A symbolic count (``jax.export``) cannot be compared: its indices keep their type.
     """
     total = math.prod(data_shape)
-    return type(total) is int and total > _INT32_MAX
+    return type(total) is int and total > INT32_MAX
 
 
 def element_positions(

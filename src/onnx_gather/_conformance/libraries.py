@@ -1,12 +1,7 @@
 """The array libraries installed here, each as a :class:`Library`: the one copy the project has.
 
-``python -m onnx_gather`` (examples and ``check`` mode) and the test suite (``tests/libs.py``)
-use these. A :class:`Library` converts NumPy arrays to its library's arrays and back, says
-which ONNX types the library can hold, and refuses, when reading a result back, anything
-that is not the library's own array on its device (for Dask: whose blocks are not the
-shapes and dtypes the graph declared). This module needs nothing beyond NumPy, so the
-plain install's ``python -m onnx_gather`` can use it; each framework is imported only when
-its :class:`Library` is built.
+Used by ``python -m onnx_gather`` and the test suite (``tests/libs.py``). Needs nothing
+beyond NumPy; each framework is imported only when its :class:`Library` is built.
 """
 
 from __future__ import annotations
@@ -51,6 +46,11 @@ def bfloat16() -> np.dtype[Any] | None:
 @dataclass(frozen=True)
 class Library:
     """One installed array library (on one device).
+
+    It converts NumPy arrays to its library's arrays and back, says which ONNX types the
+    library can hold, and refuses, when reading a result back, anything that is not the
+    library's own array on its device (for Dask: whose blocks are not the shapes and
+    dtypes the graph declared).
 
     Attributes
     ----------

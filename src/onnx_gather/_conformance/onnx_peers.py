@@ -1,13 +1,7 @@
 """ONNX Runtime (CPU) and the ONNX reference evaluator on the same examples.
 
-One single-node model per (operator, opset, data type, index type, ranks, attributes), with
-symbolic dims, built once and cached with its session. OpenVINO GatherElements-6 examples
-run as ONNX GatherElements-13: every input valid for the first is valid for the second,
-with the same result.
-
-The peers' own errors and gaps (a type without a kernel, a type the Python API cannot
-feed) come back as :class:`Gap` outcomes; :func:`classify` names every kind of agreement
-and divergence with the oracle.
+Their own errors and gaps come back as :class:`Gap` outcomes; :func:`classify` names every
+kind of agreement and divergence with the oracle.
 """
 
 from __future__ import annotations
@@ -26,7 +20,7 @@ from onnx_gather._memo import Memo
 
 
 class Gap(Exception):
-    """A peer cannot run this example at all (no kernel, cannot feed the type)."""
+    """A peer cannot run this example at all (a type without a kernel, one its API cannot feed)."""
 
 
 def _opset(example: Example) -> int:
@@ -42,7 +36,10 @@ def _opset(example: Example) -> int:
 def model(example: Example) -> Any:
     """The single-node ONNX model for ``example``'s operator, opset, types, ranks and attributes.
 
-    Its dims are symbolic, so one model serves every example of the same signature.
+    Its dims are symbolic, so one model serves every example of the same signature (built
+    once and cached with its session). OpenVINO GatherElements-6 examples run as ONNX
+    GatherElements-13: every input valid for the first is valid for the second, with the
+    same result.
     """
     op = _ops.get(example.op)
     indices = _onnx_indices(example)

@@ -1,24 +1,7 @@
 """OpenVINO's own runtime (CPU plugin) running GatherElements-6, as a second oracle.
 
-One single-node model per (data type, index type, data rank, indices rank, axis), with
-dynamic dims, built with ``openvino.opset6.gather_elements`` (the operator's one version;
-the newer opset modules re-export it), compiled for CPU with one thread and
-``EXECUTION_MODE_HINT=ACCURACY``, and cached. The runtime decides what a real OpenVINO
-model does; this module only feeds it and reads the result back as NumPy.
-
-Measured on openvino 2026.4.1 (CPU plugin), see docs/conformance.md:
-
-* indices in ``[-s, s-1]`` are valid, negatives counted from the end
-  (openvinotoolkit/openvino#30800); ``s`` and ``-s-1`` raise; indices dims off the axis
-  that differ from data's raise;
-* no complex types and no NumPy strings (a :class:`Gap`); the CPU plugin compiles
-  64-bit data (int64, uint64, float64) and int64 indices as their 32-bit types, so it
-  returns such data narrowed and reads int64 indices modulo 2**32; float16 goes through
-  float32 on CPUs without AVX512-FP16, which quiets signalling NaNs; on an empty axis (``s = 0``) no index is
-  checked and the output holds uninitialised memory. :func:`known_divergence` names these.
-  After an out-of-range error a compiled model returns, for a following call with empty
-  indices, the failed call's output shape filled with stale memory: :meth:`OpenVINO.run`
-  recompiles after every error, so no call sees another's state.
+The runtime decides what a real OpenVINO model does; this module only feeds it and reads
+the result back as NumPy.
 """
 
 from __future__ import annotations
@@ -51,7 +34,13 @@ def _type_name(array: np.ndarray) -> str:
 
 
 class OpenVINO:
-    """OpenVINO's CPU plugin running one GatherElements-6 node."""
+    """OpenVINO's CPU plugin running one GatherElements-6 node.
+
+    One single-node model per (data type, index type, data rank, indices rank, axis),
+    with dynamic dims, built with ``openvino.opset6.gather_elements`` (the operator's one
+    version; the newer opset modules re-export it), compiled for CPU with one thread and
+    ``EXECUTION_MODE_HINT=ACCURACY``, and cached.
+    """
 
     name = "openvino (CPU)"
     size = 256
@@ -165,7 +154,19 @@ class OpenVINO:
 def known_divergence(example: Example, cls: str) -> str | None:
     """If ``cls`` is a known OpenVINO (CPU) divergence for ``example``, the explanation.
 
-    Measured on openvino 2026.4.1 and documented in docs/conformance.md.
+    Measured on openvino 2026.4.1 (CPU plugin) and documented in docs/conformance.md:
+
+    * indices in ``[-s, s-1]`` are valid, negatives counted from the end
+      (openvinotoolkit/openvino#30800); ``s`` and ``-s-1`` raise; indices dims off the
+      axis that differ from data's raise;
+    * no complex types and no NumPy strings (a :class:`Gap`); the CPU plugin compiles
+      64-bit data (int64, uint64, float64) and int64 indices as their 32-bit types, so it
+      returns such data narrowed and reads int64 indices modulo 2**32
+      (:func:`reads_as_int32`); float16 goes through float32 on CPUs without
+      AVX512-FP16, which quiets signalling NaNs; on an empty axis (``s = 0``) no index is
+      checked and the output holds uninitialised memory. These are the divergences named
+      here. (After an out-of-range error a compiled model returns stale memory for a
+      following call: :meth:`OpenVINO.run` recompiles after every error.)
     """
     if cls.startswith("gap: "):
         return cls

@@ -1,14 +1,7 @@
 """The operators read literally from the spec: one plain loop over output positions.
 
-No take, take_along_axis or fancy indexing: every output element is read with a tuple of
-ints, so this stays an independent oracle for every backend. Raises the spec's exception
-types (IndexError for a bad index value, ValueError for bad shapes/axis/opset, TypeError
-for bad dtypes) but makes no claim about the library's message text; its own ValueError
-texts name the rule that failed, as the conformance report classes them. It deliberately shares no code with
-:mod:`onnx_gather._spec`: it is what the library is checked against.
-
-(It lives in the package so that ``python -m onnx_gather check`` can use it without a
-source checkout; ``tests/oracle.py`` re-exports it.)
+It shares no code with :mod:`onnx_gather._spec`: it is what the library is checked against.
+In the package for ``python -m onnx_gather check``; ``tests/oracle.py`` re-exports it.
 """
 
 from __future__ import annotations
@@ -31,6 +24,13 @@ E = TypeVar("E", bound=Exception)
 
 def _rule(kind: type[E], rule: str, *names: object) -> E:
     """``kind(rule)``, the spec's exception for a broken rule, naming what must be named.
+
+    The oracle raises the spec's exception types (IndexError for a bad index value,
+    ValueError for bad shapes/axis/opset, TypeError for bad dtypes) but makes no claim
+    about the library's message text; its own texts name the rule that failed, as the
+    conformance report classes them. No take, take_along_axis or fancy indexing anywhere:
+    every output element is read with a tuple of ints, so the oracle stays independent of
+    every backend.
 
     ``names`` (the attribute ``names`` of the exception, as strings) are what the
     library's message must contain: the bad value and the rule's words, as the README

@@ -1,17 +1,7 @@
 """Hypothesis strategies: random calls of every operator of the registry.
 
-One example is one call: operator, data, indices (and a scatter's updates), attributes,
-opset, ``check_bounds``, and how each input is presented (a contiguous array, or a
-transposed / strided / reversed view of a larger array, made later with the library's own
-operations; indices also as a NumPy array or a Python list). Everything is drawn step by step from small choices, so a failure
-shrinks to a small example: few and short dims, the first dtype that still fails, counting
-values, plain layouts.
-
-Sizes are bounded so that the loop oracle stays cheap: data has rank 1-5 and dims 0-7,
-and about one example in five has an axis of 64-300 (where the ONNX reference evaluator's
-GatherElements breaks) with the other dims at most 2. Element values come from a drawn
-seed: counting values, random bit patterns (NaN payloads, signalling NaNs, subnormals,
--0.0 appear naturally) or a mix of each type's special values.
+Everything is drawn step by step from small choices, so a failure shrinks to a small
+example: few and short dims, the first dtype that still fails, counting values, plain layouts.
 """
 
 from __future__ import annotations
@@ -447,7 +437,7 @@ def _scatter_nd_shapes(draw: Draw, op: _ops.Operator) -> Shapes:
 def _reduction(draw: Draw, opset: int | None, dtype_name: str) -> str:
     """A scatter's reduction: mostly one the version and type allow, sometimes not."""
     version = 18 if opset is None else opset
-    allowed = [r for r, since in reductions.SINCE.items() if since <= version] or ["none"]
+    allowed = [str(r) for r, since in reductions.SINCE.items() if since <= version] or ["none"]
     if dtype_name == "string":
         allowed = ["none"]
     elif dtype_name.startswith("complex"):
@@ -465,6 +455,16 @@ def _examples(
     dtypes: Sequence[str],
 ) -> Example:
     """Examples of ``op`` with data of one of ``dtypes``, shaped by ``shapes``.
+
+    One example is one call: operator, data, indices (and a scatter's updates),
+    attributes, opset, ``check_bounds``, and how each input is presented (a contiguous
+    array, or a transposed / strided / reversed view of a larger array, made later with
+    the library's own operations; indices also as a NumPy array or a Python list). Sizes
+    are bounded so that the loop oracle stays cheap: data has rank 1-5 and dims 0-7, and
+    about one example in five has an axis of 64-300 (where the ONNX reference evaluator's
+    GatherElements breaks) with the other dims at most 2. Element values come from a
+    drawn seed: counting values, random bit patterns (NaN payloads, signalling NaNs,
+    subnormals, -0.0 appear naturally) or a mix of each type's special values.
 
     Common to every operator: the data type, the opset (about one in ten older than the
     operator), element values, index values (valid, with a few bad ones), views, the

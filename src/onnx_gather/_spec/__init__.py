@@ -1,17 +1,7 @@
 """The rules every operator of the family shares, written once; one module per operator.
 
-Everything here works on plain Python values: shapes are tuples of ints and dtypes are
-names such as ``"float32"`` or ``"bfloat16"`` that each backend derives from its own
-dtype objects. No framework is imported. Each operator's module (:mod:`.gather`,
-:mod:`.gather_elements`, :mod:`.gather_nd`) has one planner, which the registry
-(:mod:`onnx_gather._ops`) names: it checks a call once and returns that operator's
-:class:`Plan`, which carries everything a backend kernel needs, already checked and
-normalised, so no backend checks again.
-
-The range rule is the same for every operator: an index component that addresses an axis
-of size ``s`` is valid in ``[-s, s-1]``, negative values counting from the end. A plan
-says which axis each component addresses (:meth:`Plan.addressed`); :meth:`Plan.admits` and
-:meth:`Plan.outside` state the rule; :func:`out_of_range` words the one message.
+Plain Python values only (shapes as tuples of ints, dtypes as names such as ``"bfloat16"``);
+no framework is imported. The range rule: :class:`Plan`; its one message: :func:`out_of_range`.
 """
 
 from __future__ import annotations
@@ -76,6 +66,15 @@ class Rules(Protocol):
 
 class Plan:
     """The range rule over the fields every operator's plan has.
+
+    Each operator's module (:mod:`.gather`, :mod:`.gather_elements`, :mod:`.gather_nd`,
+    :mod:`.scatter_elements`, :mod:`.scatter_nd`) has one planner, which the registry
+    (:mod:`onnx_gather._ops`) names: it checks a call once and returns that operator's
+    plan, which carries everything a backend kernel needs, already checked and normalised,
+    so no backend checks again. The range rule is the same for every operator: an index
+    component that addresses an axis of size ``s`` is valid in ``[-s, s-1]``, negative
+    values counting from the end. A plan says which axis each component addresses
+    (:meth:`addressed`); :meth:`admits` and :meth:`outside` state the rule.
 
     Each operator's plan is a named tuple (immutable and hashable: plans are cached,
     shared between calls and threads, and may key a backend's own caches; a named tuple

@@ -1,10 +1,4 @@
-"""ONNX GatherElements (versions 11, 13) and OpenVINO GatherElements-6: shapes and the plan.
-
-Both take indices of data's rank, one index per output element, no broadcasting: the
-output has exactly the indices' shape. Off the axis each indices dim must be <= data's
-(ONNX Runtime's and torch's reading of the ONNX equations), and equal to data's for
-OpenVINO's variant (the registry's ``equal_off_axis``).
-"""
+"""ONNX GatherElements (versions 11, 13) and OpenVINO GatherElements-6: shapes and the plan."""
 
 from __future__ import annotations
 
@@ -24,6 +18,11 @@ class _Fields(NamedTuple):
 
 class GatherElementsPlan(_Fields, _spec.Plan):
     """A checked GatherElements call; the output has exactly the indices' shape.
+
+    Indices of data's rank, one index per output element, no broadcasting. Off the axis
+    each indices dim must be <= data's (ONNX Runtime's and torch's reading of the ONNX
+    equations), and equal to data's for OpenVINO's variant (the registry's
+    ``equal_off_axis``).
 
     ``trim`` is None when off the axis the indices' dims equal data's, else the indices'
     shape: the output reads only the block of data of those dims off the axis (all of the

@@ -1,14 +1,4 @@
-"""ONNX GatherND (versions 11, 12, 13): the shape rules and the plan.
-
-``indices`` is a tensor of index tuples: its last dim ``k`` holds coordinates into the
-``k`` data dims after the ``b = batch_dims`` leading ones, which data and indices share.
-Coordinate ``j`` addresses data axis ``b + j`` and is valid in ``[-s, s-1]`` for that
-axis' size ``s`` (ScatterND-18's text says so of its twin; ONNX Runtime's CPU kernel reads
-GatherND so). Each index tuple selects the slice ``data[batch, i_0, ..., i_{k-1}, ...]``:
-
-``out[batch, j..., rest...] = data[batch, indices[batch, j..., 0], ...,
-indices[batch, j..., k-1], rest...]``, of shape ``indices.shape[:-1] + data.shape[b+k:]``.
-"""
+"""ONNX GatherND (versions 11, 12, 13): the shape rules and the plan."""
 
 from __future__ import annotations
 
@@ -28,11 +18,17 @@ class _Fields(NamedTuple):
 
 
 class GatherNDPlan(_Fields, _spec.Plan):
-    """A checked GatherND call (see the module docstring).
+    """A checked GatherND call.
 
-    Coordinate ``j`` (the last dim of ``indices``) addresses data axis ``axis + j`` of size
-    ``sizes[j]``; ``axis`` is ``batch_dims``. The output is ``indices.shape[:-1] +
-    data.shape[batch_dims + len(sizes):]``.
+    ``indices`` is a tensor of index tuples: its last dim ``k`` holds coordinates into the
+    ``k`` data dims after the ``b = batch_dims`` leading ones, which data and indices
+    share. Coordinate ``j`` addresses data axis ``axis + j`` (``axis`` is ``batch_dims``)
+    of size ``sizes[j]`` and is valid in ``[-s, s-1]`` for that size ``s`` (ScatterND-18's
+    text says so of its twin; ONNX Runtime's CPU kernel reads GatherND so). Each index
+    tuple selects the slice ``data[batch, i_0, ..., i_{k-1}, ...]``:
+    ``out[batch, j..., rest...] = data[batch, indices[batch, j..., 0], ...,
+    indices[batch, j..., k-1], rest...]``, of shape ``indices.shape[:-1] +
+    data.shape[b+k:]``.
     """
 
     __slots__ = ()

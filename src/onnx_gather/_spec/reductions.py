@@ -1,26 +1,37 @@
-"""The scatters' reductions: which version adds each, and which data types each allows.
-
-ScatterElements and ScatterND combine an update with the value it lands on by their
-``reduction`` attribute: ``none`` (the update replaces it; version 11), ``add`` and ``mul``
-(version 16), ``max`` and ``min`` (version 18 in the spec; accepted from 16, below). Each
-is typed arithmetic in data's dtype,
-one update at a time in C order of the update's position in ``indices``:
-
-- ``none``: where several updates land on one element, the last in that order wins;
-- ``add``, ``mul``: rounded after every update (float16 and bfloat16 too); integers wrap
-  around (two's complement); bool: add is OR, mul is AND; a NaN result is the canonical
-  quiet NaN (positive, payload zero; each part of a complex number), since which NaN the
-  hardware propagates depends on the operands' order and the device;
-- ``max``, ``min``: IEEE 754-2019 ``maximum``/``minimum``: NaN if either side is NaN (the
-  first NaN in that order survives: data's value if it is NaN, else the first NaN update),
-  and -0.0 < +0.0; bool: max is OR, min is AND. Complex data has no order: a TypeError.
-
-Strings have no arithmetic: ``none`` only.
-"""
+"""The scatters' reductions: what each computes, the version that adds it, the types it takes."""
 
 from __future__ import annotations
 
+import enum
 from typing import Any
+
+
+class Reduction(enum.StrEnum):
+    """A scatter's ``reduction`` attribute: how an update combines with the value it lands on.
+
+    Each is typed arithmetic in data's dtype, one update at a time in C order of the
+    update's position in ``indices``. A str, so a plan's ``reduction`` compares equal to
+    the attribute's text (``plan.reduction == "add"``). Strings have no arithmetic:
+    ``none`` only.
+    """
+
+    #: The update replaces the value (version 11); where several updates land on one
+    #: element, the last in that order wins.
+    NONE = "none"
+    #: Rounded after every update (float16 and bfloat16 too); integers wrap around (two's
+    #: complement); bool: OR. A NaN result is the canonical quiet NaN (positive, payload
+    #: zero; each part of a complex number), since which NaN the hardware propagates
+    #: depends on the operands' order and the device.
+    ADD = "add"
+    #: As ``add``; bool: AND.
+    MUL = "mul"
+    #: IEEE 754-2019 ``maximum``: NaN if either side is NaN (the first NaN in that order
+    #: survives: data's value if it is NaN, else the first NaN update), and -0.0 < +0.0;
+    #: bool: OR. Complex data has no order: a TypeError.
+    MAX = "max"
+    #: IEEE 754-2019 ``minimum``, as ``max``; bool: AND.
+    MIN = "min"
+
 
 #: Each reduction and the version of ScatterElements / ScatterND that adds it. ``max`` and
 #: ``min`` from 16, a decision: the spec adds them in 18, but torch's TorchScript exporter
@@ -28,13 +39,21 @@ from typing import Any
 #: max/min (torch 2.13, symbolic_opset16), and ONNX Runtime's CPU kernels and the ONNX
 #: reference evaluator run max and min at versions 16 and 17 of both operators: a model
 #: they run, this library runs too (README, semantics table).
-SINCE = {"none": 11, "add": 16, "mul": 16, "max": 16, "min": 16}
+SINCE = {
+    Reduction.NONE: 11,
+    Reduction.ADD: 16,
+    Reduction.MUL: 16,
+    Reduction.MAX: 16,
+    Reduction.MIN: 16,
+}
 #: The reductions that order values: complex data has none.
-ORDERED = frozenset({"max", "min"})
+ORDERED = frozenset({Reduction.MAX, Reduction.MIN})
+#: Each reduction by its text: a lookup, not ``Reduction(text)``, on every uncached call.
+_BY_TEXT: dict[str, Reduction] = {str(r): r for r in Reduction}
 
 
-def check(op: str, version: int, reduction: Any, data_dtype: str) -> str:
-    """``reduction`` checked against the operator's version and data's type.
+def check(op: str, version: int, reduction: Any, data_dtype: str) -> Reduction:
+    """``reduction`` (the attribute's text, or a plan's) checked for the version and data's type.
 
     Raises
     ------
@@ -45,15 +64,16 @@ def check(op: str, version: int, reduction: Any, data_dtype: str) -> str:
         An unknown reduction (the message lists the valid ones), or one the version lacks
         (the message names the version that adds it).
     """
-    if type(reduction) is not str:
+    if type(reduction) is not str and type(reduction) is not Reduction:
         msg = f"{op}: reduction must be a str, got {reduction!r} of type {type(reduction).__name__}"
         raise TypeError(msg)
-    since = SINCE.get(reduction)
-    if since is None:
-        msg = f"{op}: unknown reduction {reduction!r}; valid: {', '.join(map(repr, SINCE))}"
+    member = _BY_TEXT.get(reduction)
+    if member is None:
+        msg = f"{op}: unknown reduction {reduction!r}; valid: {', '.join(repr(str(r)) for r in SINCE)}"
         raise ValueError(msg)
+    since = SINCE[member]
     if since > version:
-        have = ", ".join(repr(r) for r, v in SINCE.items() if v <= version)
+        have = ", ".join(repr(str(r)) for r, v in SINCE.items() if v <= version)
         msg = (
             f"{op}: reduction {reduction!r} needs version {since} or newer (opset {since}); "
             f"version {version} has {have}"
@@ -67,7 +87,7 @@ def check(op: str, version: int, reduction: Any, data_dtype: str) -> str:
     if reduction in ORDERED and data_dtype.startswith("complex"):
         msg = f"{op}: reduction {reduction!r} needs ordered values; {data_dtype} data has no order"
         raise TypeError(msg)
-    return reduction
+    return member
 
 
 def check_updates(op: str, data_dtype: str, updates_dtype: str) -> None:

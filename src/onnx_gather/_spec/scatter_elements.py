@@ -1,11 +1,4 @@
-"""ONNX ScatterElements (versions 11, 13, 16, 18): the shape rules and the plan.
-
-The result starts as a copy of data; each update lands where GatherElements with the same
-indices would read: for rank 2 and ``axis=1``, ``out[i][indices[i][j]] = f(out[i][indices[i][j]],
-updates[i][j])``, in C order of ``(i, j)``, ``f`` the reduction (:mod:`.reductions`).
-Data, indices and updates have one rank; indices and updates one shape; off the axis each
-indices dim is <= data's (ONNX Runtime's reading, as for GatherElements).
-"""
+"""ONNX ScatterElements (versions 11, 13, 16, 18): the shape rules and the plan."""
 
 from __future__ import annotations
 
@@ -22,11 +15,18 @@ class _Fields(NamedTuple):
     axis: int
     size: int
     trim: tuple[int, ...] | None
-    reduction: str
+    reduction: reductions.Reduction
 
 
 class ScatterElementsPlan(_Fields, _spec.Plan):
     """A checked ScatterElements call; the result has data's shape.
+
+    The result starts as a copy of data; each update lands where GatherElements with the
+    same indices would read: for rank 2 and ``axis=1``, ``out[i][indices[i][j]] =
+    f(out[i][indices[i][j]], updates[i][j])``, in C order of ``(i, j)``, ``f`` the
+    reduction (:class:`~onnx_gather._spec.reductions.Reduction`). Data, indices and updates
+    have one rank; indices and updates one shape; off the axis each indices dim is <=
+    data's (ONNX Runtime's reading, as for GatherElements).
 
     ``trim`` is None when off the axis the indices' dims equal data's, else the indices'
     shape (the updates land in that block of data). ``reduction`` is checked for the
@@ -35,7 +35,7 @@ class ScatterElementsPlan(_Fields, _spec.Plan):
 
     __slots__ = ()
 
-    def attributes(self) -> tuple[int, str]:
+    def attributes(self) -> tuple[int, reductions.Reduction]:
         """The attributes that plan this call again: ``(axis, reduction)``, normalised."""
         return (self.axis, self.reduction)
 

@@ -1,12 +1,4 @@
-"""ONNX ScatterND (versions 11, 13, 16, 18): the shape rules and the plan.
-
-The result starts as a copy of data. ``indices`` is a tensor of index tuples: its last dim
-``k`` holds coordinates into data's first ``k`` dims, coordinate ``j`` valid in ``[-s, s-1]``
-for the size ``s`` of axis ``j`` (ScatterND-18's text). Each tuple's update is a slice of
-data's trailing dims: ``out[indices[idx]] = f(out[indices[idx]], updates[idx])`` for every
-``idx`` of ``indices.shape[:-1]`` in C order, ``f`` the reduction (:mod:`.reductions`);
-``updates.shape == indices.shape[:-1] + data.shape[k:]``.
-"""
+"""ONNX ScatterND (versions 11, 13, 16, 18): the shape rules and the plan."""
 
 from __future__ import annotations
 
@@ -23,20 +15,26 @@ class _Fields(NamedTuple):
     axis: int  # 0: coordinate 0 addresses data's first axis
     size: int  # the smallest of sizes
     sizes: tuple[int, ...]
-    reduction: str
+    reduction: reductions.Reduction
 
 
 class ScatterNDPlan(_Fields, _spec.Plan):
-    """A checked ScatterND call (see the module docstring).
+    """A checked ScatterND call.
 
-    Coordinate ``j`` (the last dim of ``indices``) addresses data axis ``j`` of size
-    ``sizes[j]``; each index tuple's update is a slice of ``data.shape[len(sizes):]``.
+    The result starts as a copy of data. ``indices`` is a tensor of index tuples: its last
+    dim ``k`` holds coordinates into data's first ``k`` dims, coordinate ``j`` addressing
+    data axis ``j`` of size ``sizes[j]``, valid in ``[-s, s-1]`` for that size ``s``
+    (ScatterND-18's text). Each tuple's update is a slice of data's trailing dims:
+    ``out[indices[idx]] = f(out[indices[idx]], updates[idx])`` for every ``idx`` of
+    ``indices.shape[:-1]`` in C order, ``f`` the reduction
+    (:class:`~onnx_gather._spec.reductions.Reduction`); ``updates.shape ==
+    indices.shape[:-1] + data.shape[k:]``.
     """
 
     __slots__ = ()
     coordinates = True
 
-    def attributes(self) -> tuple[str]:
+    def attributes(self) -> tuple[reductions.Reduction]:
         """The attributes that plan this call again: ``(reduction,)``."""
         return (self.reduction,)
 

@@ -1,48 +1,7 @@
 """Dask: every operator as a lazy, chunk-aware block plan; a call computes nothing.
 
-The result is a dask array whose graph reads, for each output block, only the data
-blocks that block can need. NumPy's kernels run inside the tasks, so every dtype NumPy
-holds (strings, bfloat16) moves bit-exactly. Below, ``a`` is the axis and a data block's
-*off-axis block* is its position in every dimension but ``a``.
-
-Gather
-    An output block is (data's off-axis block before ``a``, one indices block, data's
-    off-axis block after ``a``); the indices are cut to keep it within dask's
-    ``array.chunk-size`` (:mod:`onnx_gather._backends._dask._chunks` sizes every chunk).
-
-    * Data in one chunk along ``a``: one task per output block, ``np.take`` of one data
-      block with one indices block.
-    * Data in ``n`` chunks along ``a``: for each data block and indices block a *part* task
-      takes the entries whose index falls in that data chunk (at most the output block);
-      one *join* task per output block puts its ``n`` parts in place (about twice the
-      output block in memory). No task holds more than one data block, but there are
-      ``n`` times as many tasks, so data is first merged along ``a`` within the budget.
-
-GatherElements
-    Data is cut to the indices' extent off the axis (``plan.block()``) and rechunked to one
-    chunk along ``a``; the indices are rechunked off the axis to data's chunks. One task per
-    indices block runs the NumPy backend's kernel on the full-axis data block of the
-    matching off-axis block: data's off-axis chunk sizes times ``data.shape[a]`` elements,
-    and a rechunk task needs about the same. If that is too large for a worker, chunk data
-    finer off the axis before the call. dask has no ``take_along_axis`` (dask/dask#3663).
-
-GatherND
-    Without batch dims, a Gather along axis 0 of data with its addressed dims flattened
-    into one (dask's reshape makes all but the first of them one chunk), of each tuple's
-    linear position there: Gather's plans above. With batch dims, data is rechunked whole
-    along the addressed dims and the indices' batch dims to data's batch chunks; one task
-    per indices block runs the NumPy kernel on the data block of its batch rows. Index
-    tuples are whole (one chunk along the indices' last dim).
-
-Bounds
-    Index values of a dask array are unknown until compute, so each indices block is
-    counted from the end and range-checked in its own task: an out-of-range index raises
-    the IndexError of every backend, naming its position in the whole ``indices`` (from
-    whichever bad block the scheduler runs first); unchecked, it is clamped into the axis.
-    Host indices (NumPy, lists) are checked at the call, before they become a dask array.
-
-Data of unknown chunk sizes (NaN, e.g. after boolean indexing) is rejected with a
-ValueError: the output's shape could not be known.
+For each output block the graph reads only the data blocks that block can need; NumPy's
+kernels run inside the tasks, so every dtype NumPy holds moves bit-exactly.
 """
 
 from __future__ import annotations
@@ -68,6 +27,8 @@ from onnx_gather._spec.gather_nd import GatherNDPlan
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
+    from onnx_gather._spec.scatter_elements import ScatterElementsPlan
+    from onnx_gather._spec.scatter_nd import ScatterNDPlan
 
 #: The highest rank dask's rechunk supports (NumPy's 32 operands of np.nditer).
 _RECHUNK_RANK = 32
@@ -174,8 +135,12 @@ def _counted_tuples(indices: Any, plan: Plan, data: da.Array) -> da.Array:
 def _counted_indices(indices: Any, plan: Plan, chunks: tuple[Any, ...]) -> da.Array:
     """The indices as a dask array, counted from the end and checked where the plan asks.
 
-    Host indices are checked now and cut into ``chunks``; dask indices keep their chunks
-    and are checked block by block when the graph runs.
+    Host indices (NumPy, lists) are checked now, before they become a dask array, and cut
+    into ``chunks``. The values of dask indices are unknown until compute: they keep their
+    chunks and each block is counted and range-checked in its own task
+    (:func:`_counted_block`): an out-of-range index raises the IndexError of every backend,
+    naming its position in the whole ``indices`` (from whichever bad block the scheduler
+    runs first); unchecked, it is clamped into the axis.
     """
     if isinstance(indices, np.ndarray):
         # from_array copies NumPy input (dask >= 2024.12, dask/dask#11524): the graph
@@ -236,6 +201,10 @@ class DaskBackend(Backend):
         return isinstance(x, da.Array)
 
     def shape(self, x: da.Array, /) -> tuple[int, ...]:
+        """``x``'s shape; ValueError for unknown chunk sizes (NaN, after boolean indexing).
+
+        The output's shape could not be known.
+        """
         if any(np.isnan(n) for n in x.shape):
             msg = (
                 f"dask array of unknown shape {x.shape} (NaN chunk sizes): the result's shape "
@@ -245,6 +214,23 @@ class DaskBackend(Backend):
         return tuple(int(n) for n in x.shape)
 
     def gather(self, data: da.Array, indices: Any, plan: Plan, /) -> da.Array:
+        """Gather: output blocks of data's off-axis blocks around one indices block each.
+
+        An output block is (data's off-axis block before the axis ``a``, one indices
+        block, data's off-axis block after ``a``; a data block's *off-axis block* is its
+        position in every dimension but ``a``); the indices are cut to keep it within
+        dask's ``array.chunk-size`` (:mod:`onnx_gather._backends._dask._chunks` sizes every
+        chunk).
+
+        * Data in one chunk along ``a``: one task per output block, ``np.take`` of one
+          data block with one indices block.
+        * Data in ``n`` chunks along ``a``: for each data block and indices block a *part*
+          task takes the entries whose index falls in that data chunk (at most the output
+          block); one *join* task per output block puts its ``n`` parts in place (about
+          twice the output block in memory). No task holds more than one data block, but
+          there are ``n`` times as many tasks, so data is first merged along ``a`` within
+          the budget.
+        """
         if _reads_nothing(indices, plan):
             return _zeros(data, plan.out_shape)
         a, rank = plan.axis, data.ndim
@@ -288,7 +274,7 @@ class DaskBackend(Backend):
         position there: a Gather along axis 0, with Gather's chunk plans. With batch dims,
         data is rechunked whole along the addressed dims and the indices' batch dims to
         data's batch chunks: one task per indices block, the NumPy kernel on the matching
-        data block.
+        data block. Index tuples are whole (one chunk along the indices' last dim).
         """
         b, sizes = plan.batch_dims, plan.sizes
         k = len(sizes)
@@ -329,6 +315,16 @@ class DaskBackend(Backend):
     def gather_elements(
         self, data: da.Array, indices: Any, plan: GatherElementsPlan, /
     ) -> da.Array:
+        """GatherElements: one task per indices block, on data whole along the axis.
+
+        Data is cut to the indices' extent off the axis (``plan.block()``) and rechunked
+        to one chunk along the axis; the indices are rechunked off the axis to data's
+        chunks. Each task runs the NumPy backend's kernel on the full-axis data block of
+        the matching off-axis block: data's off-axis chunk sizes times the axis' length in
+        elements, and a rechunk task needs about the same. If that is too large for a
+        worker, chunk data finer off the axis before the call. dask has no
+        ``take_along_axis`` (dask/dask#3663).
+        """
         if _reads_nothing(indices, plan):
             return _zeros(data, plan.out_shape)
         indices = _counted_indices(indices, plan, chunking.like_data(data))
@@ -360,13 +356,25 @@ class DaskBackend(Backend):
         raise TypeError(msg)
 
     def scatter_elements(
-        self, data: da.Array, indices: Any, updates: da.Array, plan: Plan, out: Any = None, /
+        self,
+        data: da.Array,
+        indices: Any,
+        updates: da.Array,
+        plan: ScatterElementsPlan,
+        out: Any = None,
+        /,
     ) -> da.Array:
         """ONNX ScatterElements, lazily (:mod:`._scatter`); ``out`` never arrives."""
         return scatters.scatter(data, indices, updates, plan)
 
     def scatter_nd(
-        self, data: da.Array, indices: Any, updates: da.Array, plan: Plan, out: Any = None, /
+        self,
+        data: da.Array,
+        indices: Any,
+        updates: da.Array,
+        plan: ScatterNDPlan,
+        out: Any = None,
+        /,
     ) -> da.Array:
         """ONNX ScatterND, lazily (:mod:`._scatter`); ``out`` never arrives."""
         return scatters.scatter(data, indices, updates, plan)

@@ -1,17 +1,4 @@
-"""The Dask backend's chunk sizes: how data and indices are cut before the tasks are built.
-
-Gather
-    An output block is data's *off-axis block* (its extent in every dimension but the
-    axis) once per index of one indices block. Two choices keep it within dask's
-    ``array.chunk-size``, counted for data's largest off-axis block: how far data's chunks
-    along the axis are merged, and how the indices are cut. Each data chunk along the axis
-    multiplies Gather's tasks (see :mod:`onnx_gather._backends._dask`), so data is merged
-    along it as far as the budget allows; the caller's chunks are never split.
-
-GatherElements
-    Each indices block meets one data block: data whole along the axis and, off it, in
-    the same chunks as the indices.
-"""
+"""The Dask backend's chunk sizes: how data and indices are cut before the tasks are built."""
 
 from __future__ import annotations
 
@@ -54,6 +41,13 @@ def _axis_budget(data: da.Array, axis: int) -> int:
 
 def merge_along_axis(data: da.Array, axis: int) -> da.Array:
     """Return ``data`` with its chunks along ``axis`` merged as far as the budget allows.
+
+    Gather's output block is data's *off-axis block* (its extent in every dimension but
+    the axis) once per index of one indices block; two choices keep it within dask's
+    ``array.chunk-size``, counted for data's largest off-axis block: this one, and how the
+    indices are cut (:func:`index_chunks`). Each data chunk along the axis multiplies
+    Gather's tasks (:meth:`onnx_gather._backends._dask.DaskBackend.gather`), so data is
+    merged along it as far as the budget allows; the caller's chunks are never split.
 
     Parameters
     ----------
@@ -110,6 +104,8 @@ def like_data(data: da.Array) -> tuple[int, ...]:
 
 def aligned(data: da.Array, indices: da.Array, axis: int) -> tuple[da.Array, da.Array]:
     """Return GatherElements' inputs rechunked so that each indices block meets one data block.
+
+    Data whole along the axis and, off it, in the same chunks as the indices.
 
     Parameters
     ----------

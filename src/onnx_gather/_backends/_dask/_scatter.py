@@ -1,41 +1,4 @@
-"""The scatters on Dask: lazy, each output block its data block plus the updates aimed at it.
-
-Both operators are written as index tuples: a ScatterElements update addresses one
-element (its position in ``indices`` with the axis' coordinate replaced by its index: a
-tuple of ``r`` coordinates), a ScatterND update the slice of data's trailing dims that its
-``k`` coordinates address. Where an update lands is known only when its indices block is
-computed, so the graph moves the updates to their output blocks in one of two ways,
-whichever makes fewer tasks:
-
-* *records*, one task per indices block: its tuples counted from the end and checked (an
-  IndexError naming the position in the whole ``indices``, raised when the graph runs),
-  or, unchecked, those out of range dropped; each update with its position in C order of
-  ``indices``, its values, and its *row block* (the block of data's first ``k`` dims it
-  lands in);
-* either *parts*, one per indices block and output block it can reach (every output
-  block for ScatterND; for ScatterElements those whose extent off the axis overlaps the
-  indices block's): the updates of that indices block aimed there. Few blocks, or
-  indices that can reach few output blocks, make few parts; but every pair of blocks
-  makes ``n * n``;
-* or a *shuffle* by row block, in two stages of radix ``R``: ``N`` = the indices blocks
-  or the row blocks, whichever are more, ``R`` = the smallest radix with ``R * R >= N``,
-  partitions numbered by two base-``R`` digits; stage ``s`` has a *route* task per
-  partition ``p``, which takes the updates of the ``R`` partitions of the stage before
-  that differ from ``p`` in digit ``s`` only, and keeps those whose row block has ``p``'s
-  digit ``s``. After the last stage partition ``p`` holds exactly the updates aimed at
-  row block ``p``. At most ``2 * R * R`` (about ``2 * N``) tasks, so the graph grows
-  linearly in the blocks (partitions no update can reach, or none can leave, are left
-  out); each task holds about one partition's updates and each update is routed twice
-  (a routing known only at compute needs such stages: a task that took every indices
-  block's updates would hold them all);
-* *joins*, one per output block (data's chunks): a copy of the data block, and the updates
-  aimed at it applied in C order of their positions by the NumPy kernels' write
-  (:func:`onnx_gather._backends._numpy._scatter.write`), so duplicates and reductions
-  give the same bits as every backend.
-
-The indices of ScatterND are whole along their last dim and its updates along data's
-trailing dims.
-"""
+"""The scatters on Dask: lazy, each output block its data block plus the updates aimed at it."""
 
 from __future__ import annotations
 
@@ -53,18 +16,30 @@ from dask.highlevelgraph import HighLevelGraph
 from onnx_gather import _spec
 from onnx_gather._backends._numpy._scatter import result_dtype, write
 from onnx_gather._host import checked
-from onnx_gather._indices import DROP, counted
+from onnx_gather._indices import BoundsPolicy, normalise_indices
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
+    from onnx_gather._spec.reductions import Reduction
+    from onnx_gather._typing import ScatterPlan
 
 #: One indices block's updates: C-order positions, ``(m, k)`` coordinates into data, values
 #: (``m`` updates, each of the trailing dims' shape), and the row block each lands in.
 Records = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-def scatter(data: da.Array, indices: Any, updates: da.Array, plan: Any) -> da.Array:
-    """ScatterElements or ScatterND of dask arrays (``plan`` says which): a lazy result."""
+def scatter(data: da.Array, indices: Any, updates: da.Array, plan: ScatterPlan) -> da.Array:
+    """ScatterElements or ScatterND of dask arrays (``plan`` says which): a lazy result.
+
+    Both operators are written as index tuples: a ScatterElements update addresses one
+    element (its position in ``indices`` with the axis' coordinate replaced by its index:
+    a tuple of ``r`` coordinates), a ScatterND update the slice of data's trailing dims
+    that its ``k`` coordinates address (its indices whole along their last dim, its
+    updates along data's trailing dims). Where an update lands is known only when its
+    indices block is computed: :func:`_records` lists each block's updates, then the
+    graph moves them to their output blocks by :func:`_parts` or :func:`_shuffle`,
+    whichever makes fewer tasks, and a join per output block applies them.
+    """
     wide = result_dtype(data.dtype, updates.dtype)  # (strings: every update whole)
     if wide != data.dtype:
         data = data.astype(wide)
@@ -146,11 +121,17 @@ def _parts(
     reach: list[list[list[int]]] | None,
     data_starts: list[tuple[int, ...]],
     k: int,
-    reduction: str,
+    reduction: Reduction,
 ) -> None:
     """A part per indices block and output block it reaches; a join per output block.
 
-    ``reach``: :func:`_reach`'s lists; None: every output block (ScatterND).
+    ``reach``: :func:`_reach`'s lists; None: every output block (ScatterND). A part holds
+    the updates of that indices block aimed at that output block. Few blocks, or indices
+    that can reach few output blocks, make few parts; but every pair of ``n`` blocks makes
+    ``n * n``. The join (:func:`_join`): a copy of the data block, and the updates aimed
+    at it applied in C order of their positions by the NumPy kernels' write
+    (:func:`onnx_gather._backends._numpy._scatter.write`), so duplicates and reductions
+    give the same bits as every backend.
     """
     out_blocks = list(itertools.product(*map(range, data.numblocks)))
     parts: dict[tuple[int, ...], list[Any]] = {bo: [] for bo in out_blocks}
@@ -174,7 +155,7 @@ def _radix(n: int) -> int:
 
 
 def _stages(n_in: int, n_rows: int) -> list[list[int]]:
-    """The partitions of each stage of the shuffle (see the module docstring).
+    """The partitions of each stage of the shuffle (:func:`_shuffle`).
 
     Partition ``p`` after stage ``s`` holds updates of the indices blocks ``j`` whose
     digits above ``s`` equal ``p``'s, aimed at the row blocks ``t`` whose digits up to
@@ -200,9 +181,23 @@ def _shuffle(
     stages: list[list[int]],
     data_starts: list[tuple[int, ...]],
     k: int,
-    reduction: str,
+    reduction: Reduction,
 ) -> None:
-    """Route tasks moving the records to their row blocks; a join per output block."""
+    """Route tasks moving the records to their row blocks; a join per output block.
+
+    A shuffle by row block (the block of data's first ``k`` dims an update lands in), in
+    two stages of radix ``R``: ``N`` = the indices blocks or the row blocks, whichever are
+    more, ``R`` = the smallest radix with ``R * R >= N``, partitions numbered by two
+    base-``R`` digits; stage ``s`` has a *route* task per partition ``p``, which takes the
+    updates of the ``R`` partitions of the stage before that differ from ``p`` in digit
+    ``s`` only, and keeps those whose row block has ``p``'s digit ``s``. After the last
+    stage partition ``p`` holds exactly the updates aimed at row block ``p``. At most
+    ``2 * R * R`` (about ``2 * N``) tasks, so the graph grows linearly in the blocks
+    (partitions no update can reach, or none can leave, are left out); each task holds
+    about one partition's updates and each update is routed twice (a routing known only
+    at compute needs such stages: a task that took every indices block's updates would
+    hold them all). The joins as :func:`_parts`'.
+    """
     previous: dict[int, tuple[Any, ...]] = {
         j: (name + "-records", *bi) for j, bi in enumerate(in_blocks)
     }
@@ -236,6 +231,10 @@ def _records(
 ) -> Records:
     """One indices block's updates (:data:`Records`), checked or without those dropped.
 
+    Its tuples counted from the end and checked, or, unchecked, those out of range
+    dropped; each update with its position in C order of ``indices``, its values, and its
+    row block (the block of data's first ``k`` dims it lands in).
+
     Checked, the IndexError names the position in the whole ``indices``.
     """
     if plan.check_bounds:
@@ -246,7 +245,7 @@ def _records(
             raise
         keep = None
     else:
-        counted_block, keep = counted(_xp, block, plan, DROP)
+        counted_block, keep = normalise_indices(_xp, block, plan, BoundsPolicy.DROP)
     lead = block.shape[:-1] if plan.coordinates else block.shape
     m = math.prod(lead)
     grid = np.indices(lead).reshape(len(lead), m) + np.array(offset[: len(lead)]).reshape(-1, 1)
@@ -286,7 +285,7 @@ def _join_routed(
     records: Records,
     box: tuple[tuple[int, int], ...],
     k: int,
-    reduction: str,
+    reduction: Reduction,
 ) -> np.ndarray:
     """:func:`_join` of the updates a shuffle brought to this block's row block."""
     return _join(block, [_part(records, box, k)], k, reduction)
@@ -316,7 +315,7 @@ def _join(
     block: np.ndarray,
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
     k: int,
-    reduction: str,
+    reduction: Reduction,
 ) -> np.ndarray:
     """The data block with the updates aimed at it applied in C order of their positions."""
     out = np.array(block, copy=True, order="C")

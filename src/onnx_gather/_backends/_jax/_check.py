@@ -1,18 +1,4 @@
-"""The bounds check under tracing as a JAX primitive: nothing at all unless checkify asks.
-
-``checkify.debug_check`` inside a jitted function carries an effect, and an effect takes
-every call of the function off JAX's fast C++ dispatch path (90 us a call instead of 7, on
-this project's 2-core machine) even where no ``checkify`` wraps it. So a traced call
-passes its indices through ``onnx_gather_index_check``, an identity primitive: plain
-``jit`` lowers it to nothing, and only ``checkify.checkify`` gives it meaning, through the
-rule registered here, which records the same IndexError text as an eager call raises (for
-the first bad index in C order; under ``vmap``, of the first example that has one).
-
-The rule plugs into checkify's table of per-primitive rules (``jax._src.checkify.
-error_checks``, with its ``assert_func`` and ``FailedCheckError``: checkify's own
-extension point, which its rules for gather, division and scatter use; JAX has no public
-one for user primitives).
-"""
+"""The bounds check under tracing as a JAX primitive: nothing at all unless checkify asks."""
 
 from __future__ import annotations
 
@@ -30,6 +16,11 @@ try:  # public from jax 0.4.36 on (jax.extend.core)
 except ImportError:  # pragma: no cover - older jax
     from jax.core import Primitive
 
+# An identity primitive: plain ``jit`` lowers it to nothing, and only
+# ``checkify.checkify`` gives it meaning, through the rule registered below. Not
+# ``checkify.debug_check``: inside a jitted function it carries an effect, and an effect
+# takes every call of the function off JAX's fast C++ dispatch path (90 us a call instead
+# of 7, on this project's 2-core machine) even where no ``checkify`` wraps it.
 index_check_p = Primitive("onnx_gather_index_check")
 index_check_p.def_impl(lambda indices, **_: indices)
 index_check_p.def_abstract_eval(lambda indices, **_: indices)
@@ -65,7 +56,15 @@ jax.interpreters.ad.primitive_jvps[index_check_p] = _jvp
 def _checkify_rule(
     error: Any, enabled_errors: Any, indices: jax.Array, *, plan: Any, batched: int
 ) -> tuple[Any, jax.Array]:
-    """Record the plan's IndexError for the first bad index (of the first bad example)."""
+    """Record the plan's IndexError for the first bad index (of the first bad example).
+
+    The same IndexError text as an eager call raises, for the first bad index in C order;
+    under ``vmap``, of the first example that has one. The rule plugs into checkify's
+    table of per-primitive rules (``jax._src.checkify.error_checks``, with its
+    ``assert_func`` and ``FailedCheckError``: checkify's own extension point, which its
+    rules for gather, division and scatter use; JAX has no public one for user
+    primitives).
+    """
     if _checkify.FailedCheckError not in enabled_errors:
         return error, indices
     shape = indices.shape[batched:]

@@ -1,37 +1,4 @@
-"""The scatters in JAX: ``.at[]`` with every order decided, jitted once per plan.
-
-JAX leaves the order of a scatter's repeated indices to the implementation (the CPU keeps
-the last duplicate, a GPU may keep the first: jax-ml/jax#12359), so nothing here depends
-on it:
-
-* ``none``: on the CPU, whose XLA scatter applies updates in order (below), one
-  ``.at[].set``: the last update of each row stays. Elsewhere each row's last update in
-  C order is found first (``.at[].max`` of the update positions, which no order
-  changes), and only the winners are written.
-* Integers and bool: ``.at[].add`` / ``multiply`` / ``max`` / ``min``, whose results no
-  order changes (two's-complement wrap-around; bool add and max as max, mul and min as
-  min: OR and AND).
-* Float and complex reductions on the CPU: the library's NumPy kernel on the arrays'
-  host memory (``jax.pure_callback`` under ``jit``): XLA's CPU arithmetic flushes
-  subnormals to zero (:func:`_on_host`), which IEEE per-step rounding does not. A real
-  float32/float64 add that no subnormal can reach stays in XLA's scatter, which applies
-  the updates in order on the CPU (:func:`_may_meet_a_subnormal`, :func:`_in_order`).
-* The same on other devices: in rounds, as the PyTorch backend does
-  (:mod:`.._torch._scatter`): round ``r`` applies each row's ``r``-th update in C order,
-  all at distinct rows, computed in float32 for float16 and bfloat16 and rounded back
-  (exact), a NaN result made canonical, max and min selected on the values' bits (IEEE
-  754-2019, the first NaN kept). The number of rounds is read inside the computation
-  (``lax.fori_loop``), so one compilation serves every call of the plan.
-
-The derivatives of every float reduction are the family's formulas (a ``custom_jvp``
-without loops, so ``jax.grad`` transposes it), however the values were computed;
-bfloat16, moved as its bits, has none.
-
-Indices are counted from the end; an update whose index is out of range is aimed past the
-last row and dropped (``mode="drop"``), under ``jit`` too. Eagerly the check runs on the
-host first; under tracing checkify reports it (:mod:`._check`). bfloat16 data goes in and
-out as its int16 bits (XLA's CPU code rewrites bfloat16 NaN payloads in fused gathers).
-"""
+"""The scatters in JAX: ``.at[]`` with every order decided, jitted once per plan."""
 
 from __future__ import annotations
 
@@ -45,12 +12,14 @@ import numpy as np
 
 from onnx_gather._backends import _numpy
 from onnx_gather._backends._positions import element_positions, tuple_rows
-from onnx_gather._indices import DROP, counted
+from onnx_gather._indices import BoundsPolicy, normalise_indices
 from onnx_gather._memo import Memo
 from onnx_gather._spec.scatter_nd import ScatterNDPlan
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from onnx_gather._spec.reductions import Reduction
 
 #: Each float type's unsigned twin, for selecting bits.
 _BITS = {2: jnp.uint16, 4: jnp.uint32, 8: jnp.uint64}
@@ -87,13 +56,18 @@ def scatter(
     dtype: Any,
     serial: bool = False,
 ) -> jax.Array:
-    """Either scatter on traced or concrete arrays (see the module docstring).
+    """Either scatter on traced or concrete arrays, written by :func:`_write`.
 
     ``plan``: a ScatterElements or ScatterND plan; ``dtype``: the data's type; bfloat16
-    data and updates arrive as their int16 bits. ``serial``: the device applies a
-    scatter's updates in order (:func:`serial_device`).
+    data and updates arrive as their int16 bits (XLA's CPU code rewrites bfloat16 NaN
+    payloads in fused gathers). ``serial``: the device applies a scatter's updates in
+    order (:func:`serial_device`).
+
+    Indices are counted from the end; an update whose index is out of range is aimed past
+    the last row and dropped (``mode="drop"``), under ``jit`` too. Eagerly the check runs
+    on the host first; under tracing checkify reports it (:mod:`._check`).
     """
-    positions, keep = counted(jnp, indices, plan, DROP)
+    positions, keep = normalise_indices(jnp, indices, plan, BoundsPolicy.DROP)
     if plan.coordinates:
         rows = tuple_rows(jnp, positions, plan.sizes, 0, None).reshape(-1)
         cells = math.prod(plan.sizes)
@@ -113,10 +87,26 @@ def _write(
     target: jax.Array,
     rows: jax.Array,
     values: jax.Array,
-    reduction: str,
+    reduction: Reduction,
     dtype: Any,
     serial: bool,
 ) -> jax.Array:
+    """Apply ``values`` at ``rows`` of ``target`` (past the last row: dropped), in C order.
+
+    JAX leaves the order of a scatter's repeated indices to the implementation (the CPU
+    keeps the last duplicate, a GPU may keep the first: jax-ml/jax#12359), so nothing
+    here depends on it:
+
+    * ``none``: on the CPU, whose XLA scatter applies updates in order
+      (:func:`serial_device`), one ``.at[].set``: the last update of each row stays.
+      Elsewhere each row's last update in C order is found first (``.at[].max`` of the
+      update positions, which no order changes), and only the winners are written.
+    * Integers and bool: ``.at[].add`` / ``multiply`` / ``max`` / ``min``, whose results no
+      order changes (two's-complement wrap-around; bool add and max as max, mul and min
+      as min: OR and AND).
+    * Float and complex reductions: :func:`_reduced` (bfloat16, moved as its bits, has no
+      derivatives: :func:`_on_host` or :func:`_rounds` directly).
+    """
     n, m = target.shape[0], rows.shape[0]
     if m == 0:
         return target
@@ -153,7 +143,7 @@ def _host_served(serial: bool, target: jax.Array, values: jax.Array) -> bool:
 
 
 def _on_host(
-    target: jax.Array, rows: jax.Array, values: jax.Array, reduction: str, dtype: Any
+    target: jax.Array, rows: jax.Array, values: jax.Array, reduction: Reduction, dtype: Any
 ) -> jax.Array:
     """A float reduction on the CPU: NumPy's exact kernels, called back from the computation.
 
@@ -180,9 +170,16 @@ def _on_host(
 
 
 def _rounds(
-    target: jax.Array, rows: jax.Array, values: jax.Array, reduction: str, dtype: Any
+    target: jax.Array, rows: jax.Array, values: jax.Array, reduction: Reduction, dtype: Any
 ) -> jax.Array:
-    """Round ``r`` applies each row's ``r``-th update (C order), all at distinct rows."""
+    """Round ``r`` applies each row's ``r``-th update (C order), all at distinct rows.
+
+    As the PyTorch backend does (:mod:`onnx_gather._backends._torch._scatter`): computed in
+    float32 for float16 and bfloat16 and rounded back (exact), a NaN result made
+    canonical, max and min selected on the values' bits (IEEE 754-2019, the first NaN
+    kept; :func:`combine`). The number of rounds is read inside the computation
+    (``lax.fori_loop``), so one compilation serves every call of the plan.
+    """
     n, m = target.shape[0], rows.shape[0]
     position = jnp.arange(m)
     order = jnp.argsort(rows, stable=True)
@@ -200,12 +197,15 @@ def _rounds(
 
 @partial(jax.custom_jvp, nondiff_argnums=(3, 4))
 def _reduced(
-    target: jax.Array, rows: jax.Array, values: jax.Array, reduction: str, serial: bool
+    target: jax.Array, rows: jax.Array, values: jax.Array, reduction: Reduction, serial: bool
 ) -> jax.Array:
     """Float and complex reductions, with the family's gradient formulas.
 
-    On the CPU NumPy's kernel (:func:`_on_host`), except a real add that no subnormal can
-    touch (:func:`_in_order`); elsewhere in rounds. The rounds' loop counts its rounds at
+    On the CPU NumPy's kernel on the arrays' host memory (:func:`_on_host`: XLA's CPU
+    arithmetic flushes subnormals to zero, which IEEE per-step rounding does not), except
+    a real float32/float64 add that no subnormal can reach (:func:`_may_meet_a_subnormal`),
+    which stays in XLA's scatter, in order on the CPU (:func:`_in_order`); elsewhere in
+    rounds (:func:`_rounds`). The rounds' loop counts its rounds at
     run time, which reverse mode cannot transpose; the tangent below needs no loop (it is
     linear in the tangents, so ``jax.grad`` transposes it): the same formulas as the
     PyTorch backend's (:func:`onnx_gather._backends._torch._scatter.row_gradients`),
@@ -258,7 +258,7 @@ def _in_order(target: jax.Array, rows: jax.Array, values: jax.Array) -> jax.Arra
 
 @_reduced.defjvp
 def _reduced_jvp(
-    reduction: str, serial: bool, primals: Any, tangents: Any
+    reduction: Reduction, serial: bool, primals: Any, tangents: Any
 ) -> tuple[jax.Array, jax.Array]:
     target, rows, values = primals
     t_target, _, t_values = tangents
@@ -299,7 +299,7 @@ def _reduced_jvp(
     return result, total / jnp.where(count == 0, 1, count)
 
 
-def combine(reduction: str, old: jax.Array, new: jax.Array, dtype: Any) -> jax.Array:
+def combine(reduction: Reduction, old: jax.Array, new: jax.Array, dtype: Any) -> jax.Array:
     """``f(old, new)`` for float and complex types (bfloat16 as int16 bits)."""
     bfloat16 = dtype.name == "bfloat16"
     if bfloat16:
@@ -336,7 +336,7 @@ def _canonical(x: jax.Array) -> jax.Array:
     return jnp.where(jnp.isnan(x), jnp.asarray(jnp.nan, x.dtype), x)
 
 
-def _complex(reduction: str, old: jax.Array, new: jax.Array) -> jax.Array:
+def _complex(reduction: Reduction, old: jax.Array, new: jax.Array) -> jax.Array:
     ar, ai, br, bi = old.real, old.imag, new.real, new.imag
     if reduction == "add":
         real, imag = ar + br, ai + bi

@@ -1,17 +1,4 @@
-"""JAX's gathers in fill mode, bit for bit: ``jnp.take`` and ``jnp.take_along_axis``.
-
-* Both run in ``mode="fill"``, so an out-of-range index yields the fill value (NaN for
-  inexact types, the most negative value for signed integers, the largest for unsigned
-  ones, True for bool) and never another element's value. ``fill`` is also the only mode in
-  which both count negative indices from the end (``clip`` and ``promise_in_bounds`` do
-  not). An int64 index beyond ``[-s, s-1]`` is first replaced by ``s``: jnp narrows
-  int64 indices to int32 for such axes, and ``fill`` read real elements for 2**32 + 1.
-* In ``fill`` mode XLA's CPU gather rewrites bfloat16 NaN payloads (0x7FC1 and 0x7F81 come
-  back as 0x7FC0; seen with jax 0.10.2; float16 and float32 keep theirs), so bfloat16 data
-  is gathered as its int16 bits, with the NaN's bits as the fill. A
-  :func:`jax.custom_jvp` gives that bits gather the float gather's derivative, so gradients
-  flow as before (``jax.grad``, ``jax.vjp``, ``jax.jvp``, higher orders).
-"""
+"""JAX's gathers in fill mode, bit for bit: ``jnp.take`` and ``jnp.take_along_axis``."""
 
 from __future__ import annotations
 
@@ -23,6 +10,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from onnx_gather._indices import INT32_MAX
+
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
 
@@ -32,7 +21,11 @@ def traced(x: Any) -> bool:
 
 
 def fill_value(dtype: Any) -> Any:
-    """What ``fill`` mode writes for an out-of-range index."""
+    """What ``fill`` mode writes for an out-of-range index.
+
+    NaN for inexact types, the most negative value for signed integers, the largest for
+    unsigned ones, True for bool.
+    """
     if jnp.issubdtype(dtype, jnp.inexact):
         return jnp.nan
     if dtype == jnp.bool_:
@@ -68,7 +61,7 @@ def take_nd(data: jax.Array, indices: jax.Array, plan: Plan, fill: Any) -> jax.A
     tuples = indices.reshape(1, -1) if indices.ndim == 1 else indices
     lead, k = tuples.shape[:-1], tuples.shape[-1]
     sizes = data.shape[b : b + k]
-    if not b and all(type(s) is int for s in sizes) and math.prod(sizes) <= _INT32_MAX:
+    if not b and all(type(s) is int for s in sizes) and math.prod(sizes) <= INT32_MAX:
         rows = math.prod(sizes)
         row, inside = None, None
         for j, s in enumerate(sizes):
@@ -99,6 +92,10 @@ def fill_take(
     guard: bool = True,
 ) -> jax.Array:
     """``kernel`` in fill mode, any index beyond ``[-size, size-1]`` read as ``fill``.
+
+    ``fill`` mode yields the fill value for an out-of-range index (:func:`fill_value`) and
+    never another element's value; it is also the only mode in which JAX's gathers count
+    negative indices from the end (``clip`` and ``promise_in_bounds`` do not).
 
     ``data`` is already trimmed to the block the output reads. ``fill`` defaults to
     :func:`fill_value` of ``data``'s dtype. ``plan.size`` may be symbolic (``jax.export``).
@@ -133,10 +130,8 @@ def _narrowed(sizes: tuple[Any, ...]) -> bool:
     A symbolic size (``jax.export``) or one beyond int32 makes jnp keep int64
     (``lax_utils.int_dtype_for_dim``, ``int_dtype_for_shape``; jax 0.10.2).
     """
-    return all(isinstance(s, int) and s <= _INT32_MAX for s in sizes)
+    return all(isinstance(s, int) and s <= INT32_MAX for s in sizes)
 
-
-_INT32_MAX = 2**31 - 1
 
 # Float types whose NaN payloads XLA's gather rewrites, with the same-width integer type.
 BITS: dict[Any, Any] = {jnp.dtype(jnp.bfloat16): jnp.int16}
@@ -150,10 +145,15 @@ def nan_bits(dtype: Any) -> int:
 def exact_take(
     kernel: Take, data: jax.Array, indices: jax.Array, plan: Plan, guard: bool = True
 ) -> jax.Array:
-    """:func:`fill_take`, bit for bit: bfloat16 goes as its int16 bits (module docstring).
+    """:func:`fill_take`, bit for bit: bfloat16 goes as its int16 bits.
 
-    The bits gather has the float gather's derivative (a :func:`jax.custom_jvp`, linear in
-    the tangent, so reverse mode transposes it into the scatter-add).
+    In ``fill`` mode XLA's CPU gather rewrites bfloat16 NaN payloads (0x7FC1 and 0x7F81
+    come back as 0x7FC0; seen with jax 0.10.2; float16 and float32 keep theirs), so
+    bfloat16 data is gathered as its int16 bits, with the NaN's bits as the fill
+    (:func:`nan_bits`). The bits gather has the float gather's derivative (a
+    :func:`jax.custom_jvp`, linear in the tangent, so reverse mode transposes it into the
+    scatter-add): gradients flow as before (``jax.grad``, ``jax.vjp``, ``jax.jvp``, higher
+    orders).
     """
     bits = BITS.get(data.dtype)
     if bits is None:

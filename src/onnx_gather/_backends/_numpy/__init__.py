@@ -1,16 +1,7 @@
 """NumPy: the compiled one-pass kernel, or pure NumPy where it is not built.
 
-The compiled kernel (``onnx_gather._kernels``, C, built at install time where a compiler
-is available) counts negative indices from the end, checks the range and copies in one
-pass over the indices, on data of any strides (views are never copied) and any dtype
-without object references, split over the cores for large calls (kept worker threads;
-a forked child starts its own). It reports only *that* an index was bad; ``_spec`` then
-finds the first one and builds the message.
-
-NumPy subclasses are served as the plain arrays they view (the result is a plain ndarray);
-masked arrays are a TypeError. Where the extension is missing, and for object or
-``StringDType`` strings, :mod:`._numpy_fallback` runs the same semantics with NumPy's own kernels.
-The PyTorch backend runs these kernels on zero-copy views of CPU tensors.
+NumPy subclasses are served as the plain arrays they view (:func:`_plain`); the PyTorch
+and Dask backends run these kernels too, on views of CPU tensors and in their tasks.
 """
 
 from __future__ import annotations
@@ -38,7 +29,7 @@ if TYPE_CHECKING:
 _kernels: ModuleType | None
 try:
     from onnx_gather import _kernels
-except ImportError:  # built without the extension: pure NumPy (the module docstring)
+except ImportError:  # built without the extension: pure NumPy (:mod:`._fallback`)
     _kernels = None
 
 #: Threads a large call may use: at most 8 (the kernels are memory-bound; the kernel itself
@@ -158,7 +149,17 @@ def _run(
     out: np.ndarray | None,
     threads: int | None,
 ) -> Any:
-    """The compiled ``kernel`` (``attribute``: its axis or batch_dims), else the ``pure`` one."""
+    """The compiled ``kernel`` (``attribute``: its axis or batch_dims), else the ``pure`` one.
+
+    The compiled kernel (``onnx_gather._kernels``, C, built at install time where a
+    compiler is available) counts negative indices from the end, checks the range and
+    copies in one pass over the indices, on data of any strides (views are never copied)
+    and any dtype without object references, split over the cores for large calls (kept
+    worker threads; a forked child starts its own). It reports only *that* an index was
+    bad; ``_spec`` then finds the first one and builds the message. Where the extension
+    is missing, and for object or ``StringDType`` strings, :mod:`._fallback` runs the same
+    semantics with NumPy's own kernels.
+    """
     if type(data) is not np.ndarray:
         data = _plain(data)
     if kernel is not None and _kernels is not None:  # (None: tests and benchmarks' fallback)

@@ -1,22 +1,8 @@
 """Pure-NumPy kernels, for where the compiled kernel (``onnx_gather._kernels``) is absent.
 
-A machine without a C compiler and without a matching wheel installs the package without
-the extension; these kernels then serve NumPy arrays and CPU tensors. They are exact and
-several times slower than the compiled kernel on large calls (docs/benchmarks.md, the
-"fallback" rows). They also serve arrays the compiled kernel does not take: object and
-``StringDType`` strings, NumPy subclasses.
-
-* Small calls: ``np.take`` / ``np.take_along_axis``. Both accept exactly ``[-s, s-1]``
-  and raise IndexError otherwise, so the check is theirs; the IndexError is then rebuilt
-  by ``_spec`` from the indices.
-* Large GatherElements computes the linear index of every element into the flattened data
-  (``index * stride[axis] + offset``) and gathers with ``np.take`` on the 1-D data, in
-  blocks of ``_BLOCK`` indices (each block's linear indices stay in the cache between being
-  written and read; its range check is one reduction on data the block loads anyway),
-  along the last axis with long rows one ``take`` per row. Large Gather is ``np.take``
-  with ``mode="wrap"`` once the range is checked (``"raise"`` buffers the output, 7x
-  slower measured on NumPy 2.4). Large calls split their blocks over a few threads
-  (:mod:`._pool`): NumPy's ``take`` releases the GIL on plain dtypes.
+Exact, and several times slower than the compiled kernel on large calls (docs/benchmarks.md,
+the "fallback" rows); they also serve what it does not take: object and ``StringDType``
+strings, NumPy subclasses.
 """
 
 from __future__ import annotations
@@ -71,7 +57,12 @@ def _into(out: np.ndarray | None, result: Any) -> Any:
 def _checked_by_take(
     take: Callable[[], Any], plan: Plan, indices: np.ndarray, out: np.ndarray | None
 ) -> Any:
-    """Run ``take`` (which raises IndexError for an index outside ``[-s, s-1]``)."""
+    """Run ``take`` (which raises IndexError for an index outside ``[-s, s-1]``).
+
+    Small calls' kernels, ``np.take`` and ``np.take_along_axis``, accept exactly
+    ``[-s, s-1]`` and raise IndexError otherwise, so the check is theirs; the IndexError
+    is then rebuilt by ``_spec`` from the indices.
+    """
     try:
         return _into(out, take())
     except IndexError:
@@ -102,7 +93,12 @@ def gather(data: Any, indices: np.ndarray, plan: Plan, out: np.ndarray | None) -
 
 
 def _gather_threaded(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Any) -> Any:
-    """Gather as ``np.take(mode="wrap")`` of checked indices, split over threads."""
+    """Gather as ``np.take(mode="wrap")`` of checked indices, split over threads.
+
+    For large calls, once the range is checked: ``mode="raise"`` buffers the output (7x
+    slower, measured on NumPy 2.4). NumPy's ``take`` releases the GIL on plain dtypes, so
+    the parts run on :mod:`._pool`'s threads.
+    """
     out = np.empty(plan.out_shape, data.dtype) if out is None else out
     mode = "wrap"  # in range: wrap counts negatives from the end, once
     if plan.axis == 0:  # parts of the indices fill consecutive slabs of the output
@@ -188,7 +184,13 @@ def _split_dim(shape: tuple[int, ...], axis: int) -> int:
 
 
 def _gather_blocked(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Any) -> Any:
-    """GatherElements as ``np.take`` of linear indices into the flattened data, in blocks."""
+    """GatherElements as ``np.take`` of linear indices into the flattened data, in blocks.
+
+    The linear index of every element (``index * stride[axis] + offset``) in blocks of
+    ``_BLOCK`` indices: each block's linear indices stay in the cache between being
+    written and read, and its range check is one reduction on data the block loads
+    anyway. Along the last axis with long rows, one ``take`` per row (:func:`_gather_rows`).
+    """
     shape, axis, size = indices.shape, plan.axis, plan.size
     rank = len(shape)
     strides = [s // data.itemsize for s in data.strides]

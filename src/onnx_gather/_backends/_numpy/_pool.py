@@ -1,9 +1,7 @@
 """The pure-NumPy kernels' thread pool: a few threads, made on first use, safe across fork.
 
-NumPy's ``take`` releases the GIL on plain dtypes, so the fallback kernels split large calls
-into contiguous parts run on this pool. A forked child (a DataLoader worker) inherits the
-pool object but none of its threads: the pool is forgotten after a fork and made again on
-the child's first large call. (The compiled kernel creates its threads per call instead.)
+NumPy's ``take`` releases the GIL on plain dtypes, so the fallback kernels split large
+calls into contiguous parts run on this pool (the compiled kernel starts threads per call).
 """
 
 from __future__ import annotations
@@ -31,7 +29,8 @@ _pool_lock = threading.Lock()
 
 
 def _forget_pool() -> None:
-    # A forked child has the pool object but none of its threads: jobs would wait forever.
+    # A forked child (a DataLoader worker) has the pool object but none of its threads:
+    # jobs would wait forever. Forgotten, it is made again on the child's first large call.
     global _pool, _pool_lock
     _pool, _pool_lock = None, threading.Lock()
 

@@ -1,34 +1,8 @@
-"""The scatters in NumPy: exact, in C order, one update at a time where the order shows.
-
-Both operators reduce to one write: data seen as rows (ScatterElements: single elements,
-ScatterND: the slices an index tuple addresses), each update aimed at one row
-(:func:`~onnx_gather._backends._base.element_positions`,
-:func:`~onnx_gather._backends._base.tuple_rows`), and :func:`write` applying them:
-
-* ``none``: where several updates aim at one row, the last in C order wins. NumPy leaves
-  the order of a fancy assignment with repeated indices unspecified, so repeats are found
-  first (``np.bincount``) and only each row's last update is written.
-* ``add``, ``mul``, ``max``, ``min``: ``ufunc.at``, which applies the updates one at a time
-  in the order given, each computed in data's dtype (float16 and bfloat16 rounded after
-  every update: NumPy computes a float16 step in float32, whose 24 bits are at least
-  2 * 11 + 2, so the rounding is exact; the same for bfloat16); a NaN they produce is then
-  made the canonical one (the hardware's choice depends on operand order). Integers wrap; on bool,
-  NumPy's add is OR, multiply AND, maximum OR and minimum AND, the decided meanings.
-  NumPy's float maximum and minimum keep a NaN already there and take the first NaN update
-  (the decided payload); their choice between -0.0 and +0.0 follows neither IEEE nor one
-  rule across dtypes (measured on NumPy 2.4: float32 ``maximum(+0.0, -0.0)`` gives -0.0,
-  float16 ``maximum(-0.0, +0.0)`` gives -0.0), so zeros are put right afterwards.
-
-Without the check an out-of-range update is dropped (never written anywhere). The result
-is a new C-ordered array, or ``out`` (``out=data``: in place, only the targets written).
-
-The compiled kernel (``_kernels.scatter_elements`` / ``scatter_nd``, og_scatter.c) does
-the same in one pass over the indices, without the positions arrays, split over threads by
-destination; these NumPy kernels serve where it is not built, and strings.
-"""
+"""The scatters in NumPy: exact, in C order, one update at a time where the order shows."""
 
 from __future__ import annotations
 
+import enum
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -37,25 +11,47 @@ import numpy as np
 from onnx_gather._backends._positions import element_positions, tuple_rows
 from onnx_gather._host import NUMPY_XP as _xp
 from onnx_gather._host import checked
-from onnx_gather._indices import DROP, counted
+from onnx_gather._indices import BoundsPolicy, normalise_indices
 from onnx_gather._spec import raise_out_of_range
+from onnx_gather._spec.reductions import Reduction
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
+    from onnx_gather._typing import ScatterPlan
 
 #: The ufunc of each reduction (on bool: OR, AND, OR, AND).
-_UFUNCS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+_UFUNCS = {
+    Reduction.ADD: np.add,
+    Reduction.MUL: np.multiply,
+    Reduction.MAX: np.maximum,
+    Reduction.MIN: np.minimum,
+}
 
 #: The compiled kernel's codes: reductions, and the arithmetic of each data type (og_scatter.c).
-_REDUCTION_CODES = {"none": 0, "add": 1, "mul": 2, "max": 3, "min": 4}
+_REDUCTION_CODES = {
+    Reduction.NONE: 0,
+    Reduction.ADD: 1,
+    Reduction.MUL: 2,
+    Reduction.MAX: 3,
+    Reduction.MIN: 4,
+}
 _KIND_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                "float16", "bfloat16", "float32", "float64", "complex64", "complex128")  # fmt: skip
 _KINDS = {name: code for code, name in enumerate(_KIND_NAMES)}
-#: Check modes: 0 drops, 1 scans first (nothing written on an error), 2 checks while writing.
-_DROP, _SCAN_FIRST, _WHILE_WRITING = 0, 1, 2
+
+
+class CheckMode(enum.IntEnum):
+    """How the compiled kernel treats an index out of range (its ``check`` argument)."""
+
+    #: Without the check: the update is dropped, never written anywhere.
+    DROP = 0
+    #: Every index is scanned before the first write: nothing is written on an error.
+    SCAN_FIRST = 1
+    #: Indices are checked while writing: a new result may be left part written.
+    WHILE_WRITING = 2
 
 
 def result_dtype(data: np.dtype[Any], updates: np.dtype[Any]) -> np.dtype[Any]:
@@ -94,17 +90,25 @@ def scatter_elements(
     threads: int = 1,
     fresh: bool = False,
 ) -> np.ndarray:
-    """ONNX ScatterElements of NumPy arrays (see the module docstring).
+    """ONNX ScatterElements of NumPy arrays, into a new C-ordered array or ``out``.
 
-    ``kernel``: the compiled ``scatter_elements``, tried first where given; ``fresh``:
-    ``out`` is a new array to fill, not the caller's (a failed check may leave it written).
+    Data is seen as single elements, each update aimed at one
+    (:func:`~onnx_gather._backends._positions.element_positions`), and :func:`write`
+    applies them. ``out=data`` writes in place, only the targets. Without the check an
+    out-of-range update is dropped (never written anywhere).
+
+    ``kernel``: the compiled ``scatter_elements`` (og_scatter.c), tried first where given:
+    the same in one pass over the indices, without the positions arrays, split over
+    threads by destination; NumPy's kernels serve where it is not built, and strings.
+    ``fresh``: ``out`` is a new array to fill, not the caller's (a failed check may leave
+    it written).
     """
     if kernel is not None:
         args = (data, indices, updates, plan, out, threads, fresh)
         done = _compiled(kernel, (plan.axis,), *args)
         if done is not None:
             return done
-    positions, keep = _counted(indices, plan)
+    positions, keep = _checked_or_dropped(indices, plan)
     rows = element_positions(_xp, positions, plan.out_shape, plan.axis, "cpu").reshape(-1)
     return _scatter(data, rows, updates.reshape(-1), keep, plan.reduction, out)
 
@@ -119,12 +123,16 @@ def scatter_nd(
     threads: int = 1,
     fresh: bool = False,
 ) -> np.ndarray:
-    """ONNX ScatterND of NumPy arrays (see the module docstring); the rest as above."""
+    """ONNX ScatterND of NumPy arrays, as :func:`scatter_elements` does ScatterElements.
+
+    Data is seen as rows, the slices an index tuple addresses, each update aimed at one
+    (:func:`~onnx_gather._backends._positions.tuple_rows`).
+    """
     if kernel is not None:
         done = _compiled(kernel, (), data, indices, updates, plan, out, threads, fresh)
         if done is not None:
             return done
-    positions, keep = _counted(indices, plan)
+    positions, keep = _checked_or_dropped(indices, plan)
     rows = tuple_rows(_xp, positions, plan.sizes, 0, "cpu").reshape(-1)
     cells = math.prod(plan.sizes)
     width = math.prod(plan.out_shape[len(plan.sizes) :])
@@ -138,7 +146,7 @@ def _compiled(
     data: np.ndarray,
     indices: np.ndarray,
     updates: np.ndarray,
-    plan: Any,
+    plan: ScatterPlan,
     out: np.ndarray | None,
     threads: int,
     fresh: bool,
@@ -148,11 +156,11 @@ def _compiled(
     It writes into a C-ordered result that holds data: a new copy, or ``out`` itself
     (data itself: only the targets written). Nothing is written into the caller's ``out``
     before every index is checked and every input read: the kernel scans the indices
-    before it copies data (``_SCAN_FIRST``), and an input that ``out`` overlaps (the
+    before it copies data (:attr:`CheckMode.SCAN_FIRST`), and an input that ``out`` overlaps (the
     updates, the indices, a view of data) is copied first.
     """
     kind = _KINDS.get(data.dtype.name, -1)
-    if data.dtype.kind in "OT" or (kind < 0 and plan.reduction != "none"):
+    if data.dtype.kind in "OT" or (kind < 0 and plan.reduction != Reduction.NONE):
         return None
     if out is not None and not out.flags.c_contiguous:
         return None  # (written through a copy by NumPy's path)
@@ -174,10 +182,10 @@ def _compiled(
                 if plan.check_bounds:  # (IndexError before the first write)
                     checked(plan, indices)
                 np.copyto(out, data)
-    check = _SCAN_FIRST if out is not None and not fresh else _WHILE_WRITING
+    check = CheckMode.SCAN_FIRST if out is not None and not fresh else CheckMode.WHILE_WRITING
     done = kernel(
         result, source, np.ascontiguousarray(indices), np.ascontiguousarray(updates), *attributes,
-        _REDUCTION_CODES[plan.reduction], kind, check if plan.check_bounds else _DROP, threads,
+        _REDUCTION_CODES[plan.reduction], kind, check if plan.check_bounds else CheckMode.DROP, threads,
     )  # fmt: skip
     if done is NotImplemented:
         return None
@@ -188,11 +196,13 @@ def _compiled(
     return result
 
 
-def _counted(indices: np.ndarray, plan: Any) -> tuple[np.ndarray, np.ndarray | None]:
+def _checked_or_dropped(
+    indices: np.ndarray, plan: ScatterPlan
+) -> tuple[np.ndarray, np.ndarray | None]:
     """Indices counted from the end: checked (IndexError), or with a mask of those kept."""
     if plan.check_bounds:
         return checked(plan, indices), None
-    positions, keep = counted(_xp, indices, plan, DROP)
+    positions, keep = normalise_indices(_xp, indices, plan, BoundsPolicy.DROP)
     return positions, np.asarray(keep).reshape(-1)
 
 
@@ -201,7 +211,7 @@ def _scatter(
     rows: np.ndarray,
     values: np.ndarray,
     keep: np.ndarray | None,
-    reduction: str,
+    reduction: Reduction,
     out: np.ndarray | None,
     shape: tuple[int, int] | None = None,
 ) -> np.ndarray:
@@ -249,18 +259,22 @@ def write(
     rows: np.ndarray,
     values: np.ndarray,
     keep: np.ndarray | None,
-    reduction: str,
+    reduction: Reduction,
 ) -> None:
     """Apply the updates ``values[i]`` to ``target[rows[i]]`` in order, in place.
 
     ``target`` is 1-D (one element per row) or 2-D (rows of ``values.shape[1]``), ``rows``
-    in range; ``keep`` (None: all) marks the updates to apply.
+    in range; ``keep`` (None: all) marks the updates to apply. For ``none``, where several
+    updates aim at one row, the last in C order wins: NumPy leaves the order of a fancy
+    assignment with repeated indices unspecified, so repeats are found first
+    (``np.bincount``) and only each row's last update is written. The others:
+    :func:`_reduce`.
     """
     if keep is not None and not keep.all():
         rows, values = rows[keep], values[keep]
     if not rows.size:
         return
-    if reduction == "none":
+    if reduction == Reduction.NONE:
         last = _last_of_each(rows, target.shape[0])
         if last is not None:
             rows, values = rows[last], values[last]
@@ -271,18 +285,32 @@ def write(
         _reduce(target, rows, values, reduction)
 
 
-def _reduce(target: np.ndarray, rows: np.ndarray, values: np.ndarray, reduction: str) -> None:
-    """:func:`write`'s reductions: ``ufunc.at`` in order, then NaNs and zeros as decided."""
+def _reduce(target: np.ndarray, rows: np.ndarray, values: np.ndarray, reduction: Reduction) -> None:
+    """:func:`write`'s reductions: ``ufunc.at`` in order, then NaNs and zeros as decided.
+
+    ``ufunc.at`` applies the updates one at a time in the order given, each computed in
+    data's dtype (float16 and bfloat16 rounded after every update: NumPy computes a
+    float16 step in float32, whose 24 bits are at least 2 * 11 + 2, so the rounding is
+    exact; the same for bfloat16); a NaN they produce is then made the canonical one (the
+    hardware's choice depends on operand order). Integers wrap; on bool, NumPy's add is
+    OR, multiply AND, maximum OR and minimum AND, the decided meanings. NumPy's float
+    maximum and minimum keep a NaN already there and take the first NaN update (the
+    decided payload); their choice between -0.0 and +0.0 follows neither IEEE nor one rule
+    across dtypes (measured on NumPy 2.4: float32 ``maximum(+0.0, -0.0)`` gives -0.0,
+    float16 ``maximum(-0.0, +0.0)`` gives -0.0), so zeros are put right afterwards.
+    """
     ufunc = _UFUNCS[reduction]
-    zeros = reduction in ("max", "min") and _is_float(target.dtype)
+    zeros = reduction in (Reduction.MAX, Reduction.MIN) and _is_float(target.dtype)
     if zeros:
         # Which zero each touched element ends with: IEEE's, whichever came first.
-        negative = reduction == "min"
+        negative = reduction == Reduction.MIN
         special = np.zeros(target.shape, bool)
         np.logical_or.at(special, rows, _is_zero(target[rows], negative))
         np.logical_or.at(special, rows, _is_zero(values, negative))
     ufunc.at(target, rows, values)
-    if reduction in ("add", "mul") and (_is_float(target.dtype) or target.dtype.kind == "c"):
+    if reduction in (Reduction.ADD, Reduction.MUL) and (
+        _is_float(target.dtype) or target.dtype.kind == "c"
+    ):
         _canonical_nans(target, rows)
     if zeros:
         fix = special & (target == 0)
@@ -301,7 +329,7 @@ def _last_of_each(rows: np.ndarray, n_rows: int) -> np.ndarray | None:
 
 
 def _canonical_nans(target: np.ndarray, rows: np.ndarray) -> None:
-    """NaN results at the rows written as the canonical quiet NaN (:mod:`._spec.reductions`)."""
+    """NaN results at the rows written as the canonical quiet NaN (:mod:`onnx_gather._spec.reductions`)."""
     touched = target[rows]
     parts = (touched.real, touched.imag) if touched.dtype.kind == "c" else (touched,)
     changed = False

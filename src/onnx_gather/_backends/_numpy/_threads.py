@@ -1,16 +1,4 @@
-"""How many threads a large call of the NumPy kernels may use: the program's controls.
-
-The compiled kernel starts threads per large call, and the pure-NumPy fallback runs a
-small pool; both stay within:
-
-* ``ONNX_GATHER_NUM_THREADS``, if set: this library's own limit (1 turns threads off);
-* else ``OMP_NUM_THREADS``, if set: the limit a program sets for its numerical libraries;
-* the CPUs this process may run on (``os.sched_getaffinity``), and each kernel's own cap.
-
-Read once, when the NumPy backend is first used. CPU tensors also stay within
-``torch.get_num_threads()`` (which ``torch.set_num_threads`` and DataLoader workers set),
-read at every call (:mod:`onnx_gather._backends._torch`).
-"""
+"""How many threads a large call of the NumPy kernels may use: the program's controls."""
 
 from __future__ import annotations
 
@@ -24,7 +12,11 @@ def _cpus() -> int:
 
 
 def _configured() -> int | None:
-    """The limit the environment sets, or None; ValueError for a bad value of ours."""
+    """The limit the environment sets, or None; ValueError for a bad value of ours.
+
+    ``ONNX_GATHER_NUM_THREADS``, if set: this library's own limit (1 turns threads off);
+    else ``OMP_NUM_THREADS``, if set: the limit a program sets for its numerical libraries.
+    """
     own = os.environ.get(ENV, "").strip()
     if own:
         try:
@@ -41,6 +33,14 @@ def _configured() -> int | None:
 
 
 def limit(cap: int) -> int:
-    """The threads a kernel whose own cap is ``cap`` may use here (at least 1)."""
+    """The threads a kernel whose own cap is ``cap`` may use here (at least 1).
+
+    Within the environment's limit (:func:`_configured`) and the CPUs this process may run
+    on (``os.sched_getaffinity``). The compiled kernel starts threads per large call, and
+    the pure-NumPy fallback runs a small pool (:mod:`._pool`); both stay within it, read
+    once, when the NumPy backend is first used. CPU tensors also stay within
+    ``torch.get_num_threads()`` (which ``torch.set_num_threads`` and DataLoader workers
+    set), read at every call (:mod:`onnx_gather._backends._torch`).
+    """
     configured = _configured()
     return max(1, min(cap, _cpus(), configured if configured is not None else cap))

@@ -1,17 +1,4 @@
-"""Torch's gathers, bit for bit: ``torch.gather`` and ``torch.index_select`` made exact.
-
-Some types go as the bits of a same-width integer:
-
-* unsigned types: ``torch.gather`` has no kernels for uint16/32/64
-  (pytorch/pytorch#58734), so they go through their signed view;
-* float16 and bfloat16: on CPU ``torch.gather`` rewrites bfloat16 NaN payloads to 0xFFFF
-  (with a 2-D gather along either axis, while ``index_select`` and float32 keep the bits)
-  and quiets float16 signalling NaNs (0x7C01 comes back as 0x7E01, with 2-D and strided
-  1-D data), and under ``torch.func.vmap`` ``index_select`` quiets float16 NaNs too
-  (torch 2.13.0, found by the conformance campaign; no upstream report found). They go as
-  int16 bits in both operators; where autograd needs a gradient, through an
-  ``autograd.Function`` whose backward is the scatter-add (double backward included).
-"""
+"""Torch's gathers, bit for bit: ``torch.gather`` and ``torch.index_select`` made exact."""
 
 from __future__ import annotations
 
@@ -27,10 +14,16 @@ _GATHER_VIEW = {**SIGNED_VIEW, torch.bfloat16: torch.int16, torch.float16: torch
 def exact(data: torch.Tensor, axis: int, indices: torch.Tensor, elements: bool) -> torch.Tensor:
     """``torch.gather`` (``elements``) or ``torch.index_select``, bit for bit.
 
-    Unsigned types go through their signed view (no kernels), float16 and bfloat16 through
-    int16: ``torch.gather`` rewrites their NaN payloads, and so does ``index_select`` under
-    ``torch.func.vmap`` (float16 0x7C01 comes back as 0x7E01; torch 2.13.0). A float view
-    of another type has no gradient, so data that needs one goes through :class:`_BitsGather`.
+    Some types go as the bits of a same-width integer. Unsigned types: ``torch.gather``
+    has no kernels for uint16/32/64 (pytorch/pytorch#58734), so they go through their
+    signed view. float16 and bfloat16 go through int16: on CPU ``torch.gather`` rewrites
+    bfloat16 NaN payloads to 0xFFFF (with a 2-D gather along either axis, while
+    ``index_select`` and float32 keep the bits) and quiets float16 signalling NaNs (0x7C01
+    comes back as 0x7E01, with 2-D and strided 1-D data), and under ``torch.func.vmap``
+    ``index_select`` quiets float16 NaNs too (torch 2.13.0, found by the conformance
+    campaign; no upstream report found). A float view of another type has no gradient, so
+    data that needs one goes through :class:`_BitsGather`, whose backward is the
+    scatter-add (double backward included).
     """
     view = _GATHER_VIEW.get(data.dtype)
     if view is not None and data.requires_grad and data.dtype.is_floating_point:

@@ -1,27 +1,4 @@
-"""Indices for torch's own kernels: checked, counted from the end, on ``data``'s device.
-
-``torch.gather`` and ``torch.index_select`` want non-negative indices and, on CUDA,
-answer an out-of-range one with a device-side assert that kills the process' CUDA
-context. So every index reaches them through the family's one normalisation
-(:func:`onnx_gather._indices.counted`, with ``torch.aminmax`` for the range: one pass, one
-host synchronisation): checked (``_spec``'s IndexError) or, without ``check_bounds``,
-clamped into the axis, counted from the end, in a new int64 tensor (the caller's is never
-touched). Host indices are checked on the host, before they travel.
-
-Under ``torch.compile`` and ``torch.func`` transforms the index values cannot be read while
-tracing, so the check goes into the graph. Under ``torch.func`` it is the custom operator
-``onnx_gather::checked_indices_v1``: opaque to the compiler, it runs on the real indices
-when the graph runs, raises the same IndexError as an eager call (one host
-synchronisation, as eagerly) and returns them counted, so no index is read unchecked.
-Under ``torch.compile`` (:func:`guarded`) the indices are counted from the end in torch's
-operations and the compiled gather's own check guards their range (inductor fuses both
-into the gather); under ``torch.export`` a ``torch.cond`` whose branch for a bad index runs
-``onnx_gather::out_of_range_v1``, which raises that IndexError: no Python runs on the good
-path. Their schemas are generic over the family (the plan's range rule: the axis the first
-component addresses, the size each addresses, whether the last dim holds coordinates) and
-carry a version in their names, so graphs exported today keep their meaning when they
-change.
-"""
+"""Indices for torch's own kernels: checked, counted from the end, on ``data``'s device."""
 
 from __future__ import annotations
 
@@ -35,8 +12,7 @@ import numpy as np
 import torch
 
 from onnx_gather import _host, _spec
-from onnx_gather._indices import CLAMP, RAISE
-from onnx_gather._indices import counted as _counted
+from onnx_gather._indices import BoundsPolicy, normalise_indices
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -74,17 +50,23 @@ def _to_host(indices: torch.Tensor) -> np.ndarray:
     return np.array(indices.detach().cpu().tolist(), dtype=np.int64).reshape(indices.shape)
 
 
-def counted(indices: torch.Tensor, plan: Plan) -> torch.Tensor:
+def checked_or_clamped(indices: torch.Tensor, plan: Plan) -> torch.Tensor:
     """Indices as int64 in ``[0, size)``: checked (``_spec``'s IndexError) or clamped.
 
-    One ``aminmax`` and one host synchronisation when checked; none when not, where an
-    index out of range is clamped into the axis: it must never reach a CUDA kernel, whose
-    answer is a device-side assert that kills the process' CUDA context.
+    ``torch.gather`` and ``torch.index_select`` want non-negative indices and, on CUDA,
+    answer an out-of-range one with a device-side assert that kills the process' CUDA
+    context. So every index reaches them through the family's one normalisation
+    (:func:`onnx_gather._indices.normalise_indices`), in a new int64 tensor (the caller's
+    is never touched): checked, with ``torch.aminmax`` for the range (one pass, one host
+    synchronisation), or, without ``check_bounds``, clamped into the axis (no host
+    synchronisation).
     """
     if plan.check_bounds:
-        out = _counted(xp, indices, plan, RAISE, extremes=_index_range, to_host=_to_host)
+        out = normalise_indices(
+            xp, indices, plan, BoundsPolicy.RAISE, extremes=_index_range, to_host=_to_host
+        )
     else:
-        out = _counted(xp, indices, plan, CLAMP)
+        out = normalise_indices(xp, indices, plan, BoundsPolicy.CLAMP)
     return out.to(torch.int64)
 
 
@@ -106,15 +88,19 @@ def _rule(op: str, axis: int, sizes: Sequence[int], coordinates: bool) -> _spec.
 def _checked_indices(
     indices: torch.Tensor, op: str, axis: int, sizes: Sequence[int], coordinates: bool
 ) -> torch.Tensor:
-    """Under tracing: :func:`counted` with the check, as an operator opaque to the compiler.
+    """Under ``torch.func``: :func:`checked_or_clamped` with the check, opaque to the compiler.
 
-    It runs on the real indices when the graph runs and raises the same IndexError as an
-    eager call. The arguments are the plan's range rule (:class:`onnx_gather._spec.Bounds`):
+    The index values cannot be read while tracing, so the check goes into the graph: it
+    runs on the real indices when the graph runs, raises the same IndexError as an eager
+    call (one host synchronisation, as eagerly) and returns them counted, so no index is
+    read unchecked. The operators' schemas here are generic over the family (the plan's
+    range rule) and carry a version in their names, so graphs exported today keep their
+    meaning when they change. The arguments are the plan's range rule (:class:`onnx_gather._spec.Bounds`):
     the operator's name for messages, the axis its first index component addresses, the
     size each component addresses, and whether the last dim of ``indices`` holds them.
     """
     plan = _rule(op, axis, sizes, coordinates)
-    return counted(indices, plan).clone()  # a custom op's output never aliases its input
+    return checked_or_clamped(indices, plan).clone()  # a custom op's output never aliases its input
 
 
 @_checked_indices.register_fake
@@ -147,7 +133,7 @@ def _out_of_range(
     branch as it passes ``indices``. Where no index is out of range (under ``vmap`` of a
     batch both branches run) it returns the other branch's value, an int64 zero.
     """
-    counted(indices, _rule(op, axis, sizes.reshape(-1).tolist(), coordinates))
+    checked_or_clamped(indices, _rule(op, axis, sizes.reshape(-1).tolist(), coordinates))
     return torch.zeros((), dtype=torch.int64, device=indices.device)
 
 
@@ -182,7 +168,7 @@ def _counted_by(indices: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
     """Checked ``indices`` counted from the end (int64), on sizes given as a tensor.
 
     ``sizes``: one per coordinate (the last dim of ``indices``), or 0-d, one for every
-    index. :func:`onnx_gather._indices.counted` without its policies (the graph checks the
+    index. :func:`onnx_gather._indices.normalise_indices` without its policies (the graph checks the
     range; clamping too made inductor's row copies 1.3x slower), written on a tensor of
     sizes because a ``torch.cond`` branch must not capture symbolic ones (:func:`guarded`).
     """
@@ -266,11 +252,12 @@ def guarded(indices: torch.Tensor, plan: Plan) -> torch.Tensor:
 
 
 def placed(indices: Any, data: torch.Tensor, plan: Plan) -> torch.Tensor:
-    """Indices on ``data``'s device in ``[0, size)`` (see :func:`counted`).
+    """Indices on ``data``'s device in ``[0, size)`` (see :func:`checked_or_clamped`).
 
     Host indices are checked on the host, before they travel: no device synchronisation
-    (they keep their int32 or int64 type, which torch's kernels take).
-    Traced indices are checked in the graph by ``onnx_gather::checked_indices_v1``.
+    (they keep their int32 or int64 type, which torch's kernels take). Traced indices are
+    checked in the graph: under ``torch.compile`` by :func:`guarded`, under ``torch.func``
+    by ``onnx_gather::checked_indices_v1`` (:func:`_checked_indices`).
     """
     if isinstance(indices, np.ndarray):
         host = _host.checked(plan, indices)
@@ -282,9 +269,9 @@ def placed(indices: Any, data: torch.Tensor, plan: Plan) -> torch.Tensor:
     if indices.device != data.device:
         indices = indices.to(data.device, non_blocking=True)
     if indices.is_meta:  # no values to check (data is on meta too: nothing is read)
-        return _counted(xp, indices, plan, CLAMP).to(torch.int64)
+        return normalise_indices(xp, indices, plan, BoundsPolicy.CLAMP).to(torch.int64)
     if plan.check_bounds and torch.compiler.is_compiling():
         return guarded(indices, plan)
     if plan.check_bounds and values_unknown(indices):
         return _checked_indices(indices, plan.op, plan.axis, plan.sizes, plan.coordinates)
-    return counted(indices, plan)
+    return checked_or_clamped(indices, plan)

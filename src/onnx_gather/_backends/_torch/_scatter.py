@@ -1,30 +1,4 @@
-"""The scatters in torch's own operations: exact on any device, and differentiable.
-
-For what the compiled kernel does not serve (CUDA tensors, autograd, tensors the compiled
-kernel is not built for): the same one write as NumPy's (:mod:`.._numpy._scatter`), data
-seen as rows and each update aimed at one, in torch operations alone:
-
-* ``none``: each row's last update in C order (``scatter_reduce`` of the update positions
-  with ``amax``: the winner does not depend on the order torch applies them in), then one
-  ``index_put`` of unique rows, whose order cannot show.
-* ``add``, ``mul``, ``max``, ``min``: in rounds. The updates sorted stably by row; round
-  ``r`` applies each row's ``r``-th update, all at distinct rows: gather, combine in data's
-  dtype (torch rounds float16 and bfloat16 after every operation, as NumPy does), one
-  ``index_put``. So every element sees its updates one at a time, in C order, on any
-  device; the rounds are as many as the most updates one element gets. Complex products
-  are computed part by part in separate operations (no fused multiply-add on any device),
-  NaN results made canonical, max and min selected with ``where`` (IEEE 754-2019, the
-  first NaN kept): the bits of the compiled kernel (:mod:`onnx_gather._spec.reductions`).
-
-Gradients are formulas (:func:`gradients`), the same for an eager call and a recorded
-one, in torch operations whose shapes do not depend on the values (a compiler traces
-them): ``none``: each row's winning update gets the row's gradient, data gets it where
-nothing was written; ``add``: data gets it, each update its row's; ``mul``, ``max``,
-``min``: as torch's ``scatter_reduce`` defines them (a product's gradient without
-dividing by a zero: with one zero among a row's factors only that one gets a gradient;
-max and min split the row's gradient evenly among data and the updates that equal the
-result). Double backward differentiates the formulas.
-"""
+"""The scatters in torch's own operations: exact on any device, and differentiable."""
 
 from __future__ import annotations
 
@@ -38,11 +12,12 @@ from onnx_gather import _ops
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._positions import element_positions, tuple_rows
 from onnx_gather._backends._torch._indices import placed, wrapped, xp
-from onnx_gather._indices import DROP, counted
+from onnx_gather._indices import BoundsPolicy, normalise_indices
 from onnx_gather._spec.scatter_nd import plan as scatter_nd_plan
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
+    from onnx_gather._spec.reductions import Reduction
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
 
@@ -56,14 +31,19 @@ _SIGNED = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: t
 def scatter_elements(
     data: torch.Tensor, indices: Any, updates: torch.Tensor, plan: ScatterElementsPlan
 ) -> torch.Tensor:
-    """ONNX ScatterElements in torch operations (see the module docstring)."""
+    """ONNX ScatterElements in torch operations, for what the compiled kernel does not serve.
+
+    That is CUDA tensors, autograd, tensors the compiled kernel is not built for. The same
+    one write as NumPy's (:mod:`onnx_gather._backends._numpy._scatter`): data seen as rows,
+    each update aimed at one, applied by :func:`write`; gradients by :func:`gradients`.
+    """
     return _scatter(data, _targets(indices, data, plan), updates, plan)
 
 
 def scatter_nd(
     data: torch.Tensor, indices: Any, updates: torch.Tensor, plan: ScatterNDPlan
 ) -> torch.Tensor:
-    """ONNX ScatterND in torch operations (see the module docstring)."""
+    """ONNX ScatterND in torch operations, as :func:`scatter_elements` does ScatterElements."""
     return _scatter(data, _targets(indices, data, plan), updates, plan)
 
 
@@ -95,7 +75,11 @@ class _Write(torch.autograd.Function):  # type: ignore[misc]
 
     @staticmethod
     def forward(
-        target: torch.Tensor, rows: torch.Tensor, values: torch.Tensor, keep: Any, reduction: str
+        target: torch.Tensor,
+        rows: torch.Tensor,
+        values: torch.Tensor,
+        keep: Any,
+        reduction: Reduction,
     ) -> torch.Tensor:
         return _write(target, rows, values, keep, reduction)
 
@@ -144,13 +128,13 @@ def gradients(
     result: torch.Tensor,
     plan: Any,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """A scatter's gradients to data and updates (see the module docstring).
+    """A scatter's gradients to data and updates: formulas (:func:`row_gradients`).
 
-    In torch operations whose shapes do not depend on values: a compiler traces them
-    (the backward of a recorded call). ``indices`` as the call had them; ``result`` its
-    output.
+    The same for an eager call and a recorded one, in torch operations whose shapes do not
+    depend on values: a compiler traces them (the backward of a recorded call).
+    ``indices`` as the call had them; ``result`` its output.
     """
-    positions, keep = counted(xp, indices.to(torch.int64), plan, DROP)
+    positions, keep = normalise_indices(xp, indices.to(torch.int64), plan, BoundsPolicy.DROP)
     target, rows, values = _layout(data, positions, updates, plan)
     g_target, g_values = row_gradients(
         grad.reshape(target.shape), target, rows, values, result.reshape(target.shape),
@@ -166,9 +150,17 @@ def row_gradients(
     values: torch.Tensor,
     result: torch.Tensor,
     keep: torch.Tensor | None,
-    reduction: str,
+    reduction: Reduction,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The gradients of :func:`write` to ``target`` and ``values`` (rows of them)."""
+    """The gradients of :func:`write` to ``target`` and ``values`` (rows of them).
+
+    ``none``: each row's winning update gets the row's gradient, data gets it where
+    nothing was written; ``add``: data gets it, each update its row's; ``mul``, ``max``,
+    ``min``: as torch's ``scatter_reduce`` defines them (a product's gradient without
+    dividing by a zero: with one zero among a row's factors only that one gets a
+    gradient; max and min split the row's gradient evenly among data and the updates that
+    equal the result). Double backward differentiates the formulas.
+    """
     n, m = target.shape[0], rows.shape[0]
     kept = torch.ones(m, dtype=torch.bool, device=rows.device) if keep is None else keep
     safe = torch.where(kept, rows, 0)  # (a dropped update's row: any, masked below)
@@ -238,7 +230,7 @@ def _tangent(
     rows: torch.Tensor,
     values: torch.Tensor,
     keep: Any,
-    reduction: str,
+    reduction: Reduction,
     t_target: Any,
     t_values: Any,
 ) -> torch.Tensor:
@@ -252,7 +244,7 @@ def _tangent(
 
 
 def _write(
-    target: torch.Tensor, rows: torch.Tensor, values: torch.Tensor, keep: Any, reduction: str
+    target: torch.Tensor, rows: torch.Tensor, values: torch.Tensor, keep: Any, reduction: Reduction
 ) -> torch.Tensor:
     """:func:`write`, unsigned types through their signed twins (``_SIGNED``)."""
     signed = _SIGNED.get(target.dtype)
@@ -271,7 +263,7 @@ def _targets(indices: Any, data: torch.Tensor, plan: Plan) -> tuple[torch.Tensor
         indices = torch.as_tensor(indices.copy(), device=data.device)
     elif indices.device != data.device:
         indices = indices.to(data.device)
-    positions, keep = counted(xp, indices, plan, DROP)
+    positions, keep = normalise_indices(xp, indices, plan, BoundsPolicy.DROP)
     return positions.to(torch.int64), keep.reshape(-1)
 
 
@@ -280,12 +272,25 @@ def write(
     rows: torch.Tensor,
     values: torch.Tensor,
     keep: torch.Tensor | None,
-    reduction: str,
+    reduction: Reduction,
 ) -> torch.Tensor:
     """``target`` with ``values[i]`` applied to row ``rows[i]`` in order; a new tensor.
 
     ``target`` is 1-D (one element per row) or 2-D; ``keep`` (None: all) marks the updates
     to apply.
+
+    * ``none``: each row's last update in C order (``scatter_reduce`` of the update
+      positions with ``amax``: the winner does not depend on the order torch applies them
+      in), then one ``index_put`` of unique rows, whose order cannot show.
+    * ``add``, ``mul``, ``max``, ``min``: in rounds. The updates sorted stably by row;
+      round ``r`` applies each row's ``r``-th update, all at distinct rows: gather,
+      combine in data's dtype (torch rounds float16 and bfloat16 after every operation,
+      as NumPy does), one ``index_put``. So every element sees its updates one at a time,
+      in C order, on any device; the rounds are as many as the most updates one element
+      gets. Complex products are computed part by part in separate operations (no fused
+      multiply-add on any device), NaN results made canonical, max and min selected with
+      ``where`` (IEEE 754-2019, the first NaN kept): the bits of the compiled kernel
+      (:mod:`onnx_gather._spec.reductions`; :func:`combine`).
     """
     if keep is not None:
         rows, values = rows[keep], values[keep]
@@ -320,7 +325,7 @@ def write(
 
 
 def _kernel_write(
-    target: torch.Tensor, rows: torch.Tensor, values: torch.Tensor, reduction: str
+    target: torch.Tensor, rows: torch.Tensor, values: torch.Tensor, reduction: Reduction
 ) -> torch.Tensor | None:
     """:func:`write` of a reduction by the compiled kernel, one pass in C order; None: not here.
 
@@ -367,8 +372,8 @@ _KERNEL_TYPES = (
 )  # fmt: skip
 
 
-def combine(reduction: str, old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
-    """``f(old, new)`` element-wise in their dtype (see the module docstring)."""
+def combine(reduction: Reduction, old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
+    """``f(old, new)`` element-wise in their dtype (the rounds of :func:`write`)."""
     if old.dtype == torch.bool:
         return old | new if reduction in ("add", "max") else old & new
     if old.is_complex():
@@ -395,7 +400,7 @@ def _canonical(x: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isnan(x), torch.full_like(x, float("nan")), x)
 
 
-def _complex(reduction: str, old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
+def _complex(reduction: Reduction, old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
     """Complex add or mul, part by part, each part's NaN made canonical."""
     a, b = torch.view_as_real(old), torch.view_as_real(new)
     ar, ai, br, bi = a[..., 0], a[..., 1], b[..., 0], b[..., 1]

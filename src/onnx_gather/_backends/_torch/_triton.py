@@ -1,23 +1,7 @@
 """Triton kernels for torch tensors on CUDA: one pass per call, checked or not.
 
-Each operator is one kernel. A program handles ``BLOCK`` output elements: it loads their
-indices, counts negative ones from the end, checks the range (when ``CHECK``), replaces a
-bad index by 0 and reads nothing where the axis is empty (so no address outside ``data``
-is ever formed into a load), gathers and stores. A program that met a bad index records
-the smallest flat position of one in ``indices`` with ``tl.atomic_min`` into a one-element
-int64 tensor that starts at ``INT64_MAX``. A checked call reads those 8 bytes back (its
-one host synchronisation) and, only if some index was bad, that index's value, to raise
-``_spec``'s IndexError; an unchecked call reads nothing back.
-
-Data is read through its own strides (a view is never copied): the dims off the axis are
-collapsed where their strides allow, and up to four of them are served (so data of rank 5
-or less always is). Indices are made contiguous (memory in proportion to the output).
-Elements move as bits: every type is read and written as the signed integer of its width
-(bool as uint8), so NaN payloads and signalling NaNs arrive unchanged. complex128 (16-byte
-elements) is left to the torch path.
-
-This module imports torch and triton; ``_torch`` imports it lazily, for CUDA tensors only.
-Under ``TRITON_INTERPRET=1`` the same kernels run on CPU tensors (tests/test_torch_triton.py).
+Imports torch and triton; ``_torch`` imports it lazily, for CUDA tensors only. Under
+``TRITON_INTERPRET=1`` the same kernels run on CPU tensors (tests/test_torch_triton.py).
 """
 
 from __future__ import annotations
@@ -94,6 +78,9 @@ def _take(  # type: ignore[no-untyped-def]
 
     The part both kernels share once they know, per output element, which index it takes
     (``j``, its flat position in ``indices``) and where its row of data starts (``rest``).
+    It counts a negative index from the end, checks the range (when ``CHECK``), replaces
+    a bad index by 0 and reads nothing where the axis is empty (so no address outside
+    ``data`` is ever formed into a load).
     """
     idx = tl.load(idx_ptr + j, mask=live, other=0).to(tl.int64)
     idx = tl.where(idx < 0, idx + size, idx)
@@ -211,7 +198,21 @@ def _launch(
     middle: int,
     walk: Sequence[int],
 ) -> torch.Tensor:
-    """Run ``kernel``; raise ``_spec``'s IndexError for the first bad index when checked."""
+    """Run ``kernel``; raise ``_spec``'s IndexError for the first bad index when checked.
+
+    A program handles ``BLOCK`` output elements. One that met a bad index records the
+    smallest flat position of one in ``indices`` with ``tl.atomic_min`` into a one-element
+    int64 tensor that starts at ``INT64_MAX``. A checked call reads those 8 bytes back (its
+    one host synchronisation) and, only if some index was bad, that index's value; an
+    unchecked call reads nothing back.
+
+    Data is read through its own strides (a view is never copied): the dims off the axis
+    are collapsed where their strides allow, and up to four of them are served (so data
+    of rank 5 or less always is). Indices are made contiguous (memory in proportion to
+    the output). Elements move as bits: every type is read and written as the signed
+    integer of its width (bool as uint8, :data:`BITS`), so NaN payloads and signalling NaNs
+    arrive unchanged; complex128 (16-byte elements) is left to the torch path.
+    """
     bits = BITS[data.dtype]
     out = torch.empty(plan.out_shape, dtype=bits, device=data.device)
     n_out = out.numel()
