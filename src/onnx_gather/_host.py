@@ -17,6 +17,7 @@ from onnx_gather._indices import BoundsPolicy, normalise_indices
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
+    from onnx_gather._typing import Array
 
 
 class _LazyModule:
@@ -86,7 +87,7 @@ def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(where))
 
 
-def index_array(indices: Any) -> np.ndarray | Unrepresentable | None:
+def index_array(indices: Array) -> np.ndarray | Unrepresentable | None:
     """``indices`` as a NumPy array if it is host data, else None.
 
     Host data is a NumPy array or scalar, a Python int, or a sequence of ints: a (nested)
@@ -146,7 +147,7 @@ def _range(indices: range) -> np.ndarray | Unrepresentable:
     return _sequence(list(indices))
 
 
-def masked(name: str, x: Any) -> str:
+def masked(name: str, x: Array) -> str:
     """The TypeError message for a masked array given as ``name``."""
     return (
         f"{name} is a NumPy masked array (np.ma.MaskedArray): a mask has no meaning in ONNX "
@@ -160,7 +161,7 @@ def _kinds(flat: np.ndarray) -> str:
     return " and ".join(names) if names else "no elements"
 
 
-def _ragged(indices: Any) -> ValueError:
+def _ragged(indices: Array) -> ValueError:
     return ValueError(
         f"indices must be a rectangular (nested) sequence of ints, got a ragged one "
         f"(rows of different lengths): {_short(indices)}"
@@ -183,7 +184,7 @@ def _not_an_index(value: Any, position: tuple[int, ...]) -> TypeError | None:
     )
 
 
-def python_indices(indices: Any) -> tuple[list[Any], tuple[int, ...]] | Unrepresentable | None:
+def python_indices(indices: Array) -> tuple[list[Any], tuple[int, ...]] | Unrepresentable | None:
     """Host indices that are plain Python values, as their flat values and shape.
 
     The rules of :func:`index_array` in plain Python (no NumPy), for a compiler that traces
@@ -207,7 +208,7 @@ def python_indices(indices: Any) -> tuple[list[Any], tuple[int, ...]] | Unrepres
     return flat, shape
 
 
-def _nested(x: Any, whole: Any) -> tuple[list[Any], tuple[int, ...]]:
+def _nested(x: Array, whole: Any) -> tuple[list[Any], tuple[int, ...]]:
     """Flat values and shape of a (nested) sequence; ValueError naming ``whole`` if ragged."""
     if not isinstance(x, range | list | tuple):
         return [x], ()
@@ -256,7 +257,7 @@ def _plain_ints(indices: int | list[Any] | tuple[Any, ...]) -> bool:
     return all(type(row) in (list, tuple) and all(type(v) is int for v in row) for row in indices)
 
 
-def _short(x: Any) -> str:
+def _short(x: Array) -> str:
     text = repr(x)
     return text if len(text) <= 80 else text[:77] + "..."
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from onnx_gather._indices import INT32_MAX
 
+if TYPE_CHECKING:
+    from onnx_gather._typing import Array
 
-def tuple_rows(xp: Any, indices: Any, sizes: tuple[int, ...], b: int, where: Any) -> Any:
+
+def tuple_rows(xp: Any, indices: Array, sizes: tuple[int, ...], b: int, where: Any) -> Any:
     """The row each index tuple addresses, of data seen as ``(batch * prod(sizes), rest)``.
 
     ``indices`` are counted (in range); their last dim holds one coordinate per size,
@@ -42,7 +45,7 @@ def _wide(data_shape: Sequence[Any]) -> bool:
 
 
 def element_positions(
-    xp: Any, indices: Any, data_shape: tuple[int, ...], axis: int, where: Any
+    xp: Any, indices: Array, data_shape: tuple[int, ...], axis: int, where: Any
 ) -> Any:
     """Where each of ``indices`` points in data flattened in C order (their shape).
 

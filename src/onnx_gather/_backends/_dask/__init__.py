@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from onnx_gather._spec import Plan
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
+    from onnx_gather._typing import Array
 
 #: The highest rank dask's rechunk supports (NumPy's 32 operands of np.nditer).
 _RECHUNK_RANK = 32
@@ -115,7 +116,7 @@ def _zeros(data: da.Array, shape: tuple[int, ...]) -> da.Array:
     return da.zeros_like(data, shape=shape, chunks=-1 if data.dtype == object else "auto")
 
 
-def _counted_tuples(indices: Any, plan: Plan, data: da.Array) -> da.Array:
+def _counted_tuples(indices: Array, plan: Plan, data: da.Array) -> da.Array:
     """GatherND's indices as a dask array of whole tuples, counted and checked per block.
 
     Host indices are checked now; dask indices are first made one chunk along the last
@@ -132,7 +133,7 @@ def _counted_tuples(indices: Any, plan: Plan, data: da.Array) -> da.Array:
     return whole.map_blocks(_counted_block, plan=plan, dtype=np.int64)
 
 
-def _counted_indices(indices: Any, plan: Plan, chunks: tuple[Any, ...]) -> da.Array:
+def _counted_indices(indices: Array, plan: Plan, chunks: tuple[Any, ...]) -> da.Array:
     """The indices as a dask array, counted from the end and checked where the plan asks.
 
     Host indices (NumPy, lists) are checked now, before they become a dask array, and cut
@@ -174,7 +175,7 @@ def _zeros_like_output(tuples: np.ndarray, rest: tuple[int, ...], like: np.ndarr
     return np.zeros(tuples.shape[:-1] + rest, like.dtype)
 
 
-def _reads_nothing(indices: Any, plan: Plan) -> bool:
+def _reads_nothing(indices: Array, plan: Plan) -> bool:
     """Whether the result is zeros: unchecked indices on an empty axis have nothing to read."""
     return plan.size == 0 and indices.size > 0 and not plan.check_bounds
 
@@ -197,7 +198,7 @@ class DaskBackend(Backend):
 
     name = "dask"
 
-    def owns(self, x: Any, /) -> bool:
+    def owns(self, x: Array, /) -> bool:
         return isinstance(x, da.Array)
 
     def shape(self, x: da.Array, /) -> tuple[int, ...]:
@@ -213,7 +214,7 @@ class DaskBackend(Backend):
             raise ValueError(msg)
         return tuple(int(n) for n in x.shape)
 
-    def gather(self, data: da.Array, indices: Any, plan: Plan, /) -> da.Array:
+    def gather(self, data: da.Array, indices: Array, plan: Plan, /) -> da.Array:
         """Gather: output blocks of data's off-axis blocks around one indices block each.
 
         An output block is (data's off-axis block before the axis ``a``, one indices
@@ -266,7 +267,7 @@ class DaskBackend(Backend):
             dtype=data.dtype, meta=meta,
         )  # fmt: skip
 
-    def gather_nd(self, data: da.Array, indices: Any, plan: GatherNDPlan, /) -> da.Array:
+    def gather_nd(self, data: da.Array, indices: Array, plan: GatherNDPlan, /) -> da.Array:
         """GatherND: Gather of linear positions, or blocks whole along the addressed dims.
 
         Without batch dims, data's addressed dims are flattened into one (dask's reshape
@@ -313,7 +314,7 @@ class DaskBackend(Backend):
         )  # fmt: skip
 
     def gather_elements(
-        self, data: da.Array, indices: Any, plan: GatherElementsPlan, /
+        self, data: da.Array, indices: Array, plan: GatherElementsPlan, /
     ) -> da.Array:
         """GatherElements: one task per indices block, on data whole along the axis.
 
@@ -348,7 +349,7 @@ class DaskBackend(Backend):
         result = _take_along_axis(data[squeeze], indices[squeeze], keep.index(plan.axis))
         return result[tuple(slice(None) if d in keep else None for d in range(rank))]
 
-    def check_writable(self, out: Any, /) -> None:
+    def check_writable(self, out: Array, /) -> None:
         msg = (
             "dask arrays are lazy and immutable: out= cannot write into one; use the "
             "result (a new dask array, with data's chunks)"
@@ -358,10 +359,10 @@ class DaskBackend(Backend):
     def scatter_elements(
         self,
         data: da.Array,
-        indices: Any,
+        indices: Array,
         updates: da.Array,
         plan: ScatterElementsPlan,
-        out: Any = None,
+        out: Array = None,
         /,
     ) -> da.Array:
         """ONNX ScatterElements, lazily (:mod:`._scatter`); ``out`` never arrives."""
@@ -370,10 +371,10 @@ class DaskBackend(Backend):
     def scatter_nd(
         self,
         data: da.Array,
-        indices: Any,
+        indices: Array,
         updates: da.Array,
         plan: ScatterNDPlan,
-        out: Any = None,
+        out: Array = None,
         /,
     ) -> da.Array:
         """ONNX ScatterND, lazily (:mod:`._scatter`); ``out`` never arrives."""

@@ -21,14 +21,14 @@ from onnx_gather._indices import BoundsPolicy, normalise_indices
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
     from onnx_gather._spec.reductions import Reduction
-    from onnx_gather._typing import ScatterPlan
+    from onnx_gather._typing import Array, ScatterPlan
 
 #: One indices block's updates: C-order positions, ``(m, k)`` coordinates into data, values
 #: (``m`` updates, each of the trailing dims' shape), and the row block each lands in.
 Records = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-def scatter(data: da.Array, indices: Any, updates: da.Array, plan: ScatterPlan) -> da.Array:
+def scatter(data: da.Array, indices: Array, updates: da.Array, plan: ScatterPlan) -> da.Array:
     """ScatterElements or ScatterND of dask arrays (``plan`` says which): a lazy result.
 
     Both operators are written as index tuples: a ScatterElements update addresses one

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
@@ -10,6 +10,9 @@ from jax._src import checkify as _checkify
 from jax.interpreters import batching, mlir
 
 from onnx_gather import _spec
+
+if TYPE_CHECKING:
+    from onnx_gather._typing import Plan
 
 try:  # public from jax 0.4.36 on (jax.extend.core)
     from jax.extend.core import Primitive
@@ -27,7 +30,7 @@ index_check_p.def_abstract_eval(lambda indices, **_: indices)
 mlir.register_lowering(index_check_p, lambda ctx, indices, **_: [indices])
 
 
-def with_index_check(indices: jax.Array, plan: Any) -> jax.Array:
+def with_index_check(indices: jax.Array, plan: Plan) -> jax.Array:
     """``indices`` as they are, with the plan's bounds check for checkify to find."""
     if indices.size == 0:
         return indices
@@ -35,7 +38,7 @@ def with_index_check(indices: jax.Array, plan: Any) -> jax.Array:
     return out
 
 
-def _batch(args: Any, dims: Any, *, plan: Any, batched: int) -> tuple[jax.Array, int]:
+def _batch(args: Any, dims: Any, *, plan: Plan, batched: int) -> tuple[jax.Array, int]:
     """Under vmap: the batch dim moves first and counts as one more leading batch dim."""
     (indices,), (dim,) = args, dims
     indices = jnp.moveaxis(indices, dim, 0)
@@ -54,7 +57,7 @@ jax.interpreters.ad.primitive_jvps[index_check_p] = _jvp
 
 
 def _checkify_rule(
-    error: Any, enabled_errors: Any, indices: jax.Array, *, plan: Any, batched: int
+    error: Any, enabled_errors: Any, indices: jax.Array, *, plan: Plan, batched: int
 ) -> tuple[Any, jax.Array]:
     """Record the plan's IndexError for the first bad index (of the first bad example).
 

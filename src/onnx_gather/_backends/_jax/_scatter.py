@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from onnx_gather._spec.reductions import Reduction
+    from onnx_gather._typing import Array
 
 #: Each float type's unsigned twin, for selecting bits.
 _BITS = {2: jnp.uint16, 4: jnp.uint32, 8: jnp.uint64}
@@ -35,7 +36,7 @@ def scatter_fn(plan: Any, dtype: Any, serial: bool) -> Callable[..., jax.Array]:
     return fn
 
 
-def serial_device(data: Any) -> bool:
+def serial_device(data: Array) -> bool:
     """Whether ``data``'s scatters run on the CPU, whose XLA scatter is one loop in order.
 
     XLA's CPU code applies a scatter's updates one at a time in the order of the updates
@@ -52,7 +53,7 @@ def scatter(
     data: jax.Array,
     indices: jax.Array,
     updates: jax.Array,
-    plan: Any,
+    plan: Any,  # a ScatterPlan (Any while _jax/__init__.py passes a Plan)
     dtype: Any,
     serial: bool = False,
 ) -> jax.Array:

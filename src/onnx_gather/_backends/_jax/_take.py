@@ -14,9 +14,10 @@ from onnx_gather._indices import INT32_MAX
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
+    from onnx_gather._typing import Array
 
 
-def traced(x: Any) -> bool:
+def traced(x: Array) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 

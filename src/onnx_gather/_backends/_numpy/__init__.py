@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from onnx_gather._spec.gather_nd import GatherNDPlan
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
+    from onnx_gather._typing import Array
 
 _kernels: ModuleType | None
 try:
@@ -38,7 +39,7 @@ THREADS = limit(8)
 
 
 def gather(
-    data: Any,
+    data: Array,
     indices: np.ndarray,
     plan: Plan,
     out: np.ndarray | None = None,
@@ -55,7 +56,7 @@ def gather(
 
 
 def gather_elements(
-    data: Any,
+    data: Array,
     indices: np.ndarray,
     plan: GatherElementsPlan,
     out: np.ndarray | None = None,
@@ -67,7 +68,7 @@ def gather_elements(
 
 
 def gather_nd(
-    data: Any,
+    data: Array,
     indices: np.ndarray,
     plan: GatherNDPlan,
     out: np.ndarray | None = None,
@@ -79,9 +80,9 @@ def gather_nd(
 
 
 def scatter_elements(
-    data: Any,
+    data: Array,
     indices: np.ndarray,
-    updates: Any,
+    updates: Array,
     plan: ScatterElementsPlan,
     out: np.ndarray | None = None,
     threads: int | None = None,
@@ -102,9 +103,9 @@ def scatter_elements(
 
 
 def scatter_nd(
-    data: Any,
+    data: Array,
     indices: np.ndarray,
-    updates: Any,
+    updates: Array,
     plan: ScatterNDPlan,
     out: np.ndarray | None = None,
     threads: int | None = None,
@@ -120,7 +121,7 @@ def scatter_nd(
 
 
 def _scatter_inputs(
-    data: Any, updates: Any, out: np.ndarray | None
+    data: Array, updates: Array, out: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Data and updates as plain arrays (data widened for strings), and the array written.
 
@@ -143,9 +144,9 @@ def _run(
     kernel: Callable[..., Any] | None,
     pure: Callable[..., Any],
     attribute: int,
-    data: Any,
+    data: Array,
     indices: np.ndarray,
-    plan: Any,
+    plan: Plan,
     out: np.ndarray | None,
     threads: int | None,
 ) -> Any:
@@ -169,7 +170,7 @@ def _run(
     return pure(data, indices, plan, out)
 
 
-def _plain(data: Any, role: str = "data") -> np.ndarray:
+def _plain(data: Array, role: str = "data") -> np.ndarray:
     """``data`` as a plain ndarray: a zero-copy view of a subclass; TypeError if masked.
 
     The one rule for NumPy subclasses (``np.matrix``, ``np.memmap``, user subclasses), on
@@ -196,15 +197,15 @@ class NumpyBackend(Backend):
 
     name = "numpy"
 
-    def owns(self, x: Any, /) -> bool:
+    def owns(self, x: Array, /) -> bool:
         # Plain integer-typed arrays only: a subclass, a masked or an object array, like a
         # NumPy scalar, is host data that _host.index_array reads (or rejects, saying why).
         return type(x) is np.ndarray and x.dtype.kind != "O"
 
-    def shape(self, x: Any, /) -> tuple[int, ...]:
+    def shape(self, x: Array, /) -> tuple[int, ...]:
         return x.shape  # NumPy shapes are tuples of ints already
 
-    def check_writable(self, out: Any, /) -> None:
+    def check_writable(self, out: Array, /) -> None:
         flags = out.flags
         if not flags.writeable:
             msg = "out is a read-only NumPy array; pass a writeable one"

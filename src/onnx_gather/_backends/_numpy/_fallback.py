@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from onnx_gather._spec import Plan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
     from onnx_gather._spec.gather_nd import GatherNDPlan
+    from onnx_gather._typing import Array
 
 #: Indices per block of the GatherElements kernel (measured best of 16/64/256/1024 Ki).
 _BLOCK = 1 << 18
@@ -36,7 +37,7 @@ _LONG_ROWS = 256
 _FANCY_RANK = 63 if int(np.__version__.split(".")[0]) >= 2 else 31
 
 
-def _large(data: Any, indices: np.ndarray, outputs: int) -> bool:
+def _large(data: Array, indices: np.ndarray, outputs: int) -> bool:
     """Whether the blocked kernels serve this call: large, C-ordered, a plain dtype."""
     return (
         outputs >= _SMALL
@@ -70,7 +71,7 @@ def _checked_by_take(
         raise  # not an index out of range (e.g. NumPy's rank limit): its own error stands
 
 
-def gather(data: Any, indices: np.ndarray, plan: Plan, out: np.ndarray | None) -> Any:
+def gather(data: Array, indices: np.ndarray, plan: Plan, out: np.ndarray | None) -> Any:
     """ONNX Gather in NumPy; ``out`` (C-ordered, the plan's shape) receives it if given."""
     outputs = indices.size * data.size // plan.size if plan.size else 0
     if plan.check_bounds and indices.size and not outputs:  # nothing read: check anyway
@@ -92,7 +93,7 @@ def gather(data: Any, indices: np.ndarray, plan: Plan, out: np.ndarray | None) -
     return _checked_by_take(lambda: take().reshape(plan.out_shape), plan, indices, out)
 
 
-def _gather_threaded(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Any) -> Any:
+def _gather_threaded(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Array) -> Any:
     """Gather as ``np.take(mode="wrap")`` of checked indices, split over threads.
 
     For large calls, once the range is checked: ``mode="raise"`` buffers the output (7x
@@ -118,7 +119,7 @@ def _gather_threaded(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Any
 
 
 def gather_elements(
-    data: Any, indices: np.ndarray, plan: GatherElementsPlan, out: np.ndarray | None
+    data: Array, indices: np.ndarray, plan: GatherElementsPlan, out: np.ndarray | None
 ) -> Any:
     """ONNX GatherElements in NumPy; ``out`` as for :func:`gather`."""
     if not plan.check_bounds:
@@ -155,7 +156,7 @@ def _by_rows(data: np.ndarray, indices: np.ndarray, plan: Plan) -> bool:
     )
 
 
-def _gather_rows(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Any) -> Any:
+def _gather_rows(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Array) -> Any:
     """GatherElements along the last axis as ``take`` row by row, rows split over threads."""
     out = np.empty(indices.shape, data.dtype) if out is None else out
     rows_data = data.reshape(-1, plan.size)
@@ -183,7 +184,7 @@ def _split_dim(shape: tuple[int, ...], axis: int) -> int:
     return int(np.argmax(shape))
 
 
-def _gather_blocked(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Any) -> Any:
+def _gather_blocked(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Array) -> Any:
     """GatherElements as ``np.take`` of linear indices into the flattened data, in blocks.
 
     The linear index of every element (``index * stride[axis] + offset``) in blocks of
@@ -230,7 +231,7 @@ def _gather_blocked(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Any)
     return out
 
 
-def gather_nd(data: Any, indices: np.ndarray, plan: GatherNDPlan, out: np.ndarray | None) -> Any:
+def gather_nd(data: Array, indices: np.ndarray, plan: GatherNDPlan, out: np.ndarray | None) -> Any:
     """ONNX GatherND in NumPy: advanced indexing with the counted coordinates.
 
     One index array per batch dim (an ``arange``) and per coordinate; NumPy reads data in

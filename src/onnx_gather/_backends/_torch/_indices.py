@@ -16,6 +16,7 @@ from onnx_gather._indices import BoundsPolicy, normalise_indices
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
+    from onnx_gather._typing import Array
 
 #: array_api_compat's torch namespace with ``clip`` as ``torch.clamp``: before
 #: array-api-compat 1.14 (the declared floor is 1.9) its clip assigns through boolean
@@ -251,7 +252,7 @@ def guarded(indices: torch.Tensor, plan: Plan) -> torch.Tensor:
     return _counted_by(indices, stacked) + zero
 
 
-def placed(indices: Any, data: torch.Tensor, plan: Plan) -> torch.Tensor:
+def placed(indices: Array, data: torch.Tensor, plan: Plan) -> torch.Tensor:
     """Indices on ``data``'s device in ``[0, size)`` (see :func:`checked_or_clamped`).
 
     Host indices are checked on the host, before they travel: no device synchronisation

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from onnx_gather._spec.reductions import Reduction
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
+    from onnx_gather._typing import Array, ScatterPlan
 
 
 #: Torch's unsigned types above 8 bits lack most kernels (``index_put`` among them, torch
@@ -29,7 +30,7 @@ _SIGNED = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: t
 
 
 def scatter_elements(
-    data: torch.Tensor, indices: Any, updates: torch.Tensor, plan: ScatterElementsPlan
+    data: torch.Tensor, indices: Array, updates: torch.Tensor, plan: ScatterElementsPlan
 ) -> torch.Tensor:
     """ONNX ScatterElements in torch operations, for what the compiled kernel does not serve.
 
@@ -41,14 +42,14 @@ def scatter_elements(
 
 
 def scatter_nd(
-    data: torch.Tensor, indices: Any, updates: torch.Tensor, plan: ScatterNDPlan
+    data: torch.Tensor, indices: Array, updates: torch.Tensor, plan: ScatterNDPlan
 ) -> torch.Tensor:
     """ONNX ScatterND in torch operations, as :func:`scatter_elements` does ScatterElements."""
     return _scatter(data, _targets(indices, data, plan), updates, plan)
 
 
 def _layout(
-    data: torch.Tensor, positions: torch.Tensor, updates: torch.Tensor, plan: Any
+    data: torch.Tensor, positions: torch.Tensor, updates: torch.Tensor, plan: ScatterPlan
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Data as rows, the row of each update, the updates as rows (views, no copies)."""
     if plan.coordinates:
@@ -60,7 +61,9 @@ def _layout(
     return data.reshape(-1), rows.reshape(-1), updates.reshape(-1)
 
 
-def _scatter(data: torch.Tensor, targets: Any, updates: torch.Tensor, plan: Any) -> torch.Tensor:
+def _scatter(
+    data: torch.Tensor, targets: Any, updates: torch.Tensor, plan: ScatterPlan
+) -> torch.Tensor:
     positions, keep = targets
     target, rows, values = _layout(data, positions, updates, plan)
     if torch.is_grad_enabled() and (data.requires_grad or updates.requires_grad):
@@ -78,7 +81,7 @@ class _Write(torch.autograd.Function):  # type: ignore[misc]
         target: torch.Tensor,
         rows: torch.Tensor,
         values: torch.Tensor,
-        keep: Any,
+        keep: Array,
         reduction: Reduction,
     ) -> torch.Tensor:
         return _write(target, rows, values, keep, reduction)
@@ -109,7 +112,7 @@ class _Write(torch.autograd.Function):  # type: ignore[misc]
         """
         *arrays, reduction = inputs
 
-        def entry(x: Any, dim: Any, b: int) -> Any:
+        def entry(x: Array, dim: Any, b: int) -> Any:
             return x if dim is None or x is None else x.select(dim, b)
 
         rows = [
@@ -126,7 +129,7 @@ def gradients(
     indices: torch.Tensor,
     updates: torch.Tensor,
     result: torch.Tensor,
-    plan: Any,
+    plan: ScatterPlan,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """A scatter's gradients to data and updates: formulas (:func:`row_gradients`).
 
@@ -229,7 +232,7 @@ def _tangent(
     target: torch.Tensor,
     rows: torch.Tensor,
     values: torch.Tensor,
-    keep: Any,
+    keep: Array,
     reduction: Reduction,
     t_target: Any,
     t_values: Any,
@@ -244,7 +247,11 @@ def _tangent(
 
 
 def _write(
-    target: torch.Tensor, rows: torch.Tensor, values: torch.Tensor, keep: Any, reduction: Reduction
+    target: torch.Tensor,
+    rows: torch.Tensor,
+    values: torch.Tensor,
+    keep: Array,
+    reduction: Reduction,
 ) -> torch.Tensor:
     """:func:`write`, unsigned types through their signed twins (``_SIGNED``)."""
     signed = _SIGNED.get(target.dtype)
@@ -255,7 +262,7 @@ def _write(
     return (result ^ flip).view(target.dtype)
 
 
-def _targets(indices: Any, data: torch.Tensor, plan: Plan) -> tuple[torch.Tensor, Any]:
+def _targets(indices: Array, data: torch.Tensor, plan: Plan) -> tuple[torch.Tensor, Any]:
     """Indices counted from the end on data's device: checked, or with a mask of those kept."""
     if plan.check_bounds:
         return placed(indices, data, plan), None
@@ -417,7 +424,7 @@ def _complex(reduction: Reduction, old: torch.Tensor, new: torch.Tensor) -> torc
 _PAIRS = 1 << 16
 
 
-def in_graph_serves(
+def in_graph_serves(  # plan: a ScatterPlan (Any while _torch/__init__.py passes a Plan)
     data: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor, plan: Any
 ) -> bool:
     """Whether a scatter under ``torch.compile`` is torch's operations (:func:`in_graph`).
@@ -436,7 +443,7 @@ def in_graph_serves(
     return _meeting_pairs(indices, plan) <= _PAIRS
 
 
-def _meeting_pairs(indices: torch.Tensor, plan: Any) -> int:
+def _meeting_pairs(indices: torch.Tensor, plan: ScatterPlan) -> int:
     """How many pairs of updates :func:`_winners` compares: those that could meet."""
     if plan.coordinates:  # any two index tuples, or one per row of data
         return min(math.prod(indices.shape[:-1]) ** 2, math.prod(plan.sizes))
@@ -444,7 +451,7 @@ def _meeting_pairs(indices: torch.Tensor, plan: Any) -> int:
     return math.prod(indices.shape) * indices.shape[plan.axis]
 
 
-def in_graph(
+def in_graph(  # plan: a ScatterPlan (Any while _torch/__init__.py passes a Plan)
     data: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor, plan: Any
 ) -> torch.Tensor:
     """A checked scatter without reduction, as torch operations a compiler fuses.

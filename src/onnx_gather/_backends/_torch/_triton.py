@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from onnx_gather._spec import Plan
+    from onnx_gather._typing import Array
 
 #: Below this many output elements torch's own kernels (index_select, gather, plus the
 #: aminmax check) win over Triton's launch cost of roughly 25-40 us. Taken from the H100
@@ -151,7 +152,7 @@ def _rest(data: torch.Tensor, shape: Sequence[int], plan: Plan) -> list[tuple[in
     return _collapsed(sizes, strides)
 
 
-def supports(data: Any, indices: Any, plan: Plan, walk: Sequence[int]) -> bool:
+def supports(data: Array, indices: Array, plan: Plan, walk: Sequence[int]) -> bool:
     """Whether the kernels can take these tensors, wherever they are (no device test)."""
     return (
         type(data) is torch.Tensor
@@ -167,7 +168,7 @@ def supports(data: Any, indices: Any, plan: Plan, walk: Sequence[int]) -> bool:
     )
 
 
-def serves(data: Any, indices: Any, plan: Plan, walk: Sequence[int]) -> bool:
+def serves(data: Array, indices: Array, plan: Plan, walk: Sequence[int]) -> bool:
     """Whether a torch call runs here: CUDA tensors outside autograd and tracing, large enough.
 
     The size test (:data:`MIN_OUTPUTS`) comes first: small calls stay on torch's kernels.
