@@ -35,9 +35,6 @@ class BoundsPolicy(enum.Enum):
         return self.value
 
 
-RAISE = BoundsPolicy.RAISE  # old name, until _backends/_base.py switches
-CLAMP = BoundsPolicy.CLAMP  # old name, until _backends/_base.py and _torch/_fused.py switch
-
 #: The largest value an int32 holds: a size beyond it needs int64 indices once counted,
 #: and data of more elements int64 positions.
 INT32_MAX = 2**31 - 1
@@ -127,9 +124,6 @@ def normalise_indices(
     if plan.coordinates:
         keep = xp.all(keep, axis=-1)
     return xp.where(bad, xp.zeros_like(plus), plus), keep
-
-
-counted = normalise_indices  # old name, until _backends/_base.py and _torch/_fused.py switch
 
 
 def _empty(indices: Array) -> bool:

@@ -3,7 +3,7 @@
 A backend serves one array library. :class:`Backend` runs every operator with the Python
 array API standard's functions alone (``take``, ``take_along_axis`` where the namespace
 has it, ``reshape``, ``where``), on indices normalised once by
-:func:`onnx_gather._indices.counted`, so a library without a specialised kernel still
+:func:`onnx_gather._indices.normalise_indices`, so a library without a specialised kernel still
 runs any operator exactly. A library's backend derives from it and overrides the methods
 its library can run faster (one pass, a fused kernel, a compiled one); an operator added
 to the registry needs a method here first, and an override only where a measurement says
@@ -33,7 +33,7 @@ from array_api_compat import array_namespace, device
 from onnx_gather import _host
 from onnx_gather._backends._positions import element_positions, tuple_rows
 from onnx_gather._dtypes import numpy_dtype_name
-from onnx_gather._indices import CLAMP, RAISE, counted
+from onnx_gather._indices import BoundsPolicy, normalise_indices
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -113,11 +113,11 @@ class Backend:
         except (TypeError, RuntimeError, ValueError):
             return np.from_dlpack(x)
 
-    def counted(self, indices: Any, data: Any, plan: Any, /) -> Any:
+    def checked_or_clamped(self, indices: Any, data: Any, plan: Any, /) -> Any:
         """Indices on ``data``'s device in ``[0, s)`` per component: checked, or clamped.
 
         Host indices are normalised on the host, before they travel; the library's own
-        with one read of their extremes (:func:`onnx_gather._indices.counted`).
+        with one read of their extremes (:func:`onnx_gather._indices.normalise_indices`).
         """
         xp = self.namespace(data)
         if isinstance(indices, np.ndarray):
@@ -125,15 +125,17 @@ class Backend:
         if indices.device != data.device:
             indices = indices.to_device(data.device)
         if not plan.check_bounds:  # clamped without reading a value: no synchronisation
-            return counted(xp, indices, plan, CLAMP)
-        return counted(xp, indices, plan, RAISE, extremes=self.extremes, to_host=self.to_host)
+            return normalise_indices(xp, indices, plan, BoundsPolicy.CLAMP)
+        return normalise_indices(
+            xp, indices, plan, BoundsPolicy.RAISE, extremes=self.extremes, to_host=self.to_host
+        )
 
     # --- the operators --------------------------------------------------------------------
 
     def gather(self, data: Any, indices: Any, plan: GatherPlan, /) -> Any:
         """ONNX Gather: ``take`` of the counted indices, flattened, then reshaped."""
         xp = self.namespace(data)
-        flat = xp.reshape(self.counted(indices, data, plan), (-1,))
+        flat = xp.reshape(self.checked_or_clamped(indices, data, plan), (-1,))
         if plan.size == 0 and flat.shape[0]:  # unchecked, nothing to read: zeros
             return xp.zeros(plan.out_shape, dtype=data.dtype, device=data.device)
         return xp.reshape(xp.take(data, flat, axis=plan.axis), plan.out_shape)
@@ -141,7 +143,7 @@ class Backend:
     def gather_elements(self, data: Any, indices: Any, plan: GatherElementsPlan, /) -> Any:
         """ONNX GatherElements (and OpenVINO's): ``take_along_axis``, or ``take`` of linear indices."""
         xp = self.namespace(data)
-        indices = self.counted(indices, data, plan)
+        indices = self.checked_or_clamped(indices, data, plan)
         if plan.size == 0 and indices.size:  # unchecked, nothing to read: zeros
             return xp.zeros(plan.out_shape, dtype=data.dtype, device=data.device)
         block = plan.block()
@@ -158,7 +160,7 @@ class Backend:
     def gather_nd(self, data: Any, indices: Any, plan: GatherNDPlan, /) -> Any:
         """ONNX GatherND: one ``take`` of linear indices (see :func:`nd_take`)."""
         xp = self.namespace(data)
-        indices = self.counted(indices, data, plan)
+        indices = self.checked_or_clamped(indices, data, plan)
         return nd_take(xp, data, indices, plan)
 
     def scatter_elements(

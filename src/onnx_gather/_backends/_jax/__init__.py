@@ -40,6 +40,7 @@ from onnx_gather._backends._jax._take import (
     traced,
 )
 from onnx_gather._host import value_range
+from onnx_gather._indices import INT32_MAX
 from onnx_gather._memo import Memo
 
 if TYPE_CHECKING:
@@ -258,7 +259,7 @@ def _scatter_run(data: jax.Array, indices: Any, updates: jax.Array, plan: Plan) 
     update.
     """
     largest = max(plan.sizes)
-    if type(largest) is int and largest > _INT32_MAX:  # (not a symbolic size)
+    if type(largest) is int and largest > INT32_MAX:  # (not a symbolic size)
         indices = _wide(indices, plan)
     if isinstance(indices, np.ndarray):
         indices, _ = _from_host(indices, data, plan)
@@ -289,7 +290,7 @@ def _run(kernel: Take, data: jax.Array, indices: Any, plan: Plan, block: Any) ->
     largest = max(plan.sizes)
     # Served by _fast_fn from the next call on: the backend's own concrete arrays.
     fast = type(indices) is type(data) and not traced(data)
-    if type(largest) is int and largest > _INT32_MAX:  # (not a symbolic size)
+    if type(largest) is int and largest > INT32_MAX:  # (not a symbolic size)
         indices, fast = _wide(indices, plan), False
     if isinstance(indices, np.ndarray):
         indices, checked = _from_host(indices, data, plan)
@@ -371,7 +372,5 @@ def _wide(indices: Any, plan: Plan) -> Any:
         raise ValueError(msg)
     return indices.astype(np.int64 if isinstance(indices, np.ndarray) else jnp.int64)
 
-
-_INT32_MAX = np.iinfo(np.int32).max
 
 backend = JaxBackend()

@@ -13,7 +13,7 @@
   ``_indices`` checked and counted from the end; recorded graphs otherwise hold one fused
   operator per call (``_fused``).
 
-Torch's kernels are run bit for bit through :func:`._torch_exact.exact`.
+Torch's kernels are run bit for bit through :func:`._exact.exact`.
 """
 
 from __future__ import annotations
@@ -336,7 +336,7 @@ class TorchBackend(Backend):
         fused = _triton_for(data, indices, plan, data.shape)
         if fused is not None:
             return fused.gather(data, indices, plan)
-        indices = _counted(data, indices, plan)
+        indices = _kernel_indices(data, indices, plan)
         if plan.size == 0 and indices.numel():  # unchecked, nothing to read: zeros
             return data.new_zeros(plan.out_shape)
         out = exact(data, plan.axis, indices.reshape(-1), False)
@@ -354,7 +354,7 @@ class TorchBackend(Backend):
         fused = _triton_for(data, indices, plan, plan.out_shape)
         if fused is not None:
             return fused.gather_elements(data, indices, plan)
-        indices = _counted(data, indices, plan)
+        indices = _kernel_indices(data, indices, plan)
         if plan.size == 0 and indices.numel():  # unchecked, nothing to read: zeros
             return data.new_zeros(plan.out_shape)
         block = plan.block()
@@ -367,7 +367,7 @@ class TorchBackend(Backend):
         Advanced indexing (CUDA, autograd, ``torch.compile``, ``torch.func``) of indices
         checked and counted per coordinate; its backward accumulates repeated tuples.
         """
-        indices = _counted(data, indices, plan)
+        indices = _kernel_indices(data, indices, plan)
         if 0 in plan.sizes or 0 in plan.out_shape:  # nothing to read (unchecked): zeros
             return data.new_zeros(plan.out_shape)
         return exact_nd(data, indices, plan.batch_dims).reshape(plan.out_shape)
@@ -562,7 +562,7 @@ def _triton_for(data: torch.Tensor, indices: Any, plan: Plan, walk: Sequence[int
     return None
 
 
-def _counted(data: torch.Tensor, indices: Any, plan: Plan) -> torch.Tensor:
+def _kernel_indices(data: torch.Tensor, indices: Any, plan: Plan) -> torch.Tensor:
     """Indices for torch's own kernels: checked, counted, int64, on data's device."""
     _check_servable(data, indices)
     return placed(indices, data, plan)

@@ -38,8 +38,7 @@ import torch
 
 from onnx_gather import _ops
 from onnx_gather._backends._torch._indices import xp
-from onnx_gather._indices import CLAMP
-from onnx_gather._indices import counted as _counted
+from onnx_gather._indices import BoundsPolicy, normalise_indices
 from onnx_gather._memo import Memo
 
 if TYPE_CHECKING:
@@ -240,7 +239,7 @@ def _gather_backward(
 ) -> list[Any]:  # fmt: skip
     """A gather's gradients: to data, its adjoint of the counted indices (the one saved)."""
     (indices,) = saved
-    counted = _counted(xp, indices, plan, CLAMP).to(torch.int64)
+    counted = normalise_indices(xp, indices, plan, BoundsPolicy.CLAMP).to(torch.int64)
     return [adjoint(grad, counted, plan, shape), None]
 
 
