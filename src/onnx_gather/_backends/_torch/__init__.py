@@ -28,7 +28,7 @@ import torch.autograd.forward_ad as _FORWARD_AD
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._base import Backend
 from onnx_gather._backends._numpy import _kernels
-from onnx_gather._backends._torch import _fused
+from onnx_gather._backends._torch import _dtypes, _fused
 from onnx_gather._backends._torch import _scatter as scatters
 from onnx_gather._backends._torch._exact import SIGNED_VIEW, exact, exact_nd
 from onnx_gather._backends._torch._indices import placed, values_unknown, wrapped
@@ -44,23 +44,6 @@ if TYPE_CHECKING:
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
 
-_NAMES: dict[torch.dtype, str] = {
-    torch.bool: "bool",
-    torch.int8: "int8",
-    torch.int16: "int16",
-    torch.int32: "int32",
-    torch.int64: "int64",
-    torch.uint8: "uint8",
-    torch.uint16: "uint16",
-    torch.uint32: "uint32",
-    torch.uint64: "uint64",
-    torch.float16: "float16",
-    torch.bfloat16: "bfloat16",
-    torch.float32: "float32",
-    torch.float64: "float64",
-    torch.complex64: "complex64",
-    torch.complex128: "complex128",
-}
 # Same-width types NumPy holds bit for bit, for the zero-copy route to the NumPy kernels.
 _NUMPY_VIEW = {**SIGNED_VIEW, torch.bfloat16: torch.int16}
 #: The NumPy type number of the view of each dtype (bfloat16: int16) for
@@ -68,7 +51,8 @@ _NUMPY_VIEW = {**SIGNED_VIEW, torch.bfloat16: torch.int16}
 #: 0.5 us; reading a tensor's address, sizes and strides costs about what it saves, so
 #: the gain is on the new output, whose strides need no reading.
 _TYPENUMS: dict[torch.dtype, int] = {
-    dtype: np.dtype("int16" if name == "bfloat16" else name).num for dtype, name in _NAMES.items()
+    dtype: np.dtype("int16" if name == "bfloat16" else name).num
+    for dtype, name in _dtypes.NAMES.items()
 }
 _CPU = torch.device("cpu")
 
@@ -178,7 +162,7 @@ def _recordable(
                 return _on_numpy(kernel, data, indices, plan)
             return eager(backend, data, indices, plan)
 
-        _fused.EAGER[eager.__name__] = when_the_graph_runs
+        _fused.register(eager.__name__, when_the_graph_runs)
         method.__name__, method.__doc__ = eager.__name__, eager.__doc__
         return method
 
@@ -325,7 +309,7 @@ class TorchBackend(Backend):
         return tuple(x.shape)
 
     def dtype_name(self, x: torch.Tensor, /) -> str:
-        return _NAMES.get(x.dtype, str(x.dtype).removeprefix("torch."))
+        return _dtypes.dtype_name(x)
 
     @_recordable(numpy_kernels.gather, _compiled_wins, _fused_wins_on_short_rows)
     def gather(self, data: torch.Tensor, indices: Any, plan: GatherPlan, /) -> torch.Tensor:
@@ -523,11 +507,12 @@ def _scatter_when_the_graph_runs(
     return run
 
 
-_fused.EAGER["scatter_elements"] = _scatter_when_the_graph_runs(
-    scatters.scatter_elements, numpy_kernels.scatter_elements
+_fused.register(
+    "scatter_elements",
+    _scatter_when_the_graph_runs(scatters.scatter_elements, numpy_kernels.scatter_elements),
 )
-_fused.EAGER["scatter_nd"] = _scatter_when_the_graph_runs(
-    scatters.scatter_nd, numpy_kernels.scatter_nd
+_fused.register(
+    "scatter_nd", _scatter_when_the_graph_runs(scatters.scatter_nd, numpy_kernels.scatter_nd)
 )
 
 

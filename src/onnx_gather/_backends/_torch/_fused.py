@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from onnx_gather import _ops
+from onnx_gather._backends._torch._dtypes import dtype_name
 from onnx_gather._backends._torch._indices import xp
 from onnx_gather._indices import BoundsPolicy, normalise_indices
 from onnx_gather._memo import Memo
@@ -44,10 +45,19 @@ from onnx_gather._memo import Memo
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
 
-#: The backend's eager kernel of each operator, by its registry method name (filled by the
-#: backend, which holds them): what the operator runs when the graph runs, given the
-#: inputs and the plan.
-EAGER: dict[str, Callable[..., torch.Tensor]] = {}
+#: The backend's eager kernel of each operator, by its registry method name
+#: (:func:`register`): what the operator runs when the graph runs, given the inputs and
+#: the plan.
+_EAGER: dict[str, Callable[..., torch.Tensor]] = {}
+
+
+def register(method: str, eager: Callable[..., torch.Tensor]) -> None:
+    """Make ``eager(*inputs, plan)`` what ``run_v1`` runs for the operator ``method`` names.
+
+    The backend calls it for each operator as it defines its methods: it holds the eager
+    kernels, and this module, which it imports, never imports it back.
+    """
+    _EAGER[method] = eager
 
 
 def call(*inputs: torch.Tensor, plan: Plan) -> torch.Tensor:
@@ -83,8 +93,6 @@ def _plan(
     Cached when the shapes are numbers (when the graph runs); symbolic ones (the fake
     kernel while a compiler traces) are planned each time.
     """
-    from onnx_gather._backends._torch import backend
-
     shapes = tuple(tuple(x.shape) for x in inputs)
     key = (op, tuple(ints), strings, check, shapes, tuple(x.dtype for x in inputs))
     try:
@@ -94,7 +102,7 @@ def _plan(
         plan, cacheable = None, False
     if plan is None:
         operator, version = _ops.BY_MESSAGE_NAME[op]
-        dtypes = tuple(backend.dtype_name(x) for x in inputs)
+        dtypes = tuple(dtype_name(x) for x in inputs)
         attributes = joined_attributes(op, ints, strings)
         plan = operator.planner(operator, version, shapes, dtypes, attributes, check)
         if cacheable:
@@ -117,7 +125,7 @@ def _run(
     """When the graph runs: the backend's eager kernel of the operator ``op`` names."""
     plan = _plan(inputs, op, ints, check_bounds, strings)
     operator, _ = _ops.BY_MESSAGE_NAME[op]
-    out = EAGER[operator.method](*inputs, plan)
+    out = _EAGER[operator.method](*inputs, plan)
     # A custom op's output never aliases an input (an identity gather could, on a path
     # that returned a view): a copy only where it would.
     return out if out.data_ptr() != inputs[0].data_ptr() or not out.numel() else out.clone()

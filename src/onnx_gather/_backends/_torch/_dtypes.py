@@ -1,0 +1,32 @@
+"""The ONNX-style names of torch's dtypes."""
+
+from __future__ import annotations
+
+import torch
+
+#: Each dtype the family serves, by the name ONNX (and NumPy) give it.
+NAMES: dict[torch.dtype, str] = {
+    torch.bool: "bool",
+    torch.int8: "int8",
+    torch.int16: "int16",
+    torch.int32: "int32",
+    torch.int64: "int64",
+    torch.uint8: "uint8",
+    torch.uint16: "uint16",
+    torch.uint32: "uint32",
+    torch.uint64: "uint64",
+    torch.float16: "float16",
+    torch.bfloat16: "bfloat16",
+    torch.float32: "float32",
+    torch.float64: "float64",
+    torch.complex64: "complex64",
+    torch.complex128: "complex128",
+}
+
+
+def dtype_name(x: torch.Tensor) -> str:
+    """The ONNX-style name of ``x``'s dtype; torch's own name for a dtype the family lacks.
+
+    (The planner then refuses it with a TypeError that names it.)
+    """
+    return NAMES.get(x.dtype, str(x.dtype).removeprefix("torch."))
