@@ -1,19 +1,15 @@
 """ONNX-exact indexing operators on NumPy, PyTorch, JAX, Dask, CuPy and array-API arrays.
 
-Gather, GatherElements, GatherND, ScatterElements and ScatterND, exactly as ONNX
-defines them, on whatever array library the caller uses.
+Gather, GatherElements, GatherND, ScatterElements and ScatterND, exactly as ONNX defines
+them, on whatever array library the caller uses:
 
 >>> import numpy as np
 >>> import onnx_gather as og
->>> og.gather(np.array([[1.0, 1.2], [2.3, 3.4], [4.5, 5.7]]), [[0, 1], [1, 2]])
-array([[[1. , 1.2],
-        [2.3, 3.4]],
-<BLANKLINE>
-       [[2.3, 3.4],
-        [4.5, 5.7]]])
+>>> og.gather(np.array([10.0, 20.0, 30.0]), [2, -3])
+array([30., 10.])
 
-Importing this package imports NumPy and array-api-compat only; a framework's backend is
-loaded the first time an array of that framework is passed in.
+Importing this package imports NumPy and array-api-compat only; a library's backend is
+loaded the first time one of its arrays is passed in.
 """
 
 from __future__ import annotations

@@ -1,21 +1,4 @@
-"""The one cache every memo of the package uses: bounded, lock-free, traceable.
-
-Plans by call key, backends by array type, dtype names, jitted JAX functions, the
-conformance oracles' compiled models: each is a :class:`Memo`. (Opset resolutions are a
-table made at import, ``_spec._NEWEST``: their keys are known in advance.) Why this and
-not :func:`functools.lru_cache`:
-
-* **Traceable.** ``torch.compile`` traces the public functions' Python, including a lookup
-  of the backend and of the opset. Dynamo warns on (and breaks the graph at)
-  ``lru_cache``-wrapped functions (torch 2.13), while a method reading a dict is plain
-  Python it inlines. No lock for the same reason: Dynamo cannot trace one.
-* **Thread-safe without a lock.** Each step is one dict operation, atomic under the GIL and
-  on free-threaded builds (per-dict locking). Two threads that miss the same key at once
-  both compute its value and one store wins: every memo here holds values that are equal
-  whichever thread made them, so the race costs time, never correctness.
-* **Bounded.** A program sees few distinct keys, but a stream of new shapes (variable batch
-  sizes) must not grow a memo without end: past ``limit`` entries the oldest is dropped.
-"""
+"""The one cache every memo of the package uses (:class:`Memo`): bounded, lock-free, traceable."""
 
 from __future__ import annotations
 
@@ -30,7 +13,24 @@ V = TypeVar("V")
 
 
 class Memo(Generic[K, V]):
-    """A bounded map from keys to values computed once (see the module docstring).
+    """A bounded map from keys to values computed once.
+
+    Plans by call key, backends by array type, dtype names, jitted JAX functions, the
+    conformance oracles' compiled models: each is a Memo. (Opset resolutions are a table
+    made at import, :attr:`onnx_gather._ops.Operator.newest`: their keys are known in
+    advance.) Why this and not :func:`functools.lru_cache`:
+
+    * **Traceable.** ``torch.compile`` traces the public functions' Python, including a
+      lookup of the backend and of the opset. Dynamo warns on (and breaks the graph at)
+      ``lru_cache``-wrapped functions (torch 2.13), while a method reading a dict is plain
+      Python it inlines. No lock for the same reason: Dynamo cannot trace one.
+    * **Thread-safe without a lock.** Each step is one dict operation, atomic under the GIL
+      and on free-threaded builds (per-dict locking). Two threads that miss the same key at
+      once both compute its value and one store wins: every memo here holds values that are
+      equal whichever thread made them, so the race costs time, never correctness.
+    * **Bounded.** A program sees few distinct keys, but a stream of new shapes (variable
+      batch sizes) must not grow a memo without end: past ``limit`` entries the oldest is
+      dropped.
 
     Parameters
     ----------
