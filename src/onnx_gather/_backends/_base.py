@@ -1,25 +1,7 @@
-"""The base of every backend: an exact array-API kernel for every operator of the family.
+"""The base of every backend (:class:`Backend`): an exact array-API kernel for every operator.
 
-A backend serves one array library. :class:`Backend` runs every operator with the Python
-array API standard's functions alone (``take``, ``take_along_axis`` where the namespace
-has it, ``reshape``, ``where``), on indices normalised once by
-:func:`onnx_gather._indices.normalise_indices`, so a library without a specialised kernel still
-runs any operator exactly. A library's backend derives from it and overrides the methods
-its library can run faster (one pass, a fused kernel, a compiled one); an operator added
-to the registry needs a method here first, and an override only where a measurement says
-it pays.
-
-The methods receive the arrays as ``_api`` hands them over (``data`` of the backend's
-library; indices of the same library or a NumPy array of host indices, unchecked, with
-negative values) and the operator's plan. They own the bounds policy: checked, an index
-out of range raises ``_spec``'s IndexError; unchecked, a gather clamps it into the axis
-(never reading outside ``data``, never an error of the underlying library) and a scatter
-drops the update (never writing outside the result).
-
-The scatters' base kernel runs NumPy's exact kernel on the host and returns the result to
-data's device: the array API standard has no scatter (no integer-array assignment, no
-ordered reduction), so the base cannot keep the call on the device; a library's backend
-overrides both with its own kernels.
+With the array-API pieces its kernels share (:func:`nd_take`), and the checks of a
+scatter's ``out`` (:func:`strided_layout`, :func:`overlaps_itself`).
 """
 
 from __future__ import annotations
@@ -50,6 +32,21 @@ _LINEAR_RANK = 32
 
 class Backend:
     """An array library's backend; every operator runs on its array-API namespace.
+
+    Every operator runs with the Python array API standard's functions alone (``take``,
+    ``take_along_axis`` where the namespace has it, ``reshape``, ``where``), on indices
+    normalised once by :meth:`checked_or_clamped`, so a library without a specialised
+    kernel still runs any operator exactly. A library's backend derives from it and
+    overrides the methods its library can run faster (one pass, a fused kernel, a
+    compiled one); an operator added to the registry needs a method here first, and an
+    override only where a measurement says it pays.
+
+    The operators' methods receive the arrays as ``_api`` hands them over (``data`` of the
+    backend's library; indices of the same library or a NumPy array of host indices,
+    unchecked, with negative values) and the operator's plan. They own the bounds policy:
+    checked, an index out of range raises ``_spec``'s IndexError; unchecked, a gather
+    clamps it into the axis (never reading outside ``data``, never an error of the
+    underlying library) and a scatter drops the update (never writing outside the result).
 
     Attributes
     ----------
@@ -172,13 +169,13 @@ class Backend:
         out: Any = None,
         /,
     ) -> Any:
-        """ONNX ScatterElements: NumPy's kernel on the host (see the module docstring)."""
+        """ONNX ScatterElements: NumPy's kernel on the host (:meth:`_on_host`)."""
         return self._on_host("scatter_elements", data, indices, updates, plan, out)
 
     def scatter_nd(
         self, data: Any, indices: Any, updates: Any, plan: ScatterNDPlan, out: Any = None, /
     ) -> Any:
-        """ONNX ScatterND: NumPy's kernel on the host (see the module docstring)."""
+        """ONNX ScatterND: NumPy's kernel on the host (:meth:`_on_host`)."""
         return self._on_host("scatter_nd", data, indices, updates, plan, out)
 
     def _on_host(
@@ -186,8 +183,10 @@ class Backend:
     ) -> Any:
         """Run NumPy's scatter ``kernel`` on host copies; the result on data's device.
 
-        ``out`` receives the whole result (an array-API array may be written only as a
-        whole or by basic indexing).
+        The array API standard has no scatter (no integer-array assignment, no ordered
+        reduction), so the base cannot keep the call on the device; a library's backend
+        overrides both scatters with its own kernels. ``out`` receives the whole result (an
+        array-API array may be written only as a whole or by basic indexing).
         """
         from onnx_gather._backends._numpy import _scatter
 
