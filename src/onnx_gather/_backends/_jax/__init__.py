@@ -1,19 +1,6 @@
 """JAX: one jitted call per plan eagerly; under tracing, the fill-mode gather and checkify.
 
-Eagerly, a call runs one jitted function per plan, cached, which gathers and also returns
-whether an index is out of range; a checked call reads that one bool back and raises the
-IndexError. Unchecked calls read nothing back. From a plan's second call on, its method
-goes straight to that function (:func:`_fast_fn`). Large CPU indices are host memory:
-NumPy checks them in place before the call instead (much faster than XLA's reduction on
-the CPU). Host indices are checked on the host before they travel.
-
-Under tracing (``jax.jit``, ``jax.vmap``, ``jax.grad``) the values are unknown, so nothing
-can raise: an out-of-range index yields the fill value (:mod:`._take`), and the indices
-pass through an identity primitive (:mod:`._check`) that plain ``jit`` lowers to nothing
-and :func:`jax.experimental.checkify.checkify` turns into the same IndexError text.
-
-Under ``jax.export`` with a symbolic axis size, host indices cannot be counted from the end
-on the host nor compared with the size: they then travel unchecked, like traced ones.
+:class:`JaxBackend`; each gather's path is :func:`_run`, the scatters' :func:`_scatter_run`.
 """
 
 from __future__ import annotations
@@ -159,6 +146,8 @@ def _static(plan: Plan) -> bool:
     """Whether every size an index addresses is a number (no symbolic ``jax.export`` dim).
 
     Every coordinate's (GatherND, ScatterND): the first may be static and a later one not.
+    Against a symbolic size, host indices can be neither counted from the end on the host
+    nor compared with the size: they then travel unchecked, like traced ones.
     """
     return all(type(size) is int for size in plan.sizes)
 
@@ -180,7 +169,15 @@ def _on_cpu(sharding: Any) -> bool:
 
 
 class JaxBackend(Backend):
-    """The JAX backend."""
+    """The JAX backend.
+
+    Eagerly, a gather runs one jitted function per plan, cached (:func:`_eager_fn`), which
+    gathers and also returns whether an index is out of range: a checked call reads that
+    one bool back and raises the IndexError; an unchecked call reads nothing back. Large
+    CPU indices are host memory, which NumPy checks in place before the call instead;
+    host indices are checked on the host before they travel (:func:`_from_host`). Under
+    tracing nothing can raise: an out-of-range index yields the fill value (:func:`_run`).
+    """
 
     name = "jax"
 
@@ -188,7 +185,7 @@ class JaxBackend(Backend):
         return isinstance(x, jax.Array)
 
     def gather(self, data: jax.Array, indices: Any, plan: GatherPlan, /) -> jax.Array:
-        """ONNX Gather: ``jnp.take`` in fill mode (see the module docstring)."""
+        """ONNX Gather: ``jnp.take`` in fill mode (:func:`_run`)."""
         fast = _FAST.get(id(plan))
         if fast is not None and fast[0] is plan:
             out = fast[1](data, indices)
@@ -306,6 +303,10 @@ def _run(kernel: Take, data: jax.Array, indices: Any, plan: Plan, block: Any) ->
         _spec.check_range(plan, *value_range(values), lambda: values)
         checked = True
     if traced(data) or traced(indices):
+        # Under tracing (jax.jit, jax.vmap, jax.grad) the values are unknown, so nothing
+        # can raise: an out-of-range index yields the fill value (_take), and the indices
+        # pass through an identity primitive (_check) that plain jit lowers to nothing and
+        # jax.experimental.checkify.checkify turns into the same IndexError text.
         if plan.check_bounds and not checked:
             indices = with_index_check(indices, plan)
         if block is not None:
