@@ -1,19 +1,6 @@
-"""PyTorch, CPU and CUDA: one path for both operators, to the fastest exact kernel.
+"""PyTorch, CPU and CUDA: each call to the fastest exact kernel.
 
-* CPU tensors outside autograd and tracing run the NumPy backend's compiled one-pass kernel
-  on zero-copy views, into a tensor torch allocates: it checks, counts negatives from the
-  end and copies in one pass, on any strides (a view is never copied), faster than
-  ``torch.gather``/``index_select`` plus the range pass they need (docs/benchmarks.md).
-  Without the compiled kernel, only large GatherElements off the last axis goes to NumPy
-  (its blocked kernel); elsewhere torch's kernels are as fast.
-* Large CUDA calls run one fused Triton kernel where triton is installed (``_triton``).
-* Everything else (CUDA, autograd, ``torch.func``; under ``torch.compile`` small checked
-  calls, and gathers of long rows, on the CPU) runs ``torch.index_select`` (Gather),
-  ``torch.gather`` (GatherElements) or advanced indexing (GatherND) on indices that
-  ``_indices`` checked and counted from the end; recorded graphs otherwise hold one fused
-  operator per call (``_fused``).
-
-Torch's kernels are run bit for bit through :func:`._exact.exact`.
+:class:`TorchBackend`, the tests that pick a call's route, and the routes that run here.
 """
 
 from __future__ import annotations
@@ -271,7 +258,21 @@ def _triton_kernels() -> Any:
 
 
 class TorchBackend(Backend):
-    """The PyTorch backend."""
+    """The PyTorch backend: each call to the fastest exact kernel.
+
+    * Plain CPU tensors that no autograd or tracer records run the NumPy backend's
+      compiled one-pass kernel on zero-copy views (:func:`_on_numpy`). Without the
+      compiled kernel only large GatherElements off the last axis goes to NumPy (its
+      blocked kernel: :func:`_elements_numpy_wins`); elsewhere torch's kernels are as fast.
+    * Large CUDA calls run one fused Triton kernel where triton is installed
+      (:func:`_triton_kernels`).
+    * Everything else (CUDA, autograd, ``torch.func``; under ``torch.compile`` small checked
+      calls, and gathers of long rows, on the CPU) runs ``torch.index_select`` (Gather),
+      ``torch.gather`` (GatherElements) or advanced indexing (GatherND), bit for bit
+      (:func:`._exact.exact`), on indices checked and counted from the end
+      (:func:`_kernel_indices`); recorded graphs otherwise hold one fused operator per call
+      (:func:`_recordable`, :mod:`._fused`).
+    """
 
     name = "torch"
 
@@ -558,7 +559,10 @@ def _on_numpy(
 ) -> torch.Tensor:
     """The NumPy backend's ``kernel`` on views of the tensors, into a tensor torch allocates.
 
-    The memory is torch's own, so the result behaves like any tensor (resizable, too).
+    The kernel checks, counts negatives from the end and copies in one pass, on any
+    strides (a view is never copied): faster than ``torch.gather``/``index_select`` plus
+    the range pass they need (docs/benchmarks.md). The memory is torch's own, so the
+    result behaves like any tensor (resizable, too).
     """
     dtype = data.dtype
     shape = plan.out_shape
