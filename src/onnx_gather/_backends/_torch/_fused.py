@@ -1,31 +1,6 @@
-"""One operator per call in recorded graphs: ``onnx_gather::run_v1``.
+"""One operator per call in recorded graphs: ``onnx_gather::run_v1`` (:func:`call`).
 
-A tracer records torch operations only (``torch.jit.trace``, the TorchScript ONNX
-exporter, ``make_fx``, ``torch.compile`` and ``torch.export``). The CPU route through the
-compiled kernel on NumPy views is invisible to them, and a check that reads index values
-while tracing is baked into the graph. So where a graph is being recorded, a call becomes
-this one custom operator, generic over the family (under ``torch.compile`` and
-``torch.export`` a checked gather of CPU tensors becomes it only where the compiled kernel
-wins: elsewhere torch's operations with the check in the graph serve,
-:func:`onnx_gather._backends._torch._indices.guarded`):
-
-``onnx_gather::run_v1(Tensor[] inputs, str op, int[] ints, str strings, bool
-check_bounds) -> Tensor``
-
-``inputs`` are the operator's inputs in the registry's order (data, indices, and updates
-for a scatter); ``op`` names the operator and version as messages do ("GatherND-13"),
-``ints`` holds its integer attributes and ``strings`` its string ones joined by commas
-(a scatter's reduction), in the registry's order (normalised, as the plan has them; a
-schema takes no list of strings), so the operator's planner plans the call again from
-them: for the fake (meta) kernel on symbolic shapes, and for the real one, which runs
-the backend's eager kernel (the compiled kernel on CPU, Triton or torch's own kernels on
-CUDA) and raises the eager IndexError when the graph runs. A gather's gradient is its
-adjoint (the scatter-add of the upstream gradient, written in differentiable torch
-operations, so double backward works); a scatter's are its formulas
-(:func:`._scatter.gradients`), the same as an eager call's. The TorchScript ONNX
-exporter writes it as the ONNX node itself (Gather, GatherElements, GatherND,
-ScatterElements, ScatterND with their attributes). The version in its name keeps the
-meaning of graphs exported today when the schema changes.
+Its kernel, fake kernel, ``vmap`` rules, gradients and TorchScript ONNX export.
 """
 
 from __future__ import annotations
@@ -61,7 +36,17 @@ def register(method: str, eager: Callable[..., torch.Tensor]) -> None:
 
 
 def call(*inputs: torch.Tensor, plan: Plan) -> torch.Tensor:
-    """The call as one ``onnx_gather::run_v1`` operator of the graph being recorded."""
+    """The call as one ``onnx_gather::run_v1`` operator of the graph being recorded.
+
+    A tracer records torch operations only (``torch.jit.trace``, the TorchScript ONNX
+    exporter, ``make_fx``, ``torch.compile`` and ``torch.export``). The CPU route through
+    the compiled kernel on NumPy views is invisible to them, and a check that reads index
+    values while tracing is baked into the graph. So where a graph is being recorded, a
+    call becomes this one custom operator, generic over the family (under
+    ``torch.compile`` and ``torch.export`` a checked gather of CPU tensors becomes it only
+    where the compiled kernel wins: elsewhere torch's operations with the check in the
+    graph serve, :func:`onnx_gather._backends._torch._indices.guarded`).
+    """
     ints, strings = split_attributes(plan.attributes())
     out: torch.Tensor = torch.ops.onnx_gather.run_v1(
         list(inputs), plan.op, ints, strings, plan.check_bounds
@@ -122,7 +107,20 @@ def _run(
     strings: str,
     check_bounds: bool,
 ) -> torch.Tensor:
-    """When the graph runs: the backend's eager kernel of the operator ``op`` names."""
+    """When the graph runs: the backend's eager kernel of the operator ``op`` names.
+
+    ``onnx_gather::run_v1(Tensor[] inputs, str op, int[] ints, str strings, bool
+    check_bounds) -> Tensor``: ``inputs`` are the operator's inputs in the registry's order
+    (data, indices, and updates for a scatter); ``op`` names the operator and version as
+    messages do ("GatherND-13"), ``ints`` holds its integer attributes and ``strings`` its
+    string ones joined by commas (a scatter's reduction), in the registry's order
+    (normalised, as the plan has them; a schema takes no list of strings). The operator's
+    planner plans the call again from them (:func:`_plan`): for the fake (meta) kernel on
+    symbolic shapes, and for this one, which runs the backend's eager kernel
+    (:func:`register`: the compiled kernel on CPU, Triton or torch's own kernels on CUDA)
+    and raises the eager IndexError when the graph runs. The version in the operator's
+    name keeps the meaning of graphs exported today when the schema changes.
+    """
     plan = _plan(inputs, op, ints, check_bounds, strings)
     operator, _ = _ops.BY_MESSAGE_NAME[op]
     out = _EAGER[operator.method](*inputs, plan)
@@ -237,6 +235,12 @@ def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> N
 
 
 def _backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
+    """The operator's gradients, as an eager call's (:data:`BACKWARDS`).
+
+    A gather's is its adjoint: the scatter-add of the upstream gradient, written in
+    differentiable torch operations, so double backward works. A scatter's are its
+    formulas (:func:`._scatter.gradients`).
+    """
     _, gradients = BACKWARDS[ctx.method]
     return gradients(ctx.saved_tensors, grad, ctx.plan, ctx.data_shape), None, None, None, None
 
@@ -323,6 +327,7 @@ _run.register_autograd(_backward, setup_context=_setup_context)
 def _onnx_symbolic(g: Any, inputs: Any, op: Any, ints: Any, strings: Any, check_bounds: Any) -> Any:
     """The TorchScript ONNX exporter's translation: the ONNX node itself.
 
+    Gather, GatherElements, GatherND, ScatterElements or ScatterND, with their attributes.
     At the exported model's opset: an attribute its version of the operator lacks is left
     out where it holds its default (``batch_dims=0`` at opset 11), and is an error where it
     does not, naming the opset that has it.
