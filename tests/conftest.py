@@ -46,6 +46,7 @@ NUMPY_ONLY: dict[str, frozenset[str] | None] = {
     "test_floors.py": None,  # reads pyproject.toml, backends/ and constraints/
     "test_openvino_runtime.py": None,  # OpenVINO's runtime on NumPy inputs
     "test_benchmarks_programs.py": None,  # the programs runner with backend "numpy"
+    "test_structure.py": None,  # the package's source, read with ast
     "test_check_mode.py": None,  # ``python -m onnx_gather check --backends numpy`` and errors
     "test_api.py": frozenset(
         {"test_signatures", "test_data_must_be_an_array", "test_numpy_negative_strides"}
