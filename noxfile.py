@@ -37,7 +37,11 @@ def install_backend(session: nox.Session, backend: str) -> None:
 def tests(session: nox.Session, backend: str) -> None:
     """The shared case table, the official ONNX cases and the API tests on one backend.
 
-    The property tests run in ``conformance``, with its larger budget.
+    The property tests run in ``conformance``, with its larger budget. Tests that use no
+    library but NumPy (tests/conftest.py's NUMPY_ONLY: the compiled kernels, the oracle,
+    OpenVINO's runtime, the floors, ...) run in ``tests(backend='numpy')`` and
+    ``oldest(backend='numpy')`` only: deselected in the others, where they gave the same
+    outcome, since every session installs the same NumPy and test tools.
     """
     install_backend(session, backend)
     for env in VARIANTS.get(backend, [{}]):
