@@ -148,7 +148,6 @@ def routed(monkeypatch: pytest.MonkeyPatch) -> Routed:
         router.wrap(type(backend).gather_elements.__get__(backend), tt.gather_elements),
     )
     # Cached plans hold the unpatched kernels: a fresh cache, dropped afterwards.
-    monkeypatch.setattr(_api, "_PLANS", Memo(4096))
     monkeypatch.setattr(_api, "_CALLS", Memo(4096))
     return router
 

@@ -129,7 +129,6 @@ def upstream(op: str, form: str) -> np.ndarray:
 def empty_caches(monkeypatch: pytest.MonkeyPatch) -> None:
     """The backend and plan caches as in a fresh process."""
     monkeypatch.setattr(_dispatch, "_BY_TYPE", Memo(256))
-    monkeypatch.setattr(_api, "_PLANS", Memo(4096))
     monkeypatch.setattr(_api, "_CALLS", Memo(4096))
 
 

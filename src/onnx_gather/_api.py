@@ -1,33 +1,12 @@
-"""The one path every call of every operator takes, in four steps.
+"""The one path of every call: backend, inputs, plan, kernel (:func:`run`).
 
-1. **Backend**: the module that serves ``data``'s library (:func:`~._dispatch.backend_for`).
-2. **Host inputs**: per role. Indices given as a Python int or sequence, or a NumPy array,
-   become one NumPy array (:func:`~._host.index_array`); inputs of ``data``'s own library
-   stay as they are; any other object is a TypeError naming both libraries. While a
-   compiler traces this Python (``torch.compile``: it models NumPy arrays as tensors and
-   cannot read their dtype), the backend makes host indices its own array instead
-   (``Backend.host_under_trace``).
-3. **Plan**: the operator's planner (the registry's ``planner``, one module of ``_spec``
-   per operator) checks shapes, dtypes, attributes and version and returns its plan,
-   cached per key (the operator, version, backend, attributes, ``check_bounds`` and each
-   input's shape, dtype and type). Not while a compiler traces: the planner then runs
-   once per compilation anyway, and a lookup would make the compiler guard on the cache
-   (every later eager call would recompile the graph) and specialise symbolic sizes
-   (``dynamic=True``). A call whose inputs are all of ``data``'s library finds its plan
-   and its kernel in one lookup, before step 2 (which has nothing to do for it): the
-   short path of small calls.
-4. **Kernel**: the backend's method for the operator (the registry's ``method``) runs the
-   plan (a scatter given ``out=`` writes into it, checked here once). It owns the bounds
-   policy: it counts negative indices from the end, checks (when ``plan.check_bounds``)
-   and computes in as few passes as its library allows, and raises ``_spec``'s
-   IndexError where it reads the values.
-
-Nothing here asks which operator runs: the registry record says all of it.
+A call seen before finds its plan and its bound kernel in one lookup. Nothing here asks
+which operator runs: the operator's registry record says all of it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from onnx_gather import _spec
 from onnx_gather._backends import _dynamo
@@ -37,20 +16,26 @@ from onnx_gather._host import Unrepresentable, index_array
 from onnx_gather._memo import Memo
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from onnx_gather._backends._base import Backend
+    from onnx_gather._backends._base import Backend, Call
     from onnx_gather._ops import Operator
     from onnx_gather._spec import Plan
 
 
-_V = TypeVar("_V")
+#: Every call's plan, bound to the backend's kernel (:meth:`Backend.bind`), by everything
+#: the planner reads and the binding may specialise on (:func:`_key`).
+_CALLS: Memo[tuple[Any, ...], Known] = Memo(4096)
 
-#: Plans by everything a planner reads.
-_PLANS: Memo[tuple[Any, ...], Plan] = Memo(4096)
-#: Calls whose inputs are all the backend's own arrays, by the same key as ``_PLANS``: the
-#: plan and the backend's method that runs it (bound), found in one lookup.
-_CALLS: Memo[tuple[Any, ...], tuple[Plan, Callable[..., Any]]] = Memo(4096)
+
+class Known(NamedTuple):
+    """A call seen before: its plan and its bound kernel.
+
+    ``owned``: whether its inputs were all the backend's own (then the next call needs
+    nothing converted: the short path).
+    """
+
+    plan: Plan
+    call: Call
+    owned: bool
 
 
 def run(
@@ -81,51 +66,76 @@ def _run(
 ) -> Any:
     """:func:`run`; with ``write`` False, ``out`` is checked and the result returned new.
 
-    (What a compiler records, which then writes the result into ``out`` itself.)
+    (What a compiler records, which then writes ``out`` itself.)
+
+    1. The backend of ``data``'s library.
+    2. The inputs: host indices (a Python int or sequence, a NumPy array) become one array
+       (:func:`_host_indices`); an input of another library is a TypeError.
+    3. The plan: the operator's planner checks shapes, dtypes, attributes and version; the
+       backend binds it to its kernel (:meth:`~._backends._base.Backend.bind`), kept under
+       :func:`_key` unless a compiler traces this Python
+       (:meth:`~._backends._base.Backend.traced`).
+    4. The kernel owns the bounds policy: it counts negative indices from the end, checks,
+       and raises ``_spec``'s IndexError where it reads the values.
     """
     # The registry's table answers the common case inline (a bool is no opset: not here).
     version = op.newest.get(opset) if type(opset) is int else None
     if version is None:
         version = op.resolve(opset)
     backend = backend_for(arrays[0])
-    traced = backend.python_traced is not None and bool(backend.python_traced())
-    key = None
-    # Only a bool: a falsy None or 0 must not turn the check off unseen (nor 1 == True
-    # find a plan), so anything else takes the checking path below.
-    if not traced and out is None and (check_bounds is True or check_bounds is False):
-        key = _key(op, version, backend, arrays, attributes, check_bounds)
+    traced = backend.traced()
+    known = None
+    # Only a bool keys a call: a falsy None or 0 must not turn the check off unseen (nor
+    # 1 == True find a call), so anything else is checked by the planner's rule below.
+    if not traced and (check_bounds is True or check_bounds is False):
+        key = _key(op, version, backend, arrays, attributes, check_bounds, out)
+        try:
+            known = None if key is None else _CALLS.get(key)
+        except TypeError:  # (a shape or dtype the planner will reject or explain)
+            key = None
+        if known is not None and known.owned:  # the short path: nothing to convert or plan
+            if out is not None:
+                backend.check_writable(out)  # (its layout, which the key does not hold)
+            return known.call(arrays, out if write else None)
+    else:
+        key = None
+    arrays, owned = _inputs(op, backend, arrays, traced)
+    if known is None:
+        if check_bounds is not True and check_bounds is not False:
+            check_bounds = _spec.check_flag("check_bounds", check_bounds)
+        plan = _planned(op, version, backend, arrays, attributes, check_bounds)
+    else:
+        plan = known.plan
+    if type(arrays[1]) is Unrepresentable:
+        arrays[1].raise_for(plan)
+    if out is not None:
+        _checked_out(backend, plan, arrays[0], out)
+    if known is None:  # (kept only now: the key holds out, which is checked above)
+        known = Known(plan, backend.bind(op.method, plan, arrays), owned)
         if key is not None:
-            try:
-                known = _CALLS.get(key)
-            except TypeError:  # (a shape or dtype the planner will reject or explain)
-                known = key = None
-            if known is not None:  # (stored for the backend's own inputs: nothing to convert)
-                return known[1](*arrays, known[0])
+            _CALLS.put(key, known)
+    return known.call(arrays, out if write else None)
+
+
+_dynamo.install(run, _run)
+
+
+def _inputs(
+    op: Operator, backend: Backend, arrays: tuple[Any, ...], traced: bool
+) -> tuple[tuple[Any, ...], bool]:
+    """The arrays the kernel takes, and whether they were all the backend's own already.
+
+    Host indices become one array (:func:`_host_indices`); any other input of another
+    library is a TypeError.
+    """
     owned = backend.owns(arrays[1])
-    if not owned:  # host indices (or another library's: TypeError)
+    if not owned:
         arrays = (arrays[0], _host_indices(backend, arrays[1], arrays[0], traced), *arrays[2:])
     for role, x in zip(op.inputs[2:], arrays[2:], strict=True):  # updates: data's library
         if not backend.owns(x):
             _same_library(backend, role, x)
             owned = False
-    if check_bounds is not True and check_bounds is not False:
-        check_bounds = _spec.check_flag("check_bounds", check_bounds)
-    method = getattr(backend, op.method)
-    if owned and key is not None:
-        plan = _planned(op, version, backend, arrays, attributes, check_bounds, False)
-        _CALLS.put(key, (plan, method))
-        return method(*arrays, plan)
-    plan = _planned(op, version, backend, arrays, attributes, check_bounds, not traced)
-    if type(arrays[1]) is Unrepresentable:
-        arrays[1].raise_for(plan)
-    if out is not None:
-        _checked_out(backend, plan, arrays[0], out)
-        if write:
-            return method(*arrays, plan, out)
-    return method(*arrays, plan)
-
-
-_dynamo.install(run, _run)
+    return arrays, owned
 
 
 def _same_library(backend: Backend, role: str, x: Any) -> None:
@@ -174,13 +184,15 @@ def _key(
     arrays: tuple[Any, ...],
     attributes: tuple[Any, ...],
     check_bounds: bool,
+    out: Any,
 ) -> tuple[Any, ...] | None:
-    """The cache key of a call: everything its planner reads; None where it has none.
+    """The cache key of a call: everything its planner and binding read; None where none.
 
     An attribute that is not a plain int or str (an ``__index__`` object) may change, and a
     bool equals an int: never a key. The arrays' own shape objects: a key is stored only
     after the planner accepted them (through ``backend.shape``, which also rejects
-    unknown sizes).
+    unknown sizes). With ``out``: its shape, dtype and type, which ``_checked_out``
+    accepted, and whether it is data (an in-place call).
     """
     # One int attribute (the gathers'), the common case, answered first.
     if (len(attributes) != 1 or type(attributes[0]) is not int) and not _keyable(attributes):
@@ -196,6 +208,8 @@ def _key(
         else:
             parts = (part for x in arrays for part in (x.shape, x.dtype, type(x)))
             key = (op, version, backend, attributes, check_bounds, *parts)
+        if out is not None:
+            key = (*key, out is arrays[0], out.shape, out.dtype, type(out))
     except Exception:
         # A shape or dtype that cannot be read (a nested tensor's), or host indices (a
         # list): the planner, through backend.shape and backend.dtype_name, says what is
@@ -204,23 +218,13 @@ def _key(
     return key
 
 
-def _get(memo: Memo[tuple[Any, ...], _V], key: tuple[Any, ...] | None) -> _V | None:
-    """``memo``'s value for ``key``; None for no key or one that cannot be hashed."""
-    if key is None:
-        return None
-    try:
-        return memo.get(key)
-    except TypeError:  # (a shape or dtype the planner will reject or explain)
-        return None
-
-
 def _host_indices(backend: Backend, indices: Any, data: Any, traced: bool) -> Any:
     """Indices not of ``data``'s library: host indices as a NumPy array, else TypeError.
 
     Under a Python-tracing compiler, host indices become the backend's own array (typed as
     NumPy would type them), which the compiler can trace.
     """
-    host = backend.host_under_trace(indices, data) if traced else index_array(indices)  # type: ignore[attr-defined]
+    host = backend.host_under_trace(indices, data) if traced else index_array(indices)
     if host is None:
         own = "" if backend.name == "numpy" else f"a {backend.name} array, "
         msg = (
@@ -239,13 +243,8 @@ def _planned(
     arrays: tuple[Any, ...],
     attributes: tuple[Any, ...],
     check_bounds: bool,
-    cached: bool,
 ) -> Plan:
-    """The call's plan, from the cache or made by the operator's planner (which checks all)."""
-    key = _key(op, version, backend, arrays, attributes, check_bounds) if cached else None
-    plan = _get(_PLANS, key)
-    if plan is not None:
-        return plan
+    """The call's plan, made by the operator's planner (which checks everything)."""
     shapes, dtypes = [], []
     for role, x in zip(op.inputs, arrays, strict=False):
         own = backend.owns(x)
@@ -259,10 +258,7 @@ def _planned(
             dtypes.append(x.dtype_name)
         else:
             dtypes.append(numpy_dtype_name(x.dtype))
-    plan = op.planner(op, version, tuple(shapes), tuple(dtypes), attributes, check_bounds)
-    if key is not None:
-        _PLANS.put(key, plan)
-    return plan
+    return op.planner(op, version, tuple(shapes), tuple(dtypes), attributes, check_bounds)
 
 
 def _keyable(attributes: tuple[Any, ...]) -> bool:

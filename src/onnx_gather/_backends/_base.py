@@ -7,7 +7,7 @@ scatter's ``out`` (:func:`strided_layout`, :func:`overlaps_itself`).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from array_api_compat import array_namespace, device
@@ -24,6 +24,17 @@ if TYPE_CHECKING:
     from onnx_gather._spec.gather_nd import GatherNDPlan
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
+
+
+class Call(Protocol):
+    """A bound call (:meth:`Backend.bind`).
+
+    It takes the arrays in the operator's input order, and ``out`` for a scatter that
+    writes into it.
+    """
+
+    def __call__(self, arrays: tuple[Any, ...], out: Any = None, /) -> Any: ...
+
 
 #: Ranks above which GatherElements runs as ``take`` of linear indices: NumPy-based
 #: namespaces index with one array per dimension, at most 63.
@@ -55,16 +66,44 @@ class Backend:
     """
 
     name = "array-api"
-    #: ``python_traced()``: whether a compiler is tracing the call's Python (torch.compile:
-    #: then host indices become the backend's own array, and plans are not cached). None:
-    #: never (a JAX trace runs the Python as usual, on tracers).
-    python_traced: Any = None
 
     # --- what _api asks of every backend -------------------------------------------------
 
     def owns(self, x: Any, /) -> bool:
         """Whether ``x`` is an array of this library."""
         raise NotImplementedError
+
+    def traced(self) -> bool:
+        """Whether a compiler is tracing the call's Python now (``torch.compile``).
+
+        Then host indices become the backend's own array (:meth:`host_under_trace`) and
+        nothing is cached: a cache read would make the compiler guard on the cache. A JAX
+        trace runs the Python as usual, on tracers: False.
+        """
+        return False
+
+    def host_under_trace(self, indices: Any, data: Any, /) -> Any:
+        """Host indices (a Python int or sequence, a NumPy array) while :meth:`traced`.
+
+        As :func:`onnx_gather._host.index_array`: one NumPy array, an ``Unrepresentable``
+        for Python ints no index type holds, None for anything else.
+        """
+        return _host.index_array(indices)
+
+    def bind(self, method: str, plan: Plan, arrays: tuple[Any, ...], /) -> Call:
+        """The call of the operator ``method`` names with ``plan``, ready for its arrays.
+
+        ``_api`` keeps what this returns for later calls on arrays of the same types,
+        shapes and dtypes as ``arrays`` (and the same ``out`` relation), so a backend may
+        specialise on those; anything else (the device, the layout, a tracer) it must read
+        at each call. Here: the method itself.
+        """
+        run = getattr(self, method)
+
+        def call(arrays: tuple[Any, ...], out: Any = None, /) -> Any:
+            return run(*arrays, plan) if out is None else run(*arrays, plan, out)
+
+        return call
 
     def shape(self, x: Any, /) -> tuple[int, ...]:
         """The shape of ``x`` as a tuple of ints."""

@@ -279,11 +279,11 @@ class TorchBackend(Backend):
     def owns(self, x: Any, /) -> bool:
         return isinstance(x, torch.Tensor)
 
-    # Under torch.compile (see onnx_gather._api): Dynamo runs this Python symbolically.
-    python_traced = staticmethod(torch.compiler.is_compiling)
+    def traced(self) -> bool:
+        """Under ``torch.compile``: Dynamo runs this Python symbolically."""
+        return torch.compiler.is_compiling()
 
-    @staticmethod
-    def host_under_trace(indices: Any, data: torch.Tensor) -> Any:
+    def host_under_trace(self, indices: Any, data: torch.Tensor, /) -> Any:
         """Host indices as a tensor on data's device, under ``torch.compile``.
 
         Dynamo models a NumPy array as a tensor and cannot read its dtype or flags, so the
