@@ -15,7 +15,7 @@ import torch.autograd.forward_ad as _FORWARD_AD
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._base import Backend
 from onnx_gather._backends._numpy import _kernels
-from onnx_gather._backends._torch import _dtypes, _fused
+from onnx_gather._backends._torch import _dtypes, _eager, _fused
 from onnx_gather._backends._torch import _scatter as scatters
 from onnx_gather._backends._torch._exact import SIGNED_VIEW, exact, exact_nd
 from onnx_gather._backends._torch._indices import placed, values_unknown, wrapped
@@ -24,6 +24,7 @@ from onnx_gather._host import Unrepresentable, python_indices
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from onnx_gather._backends._base import Call
     from onnx_gather._spec import Plan
     from onnx_gather._spec.gather import GatherPlan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
@@ -302,6 +303,18 @@ class TorchBackend(Backend):
         floating = any(not isinstance(v, int | np.integer) for v in flat)
         dtype = torch.float64 if floating else torch.int64
         return torch.tensor(flat, dtype=dtype, device=data.device).reshape(shape)
+
+    def bind(self, method: str, plan: Plan, arrays: tuple[Any, ...], /) -> Call:
+        """Small eager gathers on CPU tensors: torch's kernel first (:mod:`._eager`).
+
+        Not while Dynamo traces the call (host indices under ``torch.compile``): the
+        compiled graph holds the exact path, whose checks it can trace.
+        """
+        exact = super().bind(method, plan, arrays)
+        binder = _eager.BINDERS.get(method)
+        if binder is None or torch.compiler.is_compiling():
+            return exact
+        return binder(plan, arrays, exact)
 
     def shape(self, x: torch.Tensor, /) -> tuple[int, ...]:
         if x.is_nested:  # its sizes are per component: torch raises an "Internal error"
