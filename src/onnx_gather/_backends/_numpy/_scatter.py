@@ -146,7 +146,7 @@ def _compiled(
     data: np.ndarray,
     indices: np.ndarray,
     updates: np.ndarray,
-    plan: ScatterPlan,
+    plan: Any,
     out: np.ndarray | None,
     threads: int,
     fresh: bool,
@@ -156,13 +156,13 @@ def _compiled(
     It writes into a C-ordered result that holds data: a new copy, or ``out`` itself
     (data itself: only the targets written). Nothing is written into the caller's ``out``
     before every index is checked and every input read: the kernel scans the indices
-    before it copies data (:attr:`CheckMode.SCAN_FIRST`), and an input that ``out`` overlaps (the
+    before it copies data (``SCAN_FIRST``), and an input that ``out`` overlaps (the
     updates, the indices, a view of data) is copied first.
     """
-    kind = _KINDS.get(data.dtype.name, -1)
-    if data.dtype.kind in "OT" or (kind < 0 and plan.reduction != Reduction.NONE):
+    if data.dtype.kind in "OT":
         return None
-    if out is not None and not out.flags.c_contiguous:
+    run = bound_compiled(kernel, attributes, plan, data.dtype.name)
+    if run is None or (out is not None and not out.flags.c_contiguous):
         return None  # (written through a copy by NumPy's path)
     source: np.ndarray | None = None  # (the kernel copies C-ordered data, over threads)
     if out is None or fresh:
@@ -183,17 +183,45 @@ def _compiled(
                     checked(plan, indices)
                 np.copyto(out, data)
     check = CheckMode.SCAN_FIRST if out is not None and not fresh else CheckMode.WHILE_WRITING
-    done = kernel(
-        result, source, np.ascontiguousarray(indices), np.ascontiguousarray(updates), *attributes,
-        _REDUCTION_CODES[plan.reduction], kind, check if plan.check_bounds else CheckMode.DROP, threads,
-    )  # fmt: skip
-    if done is NotImplemented:
+    indices, updates = np.ascontiguousarray(indices), np.ascontiguousarray(updates)
+    return result if run(result, source, indices, updates, check, threads) else None
+
+
+def bound_compiled(
+    kernel: Callable[..., Any], attributes: tuple[int, ...], plan: Any, dtype_name: str
+) -> Callable[..., bool] | None:
+    """The compiled scatter ``kernel`` with ``plan``'s codes fixed; None for a type it lacks.
+
+    ``run(result, source, indices, updates, check, threads)`` writes into ``result``
+    (C-ordered; from ``source`` first where given), raises ``_spec``'s IndexError for an
+    index out of range (``check``: a :class:`CheckMode`; without ``plan.check_bounds``
+    the update is dropped), and says False where the kernel does not take the arrays
+    (nothing written then). Indices and updates are C-ordered. A type the kernel has no
+    arithmetic for is copied as bytes: for ``none`` alone.
+    """
+    kind = _KINDS.get(dtype_name, -1)
+    if kind < 0 and plan.reduction != Reduction.NONE:
         return None
-    if done is None:
-        raise_out_of_range(plan, indices)
-        msg = "the compiled kernel reported an out-of-range index that is not there"
-        raise AssertionError(msg)
-    return result
+    code = _REDUCTION_CODES[plan.reduction]
+    unchecked = not plan.check_bounds
+
+    def run(
+        result: np.ndarray,
+        source: np.ndarray | None,
+        indices: np.ndarray,
+        updates: np.ndarray,
+        check: CheckMode,
+        threads: int,
+    ) -> bool:
+        mode = CheckMode.DROP if unchecked else check
+        done = kernel(result, source, indices, updates, *attributes, code, kind, mode, threads)
+        if done is None:
+            raise_out_of_range(plan, indices)
+            msg = "the compiled kernel reported an out-of-range index that is not there"
+            raise AssertionError(msg)
+        return done is not NotImplemented
+
+    return run
 
 
 def _checked_or_dropped(

@@ -14,11 +14,11 @@ import torch.autograd.forward_ad as _FORWARD_AD
 
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._base import Backend
-from onnx_gather._backends._numpy import _kernels
 from onnx_gather._backends._torch import _dtypes, _eager, _fused
 from onnx_gather._backends._torch import _scatter as scatters
-from onnx_gather._backends._torch._exact import SIGNED_VIEW, exact, exact_nd
+from onnx_gather._backends._torch._exact import exact, exact_nd
 from onnx_gather._backends._torch._indices import placed, values_unknown, wrapped
+from onnx_gather._backends._torch._views import as_numpy, of_new
 from onnx_gather._host import Unrepresentable, python_indices
 
 if TYPE_CHECKING:
@@ -32,16 +32,6 @@ if TYPE_CHECKING:
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
 
-# Same-width types NumPy holds bit for bit, for the zero-copy route to the NumPy kernels.
-_NUMPY_VIEW = {**SIGNED_VIEW, torch.bfloat16: torch.int16}
-#: The NumPy type number of the view of each dtype (bfloat16: int16) for
-#: ``_kernels.view``: 0.15 us a call (timeit, 2-core Xeon VM) against ``Tensor.numpy()``'s
-#: 0.5 us; reading a tensor's address, sizes and strides costs about what it saves, so
-#: the gain is on the new output, whose strides need no reading.
-_TYPENUMS: dict[torch.dtype, int] = {
-    dtype: np.dtype("int16" if name == "bfloat16" else name).num
-    for dtype, name in _dtypes.NAMES.items()
-}
 _CPU = torch.device("cpu")
 
 
@@ -205,16 +195,6 @@ def _fused_wins_on_short_rows(data: torch.Tensor, plan: Plan) -> bool:
     """
     after = plan.axis + (len(plan.sizes) if plan.coordinates else 1)
     return _fused_wins(data, plan) and math.prod(data.shape[after:]) < _LONG_ROW
-
-
-def _as_numpy(x: torch.Tensor) -> np.ndarray:
-    """A zero-copy NumPy view of a CPU tensor (same-width integers for unsigned, bfloat16)."""
-    if _kernels is not None:
-        return _kernels.view(x, x.data_ptr(), x.shape, x.stride(), _TYPENUMS[x.dtype])
-    view = _NUMPY_VIEW.get(x.dtype)
-    if view is not None:
-        x = x.view(view)
-    return (x.detach() if x.requires_grad else x).numpy()
 
 
 def _check_servable(data: torch.Tensor, indices: Any) -> None:
@@ -542,12 +522,12 @@ def _scatter_on_numpy(
     fresh = out is None
     if out is None:
         out = torch.empty(plan.out_shape, dtype=data.dtype, device=_CPU)
-    host = indices if isinstance(indices, np.ndarray) else _as_numpy(indices)
+    host = indices if isinstance(indices, np.ndarray) else as_numpy(indices)
     threads = min(numpy_kernels.THREADS, torch.get_num_threads())
-    source = _as_numpy(data)
+    source = as_numpy(data)
     # In place: the one view, so the kernel sees data itself (and copies nothing).
-    target = source if out is data else _as_numpy(out)
-    kernel(source, host, _as_numpy(updates), plan, target, threads, fresh)
+    target = source if out is data else as_numpy(out)
+    kernel(source, host, as_numpy(updates), plan, target, threads, fresh)
     return out
 
 
@@ -587,14 +567,11 @@ def _on_numpy(
         out = torch.empty(*shape, dtype=dtype, device=_CPU)
     else:
         out = torch.empty((), dtype=dtype, device=_CPU)
-    host = indices if isinstance(indices, np.ndarray) else _as_numpy(indices)
+    host = indices if isinstance(indices, np.ndarray) else as_numpy(indices)
     # Within torch's own thread count too (torch.set_num_threads, DataLoader workers' 1).
     threads = min(numpy_kernels.THREADS, torch.get_num_threads())
-    if _kernels is not None:  # (out is new and C-ordered: no strides to read)
-        view = _kernels.view(out, out.data_ptr(), shape, None, _TYPENUMS[dtype])
-    else:
-        view = _as_numpy(out)
-    kernel(_as_numpy(data), host, plan, view, threads)
+    view = of_new(out, shape)
+    kernel(as_numpy(data), host, plan, view, threads)
     return out
 
 
