@@ -42,6 +42,8 @@ OPS: dict[str, tuple[Any, np.ndarray, np.ndarray, np.ndarray, Any]] = {
         lambda i: X[i[:, 0], i[:, 1]],
     ),
 }
+
+
 def _t(a: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(a.copy())
 
@@ -159,3 +161,99 @@ def test_types_torch_does_not_copy_bit_for_bit_stay_exact(
     np.testing.assert_array_equal(
         got.view(signed).numpy(), np.take_along_axis(bits.numpy(), order, 1)
     )
+
+
+# --- scatters: the compiled kernel on views, bound once --------------------------------
+
+CACHE = np.arange(2 * 4 * 5 * 6, dtype=np.float32).reshape(2, 4, 5, 6)
+#: ScatterND of two rows at sequence position 3 (index tuples of (batch, head, position)).
+ROWS = np.array([[[0, 1, 3]], [[1, 2, 3]]])
+NEW = np.full((2, 1, 6), -1.0, np.float32)
+
+
+def _written(cache: np.ndarray, rows: np.ndarray, new: np.ndarray) -> np.ndarray:
+    want = cache.copy()
+    for tuples, values in zip(rows, new, strict=True):
+        for (b, h, p), v in zip(tuples, values, strict=True):
+            want[b, h, p] = v
+    return want
+
+
+def test_in_place_scatter_writes_the_targets(fresh_calls: None) -> None:
+    c = _t(CACHE)
+    for step in range(3):
+        new = NEW - step
+        og.scatter_nd(c, _t(ROWS), _t(new), out=c)
+        np.testing.assert_array_equal(c.numpy(), _written(CACHE, ROWS, new))
+
+
+def test_in_place_scatter_reads_updates_that_share_the_cache(fresh_calls: None) -> None:
+    """Updates that are a view of the cache are read before the cache is written."""
+    swap = torch.tensor([[[0, 0, 1]], [[0, 0, 0]]])
+    c = _t(CACHE)
+    og.scatter_nd(c, swap, _t(NEW), out=c)  # (binds the call)
+    c = _t(CACHE)
+    # Position 1 gets old position 0, then position 0 old position 1: read after the
+    # first write, the second would copy the first's value back. (A C-ordered view: the
+    # kernel's own copy of non-contiguous updates would hide a missing check.)
+    updates = c[0, 0, 0:2, :].reshape(2, 1, 6)
+    og.scatter_nd(c, swap, updates, out=c)
+    want = CACHE.copy()
+    want[0, 0, [1, 0]] = CACHE[0, 0, [0, 1]]
+    np.testing.assert_array_equal(c.numpy(), want)
+
+
+def test_in_place_scatter_out_of_range_writes_nothing(fresh_calls: None) -> None:
+    c = _t(CACHE)
+    og.scatter_nd(c, _t(ROWS), _t(NEW), out=c)
+    before = c.clone()
+    bad = ROWS.copy()
+    bad[1, 0, 2] = 6
+    with pytest.raises(IndexError, match="index 6 "):
+        og.scatter_nd(c, _t(bad), _t(NEW - 5), out=c)
+    assert torch.equal(c, before)
+
+
+def test_duplicates_resolve_in_c_order(fresh_calls: None) -> None:
+    c = _t(CACHE)
+    rows = np.array([[[0, 1, 3]], [[0, 1, 3]]])  # both aim at one row: the last wins
+    new = np.stack([np.full((1, 6), 7.0), np.full((1, 6), 9.0)]).astype(np.float32)
+    for _ in range(2):
+        og.scatter_nd(c, _t(rows), _t(new), out=c)
+    assert (c[0, 1, 3] == 9).all()
+    got = og.scatter_elements(
+        torch.zeros(1, 1, 3), torch.tensor([[[1, 1]]]), torch.tensor([[[5.0, 6.0]]]), axis=2
+    )
+    assert got.tolist() == [[[0.0, 6.0, 0.0]]]
+
+
+def test_scatter_route_taken_and_left_where_it_does_not_serve(
+    fresh_calls: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bound route runs the compiled kernel; a view, a gradient: the exact path."""
+    from onnx_gather._backends._torch import _eager
+
+    used = []
+    real = _eager.bound_compiled
+
+    def spy(*args: Any) -> Any:
+        run = real(*args)
+        return None if run is None else lambda *a: used.append(1) or run(*a)
+
+    monkeypatch.setattr(_eager, "bound_compiled", spy)
+    monkeypatch.setitem(
+        _eager.BINDERS, "scatter_nd", _eager._scatter(_eager._kernels.scatter_nd, axis=False)
+    )
+    c = _t(CACHE)
+    og.scatter_nd(c, _t(ROWS), _t(NEW), out=c)
+    assert used == [1]
+    strided = _t(CACHE.transpose(1, 0, 2, 3).copy()).transpose(1, 0)  # (not C-ordered)
+    og.scatter_nd(strided, _t(ROWS), _t(NEW), out=strided)
+    np.testing.assert_array_equal(strided.numpy(), _written(CACHE, ROWS, NEW))
+    leaf = _t(CACHE).requires_grad_()
+    new = _t(NEW).requires_grad_()
+    og.scatter_nd(leaf, _t(ROWS), new).sum().backward()
+    assert used == [1]
+    np.testing.assert_array_equal(new.grad.numpy(), np.ones_like(NEW))
+    assert leaf.grad[0, 1, 3].sum() == 0
+    assert leaf.grad[0, 0, 0].sum() == 6

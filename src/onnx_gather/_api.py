@@ -194,22 +194,31 @@ def _key(
     unknown sizes). With ``out``: its shape, dtype and type, which ``_checked_out``
     accepted, and whether it is data (an in-place call).
     """
-    # One int attribute (the gathers'), the common case, answered first.
-    if (len(attributes) != 1 or type(attributes[0]) is not int) and not _keyable(attributes):
+    # One int or str attribute (the gathers', a scatter's reduction), the common case first.
+    if (len(attributes) != 1 or type(attributes[0]) not in _PLAIN) and not _keyable(attributes):
         return None
     try:
         key: tuple[Any, ...]
+        data, indices = arrays[0], arrays[1]
         if len(arrays) == 2:  # the gathers: one tuple, built at once
-            data, indices = arrays
             key = (
                 op, version, backend, attributes, check_bounds, data.shape, data.dtype,
-                indices.shape, indices.dtype, type(indices),
+                type(data), indices.shape, indices.dtype, type(indices),
+            )  # fmt: skip
+        elif len(arrays) == 3:  # the scatters
+            updates = arrays[2]
+            key = (
+                op, version, backend, attributes, check_bounds, data.shape, data.dtype,
+                type(data), indices.shape, indices.dtype, type(indices), updates.shape,
+                updates.dtype, type(updates),
             )  # fmt: skip
         else:
             parts = (part for x in arrays for part in (x.shape, x.dtype, type(x)))
             key = (op, version, backend, attributes, check_bounds, *parts)
-        if out is not None:
-            key = (*key, out is arrays[0], out.shape, out.dtype, type(out))
+        if out is data:  # (in place: out's shape, dtype and type are data's)
+            key = (*key, True)
+        elif out is not None:
+            key = (*key, False, out.shape, out.dtype, type(out))
     except Exception:
         # A shape or dtype that cannot be read (a nested tensor's), or host indices (a
         # list): the planner, through backend.shape and backend.dtype_name, says what is
@@ -259,6 +268,9 @@ def _planned(
         else:
             dtypes.append(numpy_dtype_name(x.dtype))
     return op.planner(op, version, tuple(shapes), tuple(dtypes), attributes, check_bounds)
+
+
+_PLAIN = (int, str)
 
 
 def _keyable(attributes: tuple[Any, ...]) -> bool:

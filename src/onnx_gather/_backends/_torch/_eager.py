@@ -1,11 +1,18 @@
-"""Bound calls of small eager gathers on CPU tensors: torch's own kernel first."""
+"""Bound calls of eager calls on CPU tensors: torch's own kernel or the compiled one."""
 
 from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
+import torch.autograd.forward_ad as _FORWARD_AD
+
+from onnx_gather._backends import _numpy as numpy_kernels
+from onnx_gather._backends._numpy import _kernels
+from onnx_gather._backends._numpy._scatter import CheckMode, apart, bound_compiled
+from onnx_gather._backends._torch._views import as_numpy, of_new
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -117,8 +124,86 @@ def gather_nd(plan: Plan, arrays: tuple[Any, ...], exact: Call) -> Call:
     return _falling_back(lambda data, indices: data[indices.unbind(-1)], exact)
 
 
+def _scatter(kernel: Any, axis: bool) -> Callable[[Plan, tuple[Any, ...], Call], Call]:
+    """A scatter's binder: the compiled ``kernel`` on views of plain CPU tensors.
+
+    ``axis``: whether the kernel takes the plan's axis (ScatterElements).
+    """
+
+    def bind(plan: Plan, arrays: tuple[Any, ...], exact: Call) -> Call:
+        data = arrays[0]
+        if not all(type(x) is torch.Tensor for x in arrays) or kernel is None:
+            return exact
+        if data.dtype == torch.bfloat16 and plan.reduction != "none":  # type: ignore[attr-defined]
+            return exact  # (NumPy sees bfloat16 as int16, whose arithmetic is not bfloat16's)
+        attributes = (plan.axis,) if axis else ()
+        run = bound_compiled(kernel, attributes, plan, str(data.dtype).removeprefix("torch."))
+        if run is None:
+            return exact
+        complex_ = data.dtype.is_complex
+        shape, dtype = tuple(plan.out_shape), data.dtype
+        return _scattering(run, shape, dtype, complex_, exact)
+
+    return bind
+
+
+def _scattering(
+    run: Callable[..., bool],
+    shape: tuple[int, ...],
+    dtype: torch.dtype,
+    complex_: bool,
+    exact: Call,
+) -> Call:
+    """The bound scatter: into a new tensor, or in place where ``out`` is data.
+
+    Plain strided CPU tensors, C-ordered data, that no tracer, transform or autograd
+    records (otherwise ``exact``, which routes those). In place, the kernel scans every
+    index before its first write, and indices or updates that share data's memory are
+    copied first (read before written).
+    """
+
+    def call(arrays: tuple[Any, ...], out: Any = None, /) -> Any:
+        data, indices, updates = arrays
+        if not (
+            (out is None or out is data)
+            and _plain(data, indices)
+            and updates.is_cpu
+            and data.layout == torch.strided
+            and indices.layout == torch.strided
+            and updates.layout == torch.strided
+            and _FORWARD_AD._current_level < 0
+            and not (torch.is_grad_enabled() and (data.requires_grad or updates.requires_grad))
+            and not _wrapped(data)
+            and not _wrapped(indices)
+            and not _wrapped(updates)
+            and not (complex_ and (data.is_conj() or updates.is_conj() or data.is_neg()))
+            and data.is_contiguous()
+        ):
+            return exact(arrays, out)
+        # Within torch's own thread count too (torch.set_num_threads, DataLoader workers' 1).
+        threads = min(numpy_kernels.THREADS, torch.get_num_threads())
+        host_indices, values = as_numpy(indices), as_numpy(updates)
+        source: np.ndarray | None
+        if out is None:
+            result = torch.empty(shape, dtype=dtype)
+            target, source, check = of_new(result, shape), as_numpy(data), CheckMode.WHILE_WRITING
+        else:
+            result, target, source, check = out, as_numpy(data), None, CheckMode.SCAN_FIRST
+            host_indices, values = apart(target, host_indices), apart(target, values)
+        host_indices, values = np.ascontiguousarray(host_indices), np.ascontiguousarray(values)
+        if not run(target, source, host_indices, values, check, threads):
+            return exact(arrays, out)
+        return result
+
+    return call
+
+
+_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+
 BINDERS: dict[str, Callable[[Plan, tuple[Any, ...], Call], Call]] = {
     "gather": gather,
     "gather_elements": gather_elements,
     "gather_nd": gather_nd,
+    "scatter_elements": _scatter(getattr(_kernels, "scatter_elements", None), axis=True),
+    "scatter_nd": _scatter(getattr(_kernels, "scatter_nd", None), axis=False),
 }
