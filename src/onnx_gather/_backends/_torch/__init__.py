@@ -296,6 +296,15 @@ class TorchBackend(Backend):
             return exact
         return binder(plan, arrays, exact)
 
+    def check_writable(self, out: torch.Tensor, /) -> None:
+        """As :meth:`Backend.check_writable`; a C-ordered tensor answers at once (no overlap)."""
+        try:
+            if out.is_contiguous():
+                return
+        except RuntimeError:  # (sparse layouts have no strides: the base says what it can)
+            pass
+        super().check_writable(out)
+
     def shape(self, x: torch.Tensor, /) -> tuple[int, ...]:
         if x.is_nested:  # its sizes are per component: torch raises an "Internal error"
             msg = "nested tensors are not supported; pass a strided (dense) tensor"

@@ -11,8 +11,8 @@ import torch.autograd.forward_ad as _FORWARD_AD
 
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._numpy import _kernels
-from onnx_gather._backends._numpy._scatter import CheckMode, apart, bound_compiled
-from onnx_gather._backends._torch._views import as_numpy, of_new
+from onnx_gather._backends._numpy._scatter import CheckMode, bound_compiled
+from onnx_gather._backends._torch._views import TYPENUMS, as_numpy
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -132,7 +132,7 @@ def _scatter(kernel: Any, axis: bool) -> Callable[[Plan, tuple[Any, ...], Call],
 
     def bind(plan: Plan, arrays: tuple[Any, ...], exact: Call) -> Call:
         data = arrays[0]
-        if not all(type(x) is torch.Tensor for x in arrays) or kernel is None:
+        if not all(type(x) is torch.Tensor for x in arrays) or kernel is None or _kernels is None:
             return exact
         if data.dtype == torch.bfloat16 and plan.reduction != "none":  # type: ignore[attr-defined]
             return exact  # (NumPy sees bfloat16 as int16, whose arithmetic is not bfloat16's)
@@ -140,27 +140,41 @@ def _scatter(kernel: Any, axis: bool) -> Callable[[Plan, tuple[Any, ...], Call],
         run = bound_compiled(kernel, attributes, plan, str(data.dtype).removeprefix("torch."))
         if run is None:
             return exact
-        complex_ = data.dtype.is_complex
-        shape, dtype = tuple(plan.out_shape), data.dtype
-        return _scattering(run, shape, dtype, complex_, exact)
+        return _scattering(run, _kernels.view, arrays, tuple(plan.out_shape), exact)
 
     return bind
 
 
 def _scattering(
     run: Callable[..., bool],
+    new_view: Callable[..., np.ndarray],
+    arrays: tuple[Any, ...],
     shape: tuple[int, ...],
-    dtype: torch.dtype,
-    complex_: bool,
     exact: Call,
 ) -> Call:
     """The bound scatter: into a new tensor, or in place where ``out`` is data.
 
     Plain strided CPU tensors, C-ordered data, that no tracer, transform or autograd
-    records (otherwise ``exact``, which routes those). In place, the kernel scans every
+    records (otherwise ``exact``, which routes those; ``_plain`` says why each). In place, the kernel scans every
     index before its first write, and indices or updates that share data's memory are
-    copied first (read before written).
+    copied first (read before written). The shapes and types are those of ``arrays``
+    (the call's key holds them): a C-ordered tensor's view (``new_view``:
+    ``_kernels.view``) needs only its address, and its bytes span ``[address, address +
+    nbytes)``, which tells whether it shares data's memory.
     """
+    dtype = arrays[0].dtype
+    complex_ = dtype.is_complex
+    index_shape, update_shape = tuple(arrays[1].shape), tuple(arrays[2].shape)
+    types = [TYPENUMS[x.dtype] for x in arrays]
+    nbytes = math.prod(shape) * arrays[0].element_size()
+
+    def view(x: torch.Tensor, shape: tuple[int, ...], typenum: int, start: int) -> np.ndarray:
+        """A C-ordered view of ``x``, a copy where ``x`` may share data's memory (at start)."""
+        if x.is_contiguous():
+            at = x.data_ptr()
+            if at + x.nbytes <= start or start + nbytes <= at:  # (apart from data)
+                return new_view(x, at, shape, None, typenum)
+        return np.array(as_numpy(x), order="C")  # (a copy: read before data is written)
 
     def call(arrays: tuple[Any, ...], out: Any = None, /) -> Any:
         data, indices, updates = arrays
@@ -168,37 +182,35 @@ def _scattering(
             (out is None or out is data)
             and _plain(data, indices)
             and updates.is_cpu
-            and data.layout == torch.strided
-            and indices.layout == torch.strided
-            and updates.layout == torch.strided
             and _FORWARD_AD._current_level < 0
             and not (torch.is_grad_enabled() and (data.requires_grad or updates.requires_grad))
-            and not _wrapped(data)
-            and not _wrapped(indices)
-            and not _wrapped(updates)
             and not (complex_ and (data.is_conj() or updates.is_conj() or data.is_neg()))
-            and data.is_contiguous()
         ):
+            return exact(arrays, out)
+        try:
+            # A tensor without strides or storage raises here, before anything is written:
+            # sparse layouts, torch.func's wrappers (vmap, grad), which the exact path routes.
+            if not data.is_contiguous():
+                return exact(arrays, out)
+            start = data.data_ptr()
+            host_indices = view(indices, index_shape, types[1], start)
+            values = view(updates, update_shape, types[2], start)
+        except RuntimeError:
             return exact(arrays, out)
         # Within torch's own thread count too (torch.set_num_threads, DataLoader workers' 1).
         threads = min(numpy_kernels.THREADS, torch.get_num_threads())
-        host_indices, values = as_numpy(indices), as_numpy(updates)
-        source: np.ndarray | None
+        source = new_view(data, start, shape, None, types[0])
         if out is None:
             result = torch.empty(shape, dtype=dtype)
-            target, source, check = of_new(result, shape), as_numpy(data), CheckMode.WHILE_WRITING
+            target = new_view(result, result.data_ptr(), shape, None, types[0])
+            done = run(target, source, host_indices, values, CheckMode.WHILE_WRITING, threads)
         else:
-            result, target, source, check = out, as_numpy(data), None, CheckMode.SCAN_FIRST
-            host_indices, values = apart(target, host_indices), apart(target, values)
-        host_indices, values = np.ascontiguousarray(host_indices), np.ascontiguousarray(values)
-        if not run(target, source, host_indices, values, check, threads):
-            return exact(arrays, out)
-        return result
+            result = out
+            done = run(source, None, host_indices, values, CheckMode.SCAN_FIRST, threads)
+        return result if done else exact(arrays, out)
 
     return call
 
-
-_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
 
 BINDERS: dict[str, Callable[[Plan, tuple[Any, ...], Call], Call]] = {
     "gather": gather,
