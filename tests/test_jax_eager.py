@@ -22,7 +22,9 @@ import pytest
 from helpers import assert_identical
 
 import onnx_gather as og
+from onnx_gather import _api
 from onnx_gather._conformance import oracle
+from onnx_gather._memo import Memo
 
 X = np.arange(32, dtype=np.float32).reshape(8, 4) / 7
 #: Per operator: our call, the oracle's, good indices and the same shape with one bad
@@ -54,21 +56,34 @@ OPS: dict[str, tuple[Any, Any, np.ndarray, np.ndarray, str]] = {
 }
 
 
+def _count_binds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The methods the JAX backend binds from now on (a fresh call cache is the caller's)."""
+    from onnx_gather._backends._jax import JaxBackend
+
+    binds: list[str] = []
+    bind = JaxBackend.bind
+
+    def counting(self: Any, method: str, *args: Any) -> Any:
+        binds.append(method)
+        return bind(self, method, *args)
+
+    monkeypatch.setattr(JaxBackend, "bind", counting)
+    return binds
+
+
 @pytest.mark.parametrize("op", list(OPS))
 def test_later_calls_of_a_plan_check_and_compute_as_the_first(
     op: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from onnx_gather._backends import _jax
-    from onnx_gather._memo import Memo
-
-    monkeypatch.setattr(_jax, "_FAST", Memo(16))
+    monkeypatch.setattr(_api, "_CALLS", Memo(16))
+    binds = _count_binds(monkeypatch)
     ours, loop, good, bad, message = OPS[op]
     x = jnp.asarray(X)
     for _ in range(3):
         assert_identical(np.asarray(ours(x, jnp.asarray(good))), loop(X, good))
         with pytest.raises(IndexError, match=message):
             ours(x, jnp.asarray(bad))
-    assert len(_jax._FAST._entries) == 1  # the later calls took the plan's short path
+    assert binds == [op]  # the later calls took the bound call
 
 
 @pytest.mark.parametrize("op", list(OPS))
@@ -224,14 +239,16 @@ def test_large_cpu_indices_are_checked_on_the_host(
 ) -> None:
     """From ``_HOST_CHECK_FROM`` indices on, NumPy reads CPU indices in place (lowered here)."""
     from onnx_gather._backends import _jax
-    from onnx_gather._memo import Memo
 
     monkeypatch.setattr(_jax, "_HOST_CHECK_FROM", 1)
-    monkeypatch.setattr(_jax, "_FAST", Memo(16))  # (no short path from earlier tests)
+    monkeypatch.setattr(_api, "_CALLS", Memo(16))  # (no bound call from earlier tests)
+    checks = []
+    host_check = _jax._spec.check_range
+    monkeypatch.setattr(_jax._spec, "check_range", lambda *a: checks.append(1) or host_check(*a))
     ours, loop, good, bad, message = OPS[op]
     x = jnp.asarray(X)
     for _ in range(2):
         assert_identical(np.asarray(ours(x, jnp.asarray(good))), loop(X, good))
         with pytest.raises(IndexError, match=message):
             ours(x, jnp.asarray(bad))
-    assert not _jax._FAST._entries  # (checked on the host: no short path set up)
+    assert len(checks) == 4  # (checked on the host, every call)

@@ -33,6 +33,7 @@ from onnx_gather._memo import Memo
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from onnx_gather._backends._base import Call
     from onnx_gather._spec import Plan
     from onnx_gather._spec.gather import GatherPlan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
@@ -76,42 +77,43 @@ def _eager_fn(
 _EAGER: Memo[tuple[Any, ...], Callable[[jax.Array, jax.Array], Any]] = Memo(1024)
 
 
-def _fast_fn(
-    fn: Callable[[jax.Array, jax.Array], Any], plan: Plan, kind: Any
-) -> Callable[[Any, Any], Any]:
-    """The plan's eager call of ``kind`` arrays (jaxlib's concrete array type) in brief.
+def _bound(fn: Callable[[jax.Array, jax.Array], Any], plan: Plan, kind: type, exact: Call) -> Call:
+    """The bound eager call of ``plan`` on ``kind`` arrays (jaxlib's concrete array type).
 
-    What :func:`_run` decides per call, decided once for the plan: no bfloat16 bits, no
-    wide indices, no host check of large indices. Returns None for any call it does not
-    serve (tracers, host indices, indices committed to a device that data is not, arrays
-    on devices jit refuses to combine, an enclosing trace), which :func:`_run` then takes.
+    What :func:`_run` decides per call, decided once (:meth:`JaxBackend.bind`): no bfloat16
+    bits, no wide indices, no host check of large indices. Per call only what the key of
+    ``_api`` does not hold: the devices, and an enclosing trace. ``exact`` (:func:`_run`)
+    takes indices committed to a device that data is not (jit would run there: the result
+    belongs on data's), arrays on devices jit refuses to combine, and concrete arrays
+    inside a trace, whose results are tracers.
     """
     checked = plan.check_bounds
 
-    def call(data: Any, indices: Any) -> Any:
-        if type(data) is not kind or type(indices) is not kind:
-            return None
-        if indices.committed and not data.committed:
-            return None  # (jit would run on the indices' device: the result belongs on data's)
-        try:
-            result = fn(data, indices)
-        except ValueError:  # (arrays committed to different devices: _run moves indices)
-            return None
-        if not checked:
-            return result if type(result) is kind else None
-        out, bad = result
-        if type(bad) is not kind:  # (an enclosing trace: _run evaluates it now)
-            return None
-        if np.asarray(bad):  # the one transfer of a checked call
-            _raise_for(plan, indices)
-        return out
+    def call(arrays: tuple[Any, ...], out: Any = None, /) -> Any:
+        data, indices = arrays
+        if not indices.committed or data.committed:
+            try:
+                result = fn(data, indices)
+            except ValueError:  # (arrays committed to different devices: _run moves indices)
+                return exact(arrays, out)
+            if not checked:
+                if type(result) is kind:
+                    return result
+            elif type(result[1]) is kind:
+                if np.asarray(result[1]):  # the one transfer of a checked call
+                    _raise_for(plan, indices)
+                return result[0]
+        return exact(arrays, out)
 
     return call
 
 
-#: Each plan's :func:`_fast_fn`, by the plan's id with the plan (its identity checked): an
-#: int hashes at once, where a plan's tuple of tuples takes longer than the lookup it keys.
-_FAST: Memo[int, tuple[Plan, Callable[[Any, Any], Any]]] = Memo(1024)
+#: The gathers' kernels, and whether the plan's block trims data first (GatherElements).
+_KERNELS: dict[str, tuple[Take, bool]] = {
+    "gather": (take, False),
+    "gather_elements": (take_along_axis, True),
+    "gather_nd": (take_nd, False),
+}
 
 
 def _raise_for(plan: Plan, indices: jax.Array) -> None:
@@ -175,7 +177,8 @@ class JaxBackend(Backend):
     gathers and also returns whether an index is out of range: a checked call reads that
     one bool back and raises the IndexError; an unchecked call reads nothing back. Large
     CPU indices are host memory, which NumPy checks in place before the call instead;
-    host indices are checked on the host before they travel (:func:`_from_host`). Under
+    host indices are checked on the host before they travel (:func:`_from_host`). From a
+    plan's second call on, the call goes straight to that function (:meth:`bind`). Under
     tracing nothing can raise: an out-of-range index yields the fill value (:func:`_run`).
     """
 
@@ -184,33 +187,45 @@ class JaxBackend(Backend):
     def owns(self, x: Any, /) -> bool:
         return isinstance(x, jax.Array)
 
+    def bind(self, method: str, plan: Plan, arrays: tuple[Any, ...], /) -> Call:
+        """A gather on concrete arrays: its jitted call, nothing between (:func:`_bound`).
+
+        Everything :func:`_run` would decide from what ``_api``'s key holds (types,
+        shapes, dtypes) is decided here once; the rest (tracers, host indices, bfloat16,
+        wide or large checked indices) binds the method itself.
+        """
+        exact = super().bind(method, plan, arrays)
+        route = _KERNELS.get(method)
+        if route is None or len(arrays) != 2:
+            return exact
+        data, indices = arrays
+        kind = type(data)
+        largest = max(plan.sizes)
+        if (
+            type(indices) is not kind
+            or traced(data)
+            or data.dtype in BITS
+            or type(largest) is not int  # (a symbolic size: jax.export)
+            or largest > INT32_MAX
+            or (plan.check_bounds and indices.size >= _HOST_CHECK_FROM)
+        ):
+            return exact
+        kernel, blocked = route
+        fn = _eager_fn(kernel, plan, plan.block() if blocked else None, plan.check_bounds, None)
+        return _bound(fn, plan, kind, exact)
+
     def gather(self, data: jax.Array, indices: Any, plan: GatherPlan, /) -> jax.Array:
         """ONNX Gather: ``jnp.take`` in fill mode (:func:`_run`)."""
-        fast = _FAST.get(id(plan))
-        if fast is not None and fast[0] is plan:
-            out = fast[1](data, indices)
-            if out is not None:
-                return out
         return _run(take, data, indices, plan, None)
 
     def gather_elements(
         self, data: jax.Array, indices: Any, plan: GatherElementsPlan, /
     ) -> jax.Array:
         """ONNX GatherElements (and OpenVINO's): ``jnp.take_along_axis`` in fill mode."""
-        fast = _FAST.get(id(plan))
-        if fast is not None and fast[0] is plan:
-            out = fast[1](data, indices)
-            if out is not None:
-                return out
         return _run(take_along_axis, data, indices, plan, plan.block())
 
     def gather_nd(self, data: jax.Array, indices: Any, plan: GatherNDPlan, /) -> jax.Array:
         """ONNX GatherND: advanced indexing in fill mode (``.at[...].get(mode="fill")``)."""
-        fast = _FAST.get(id(plan))
-        if fast is not None and fast[0] is plan:
-            out = fast[1](data, indices)
-            if out is not None:
-                return out
         return _run(take_nd, data, indices, plan, None)
 
     def check_writable(self, out: Any, /) -> None:
@@ -285,10 +300,8 @@ def _run(kernel: Take, data: jax.Array, indices: Any, plan: Plan, block: Any) ->
     """
     checked = False  # whether the values were read and found in range
     largest = max(plan.sizes)
-    # Served by _fast_fn from the next call on: the backend's own concrete arrays.
-    fast = type(indices) is type(data) and not traced(data)
     if type(largest) is int and largest > INT32_MAX:  # (not a symbolic size)
-        indices, fast = _wide(indices, plan), False
+        indices = _wide(indices, plan)
     if isinstance(indices, np.ndarray):
         indices, checked = _from_host(indices, data, plan)
     elif (
@@ -325,7 +338,7 @@ def _run(kernel: Take, data: jax.Array, indices: Any, plan: Plan, block: Any) ->
         # for XLA's min/max in the jitted call).
         values = np.asarray(indices)
         _spec.check_range(plan, *value_range(values), lambda: values)
-        checked = fast = False  # (checked on the host: the call is large anyway)
+        checked = True
     # bfloat16 goes in and out as its int16 bits, converted outside the jitted call:
     # inside it, XLA's CPU code quiets signalling NaNs where the bitcast fuses with
     # the gather and the fill (0x7F81 came back 0x7FC1; jax 0.10.2), barrier or not.
@@ -336,8 +349,6 @@ def _run(kernel: Take, data: jax.Array, indices: Any, plan: Plan, block: Any) ->
         data_dtype, data = data.dtype, jax.lax.bitcast_convert_type(data, bits)
     bounds = plan.check_bounds and not checked
     fn = _eager_fn(kernel, plan, block, bounds, fill)
-    if fast and bits is None:
-        _FAST.put(id(plan), (plan, _fast_fn(fn, plan, type(data))))
     if not bounds:
         out = fn(data, indices)
     else:
