@@ -141,6 +141,7 @@ def _host_check(
 
     "ours" is the jitted flag, "native" here the host check (NumPy) of the same call.
     """
+    from onnx_gather import _api
     from onnx_gather._backends import _jax
     from onnx_gather._memo import Memo
 
@@ -150,20 +151,24 @@ def _host_check(
         x = jnp.asarray(rng.standard_normal((n // 4, 4)), jnp.float32)
         i = jnp.asarray(rng.integers(-4, 4, (n // 4, 4)), index)
 
-        def flag(x: Any = x, i: Any = i) -> Any:
-            saved, _jax._HOST_CHECK_FROM = _jax._HOST_CHECK_FROM, 1 << 62
-            try:
-                return og.gather_elements(x, i, 1).block_until_ready()
-            finally:
-                _jax._HOST_CHECK_FROM = saved
+        # Each with a call cache of its own: the binding reads _HOST_CHECK_FROM.
+        flag_calls, host_calls = Memo(4), Memo(4)
 
-        def host(x: Any = x, i: Any = i) -> Any:
-            saved = _jax._HOST_CHECK_FROM, _jax._FAST
-            _jax._HOST_CHECK_FROM, _jax._FAST = 1, Memo(1)  # (no short path either)
+        def flag(x: Any = x, i: Any = i, calls: Any = flag_calls) -> Any:
+            saved = _jax._HOST_CHECK_FROM, _api._CALLS
+            _jax._HOST_CHECK_FROM, _api._CALLS = 1 << 62, calls
             try:
                 return og.gather_elements(x, i, 1).block_until_ready()
             finally:
-                _jax._HOST_CHECK_FROM, _jax._FAST = saved
+                _jax._HOST_CHECK_FROM, _api._CALLS = saved
+
+        def host(x: Any = x, i: Any = i, calls: Any = host_calls) -> Any:
+            saved = _jax._HOST_CHECK_FROM, _api._CALLS
+            _jax._HOST_CHECK_FROM, _api._CALLS = 1, calls
+            try:
+                return og.gather_elements(x, i, 1).block_until_ready()
+            finally:
+                _jax._HOST_CHECK_FROM, _api._CALLS = saved
 
         pairs[f"GatherElements {n} indices: flag / host"] = (flag, host)
     return pairs

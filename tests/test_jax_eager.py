@@ -1,7 +1,8 @@
 """JAX eager calls after the first of a plan (the backend's per-plan short path), and its layout.
 
 Every test calls the same plan more than once: the first call of a plan takes the full path
-and sets up the short one that serves the next. Expected values come from the loop oracle.
+and binds the call that serves the next (``JaxBackend.bind``). Expected values come from the
+loop oracle or from NumPy.
 Passes with JAX_ENABLE_X64=0 and =1.
 """
 
@@ -86,6 +87,113 @@ def test_later_calls_of_a_plan_check_and_compute_as_the_first(
     assert binds == [op]  # the later calls took the bound call
 
 
+#: Per operator: our call, NumPy's own (negatives counted from the end by NumPy), and one
+#: call site's indices in turn: non-negative, negative, mixed, out of range (with the text
+#: its IndexError gives), and good again. Expected values come from NumPy.
+SITE: dict[str, tuple[Any, Any, list[np.ndarray], str]] = {
+    "gather": (
+        lambda x, i, **kw: og.gather(x, i, 0, **kw),
+        lambda x, i: np.take(x, i, 0),
+        [np.array(v, np.int32) for v in ([1, 7], [-1, -8], [-3, 6], [2, 8], [0, -2])],
+        r"index 8 at position \(1,\) of indices is out of range for axis 0 of size 8",
+    ),
+    "gather_elements": (
+        lambda x, i, **kw: og.gather_elements(x, i, 1, **kw),
+        lambda x, i: np.take_along_axis(x, np.where(i < 0, i + 4, i), 1),
+        [
+            np.array(v, np.int32)
+            for v in (
+                [[0, 3]] * 8,
+                [[-1, -4]] * 8,
+                [[-2, 1]] * 8,
+                [[1, 1]] * 7 + [[-5, 0]],
+                [[3, -3]] * 8,
+            )
+        ],
+        r"index -5 at position \(7, 0\) of indices is out of range for axis 1 of size 4",
+    ),
+    "gather_nd": (
+        lambda x, i, **kw: og.gather_nd(x, i, **kw),
+        lambda x, i: x[i[:, 0], i[:, 1]],
+        [
+            np.array(v, np.int32)
+            for v in (
+                [[7, 3], [0, 0]],
+                [[-8, -1], [-1, -4]],
+                [[-8, 3], [6, -2]],
+                [[7, 3], [0, -5]],
+                [[2, -1], [-2, 1]],
+            )
+        ],
+        r"index -5 at position \(1, 1\) of indices is out of range for axis 1 of size 4",
+    ),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("op", list(SITE))
+def test_one_call_site_whose_indices_change_sign_and_range(
+    op: str, dtype: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One bound call serves them all; the bad one raises and the next call is good again."""
+    if dtype == np.int64 and not jax.config.read("jax_enable_x64"):
+        pytest.skip("int64 needs jax_enable_x64")
+    monkeypatch.setattr(_api, "_CALLS", Memo(16))
+    binds = _count_binds(monkeypatch)
+    ours, numpy, indices, message = SITE[op]
+    indices = [i.astype(dtype) for i in indices]
+    x = jnp.asarray(X)
+    for _ in range(2):
+        for k, i in enumerate(indices):
+            if k == 3:
+                with pytest.raises(IndexError, match=message):
+                    ours(x, jnp.asarray(i))
+                continue
+            got = ours(x, jnp.asarray(i))
+            assert type(got) is type(x)
+            assert got.devices() == x.devices()
+            assert_identical(np.asarray(got), numpy(X, i))
+    assert binds == [op]
+
+
+@pytest.mark.parametrize("op", list(SITE))
+def test_jit_vmap_and_grad_after_eager_calls_of_the_same_shapes(op: str) -> None:
+    """Tracers are not the bound call's arrays: the traced path, checkify's check included."""
+    from jax.experimental import checkify
+
+    ours, numpy, indices, message = SITE[op]
+    x = jnp.asarray(X)
+    good, bad = indices[2], indices[3]
+    for _ in range(2):  # (eager calls first: bound for these shapes)
+        ours(x, jnp.asarray(good))
+    jitted = jax.jit(lambda x, i: ours(x, i))
+    assert_identical(np.asarray(jitted(x, jnp.asarray(good))), numpy(X, good))
+    checked = jax.jit(checkify.checkify(lambda x, i: ours(x, i)))
+    error, _ = checked(x, jnp.asarray(bad))
+    with pytest.raises(checkify.JaxRuntimeError, match=message):
+        error.throw()
+    batch = np.stack([good, indices[0]])
+    got = jax.vmap(lambda i: ours(x, i))(jnp.asarray(batch))
+    assert_identical(np.asarray(got), np.stack([numpy(X, i) for i in batch]))
+    grad = jax.grad(lambda x: ours(x, jnp.asarray(good)).sum())(x)
+    want = np.zeros_like(X)
+    np.add.at(want, *_positions(op, good))
+    assert_identical(np.asarray(grad), want)
+
+
+def _positions(op: str, i: np.ndarray) -> tuple[Any, float]:
+    """Where ``op`` reads ``X`` for indices ``i`` (NumPy counting negatives), and 1 each."""
+    if op == "gather":
+        return (np.where(i < 0, i + 8, i),), 1.0
+    if op == "gather_elements":
+        rows = np.broadcast_to(np.arange(i.shape[0])[:, None], i.shape)
+        return (rows, np.where(i < 0, i + 4, i)), 1.0
+    return (
+        np.where(i[:, 0] < 0, i[:, 0] + 8, i[:, 0]),
+        np.where(i[:, 1] < 0, i[:, 1] + 4, i[:, 1]),
+    ), 1.0
+
+
 @pytest.mark.parametrize("op", list(OPS))
 def test_later_unchecked_calls_give_the_fill_value(op: str) -> None:
     ours, loop, _, bad, _ = OPS[op]
@@ -147,6 +255,16 @@ def test_jit_of_int64_indices_beyond_int32_gives_the_fill_value() -> None:
     assert float(got[4]) == 7.0
 
 
+@pytest.mark.skipif(not jax.config.read("jax_enable_x64"), reason="int64 needs jax_enable_x64")
+def test_eager_int64_indices_beyond_int32_raise_from_the_bound_call() -> None:
+    """2**32 + 1 is out of range, not element 1, once the call is bound as well."""
+    x = jnp.asarray(X)
+    for _ in range(2):
+        np.testing.assert_array_equal(np.asarray(og.gather(x, jnp.asarray([1, -1]))), X[[1, -1]])
+        with pytest.raises(IndexError, match=r"index 4294967297 at position \(1,\)"):
+            og.gather(x, jnp.asarray([1, 2**32 + 1]))
+
+
 def test_result_on_data_device_when_indices_are_committed_elsewhere() -> None:
     """Two CPU devices (a child process: the device count is fixed when JAX starts)."""
     code = textwrap.dedent(
@@ -164,6 +282,12 @@ def test_result_on_data_device_when_indices_are_committed_elsewhere() -> None:
                 out = og.gather_elements(x, idx, 1)
                 assert out.devices() == {device}, (out.devices(), device)
                 assert np.asarray(out).tolist() == [[0, 3, 2, 3], [4, 7, 6, 7]]
+                try:
+                    og.gather_elements(x, idx + 4, 1)
+                except IndexError as e:
+                    assert "index 4 at position (0, 0)" in str(e), e
+                else:
+                    raise AssertionError("no IndexError")
         print("ok")
         """
     )
