@@ -24,12 +24,6 @@ import onnx_gather
 PACKAGE = Path(onnx_gather.__file__).parent
 ROOT = PACKAGE.parent
 
-#: Files that the lead is rewriting now (issue 37): the checks skip them until he removes
-#: them from this set. Paths relative to the package.
-_LEAD_PENDING: set[str] = {
-    "_api.py",  # (fixed in the lead's branch)
-}
-
 
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
@@ -208,11 +202,8 @@ def _cycle(graph: dict[str, set[str]], members: list[str]) -> list[str]:
 def test_no_import_cycle() -> None:
     modules = _load()
     graph = {name: _imports(module, modules) for name, module in modules.items()}
-    pending = {_module_name(PACKAGE / p) for p in _LEAD_PENDING}
     cycles = [
-        " -> ".join(_cycle(graph, members))
-        for members in _components(graph)
-        if len(members) > 1 and not pending & set(members)
+        " -> ".join(_cycle(graph, members)) for members in _components(graph) if len(members) > 1
     ]
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
 
@@ -376,8 +367,6 @@ def test_cross_references_resolve() -> None:
     modules = _load()
     stale = []
     for module in modules.values():
-        if _relative(module.path) in _LEAD_PENDING:
-            continue
         stale += [f"{_relative(module.path)}: {ref}" for ref in _stale_references(modules, module)]
     assert not stale, "cross-references to nothing:\n" + "\n".join(stale)
 
@@ -394,11 +383,7 @@ def _docstring_lines(module: _Module) -> int:
 
 
 def test_module_docstrings_are_short() -> None:
-    lengths = {
-        _relative(m.path): _docstring_lines(m)
-        for m in _load().values()
-        if _relative(m.path) not in _LEAD_PENDING
-    }
+    lengths = {_relative(m.path): _docstring_lines(m) for m in _load().values()}
     long = sorted((n, p) for p, n in lengths.items() if n > MAX_LINES)
     assert not long, f"module docstrings over {MAX_LINES} lines:\n" + "\n".join(
         f"{p}: {n}" for n, p in long
