@@ -1,7 +1,8 @@
-"""The test matrix: one ``tests``, one ``oldest`` (the same tests on the declared floors of
-constraints/floors.txt) and one ``conformance`` session per file in backends/, plus lint,
-typecheck, a NumPy-only session and a benchmark smoke run. ``nox`` with no arguments runs
-them all.
+"""The test matrix: one ``tests`` (every test, the property tests included, and ``check``)
+and one ``oldest`` (the same tests on the declared floors of constraints/floors.txt)
+session per file in backends/, plus lint, typecheck, a NumPy-only session, replays and a
+benchmark smoke run. ``nox`` with no arguments runs them all; ``conformance`` (the
+official ONNX cases, the property tests and ``check`` alone) is for long campaigns.
 
 Uses nox's default virtualenv backend with pip: the CPU build of torch this project pins
 is found by pip, not by uv.
@@ -17,6 +18,12 @@ import nox
 nox.options.default_venv_backend = "virtualenv"
 nox.options.reuse_existing_virtualenvs = True
 nox.options.error_on_missing_interpreters = True
+#: What ``nox`` runs: every session but ``conformance``, whose tests ``tests`` runs in the
+#: same environment (a fresh environment per backend cost a minute or more of installs).
+nox.options.sessions = [
+    "tests", "oldest", "numpy_only", "bench", "lint", "typecheck", "replay", "no_compiler",
+    "triton_interpreter",
+]  # fmt: skip
 
 ROOT = Path(__file__).parent
 BACKENDS = sorted(p.stem for p in (ROOT / "backends").glob("*.txt"))
@@ -35,24 +42,34 @@ def install_backend(session: nox.Session, backend: str) -> None:
 @nox.session
 @nox.parametrize("backend", BACKENDS)
 def tests(session: nox.Session, backend: str) -> None:
-    """The shared case table, the official ONNX cases and the API tests on one backend.
+    """Every test on one backend, the property tests included, then ``check``.
 
-    The property tests run in ``conformance``, with its larger budget. Tests that use no
-    library but NumPy (tests/conftest.py's NUMPY_ONLY: the compiled kernels, the oracle,
-    OpenVINO's runtime, the floors, ...) run in ``tests(backend='numpy')`` and
-    ``oldest(backend='numpy')`` only: deselected in the others, where they gave the same
-    outcome, since every session installs the same NumPy and test tools.
+    The case table, the official ONNX cases, the API tests, the property tests
+    (ONNX_GATHER_EXAMPLES examples per operator, default 300), then ``python -m onnx_gather
+    check``.
+
+    Tests that use no library but NumPy (tests/conftest.py's NUMPY_ONLY: the compiled
+    kernels, the oracle, OpenVINO's runtime, the floors, ...) run in
+    ``tests(backend='numpy')`` and ``oldest(backend='numpy')`` only: deselected in the
+    others, where they gave the same outcome, since every session installs the same NumPy
+    and test tools.
     """
     install_backend(session, backend)
+    examples = os.environ.get("ONNX_GATHER_EXAMPLES", "300")
     for env in VARIANTS.get(backend, [{}]):
         # The fixture fails the run if this backend cannot be imported: never a green skip.
         # The compiled kernel is optional at build time: here its absence is a failure.
         session.run(
             "pytest",
-            "--ignore=tests/test_properties.py",
             *session.posargs,
-            env={"ONNX_GATHER_BACKENDS": backend, "ONNX_GATHER_EXPECT_KERNEL": "built", **env},
+            env={
+                "ONNX_GATHER_BACKENDS": backend,
+                "ONNX_GATHER_EXPECT_KERNEL": "built",
+                "ONNX_GATHER_EXAMPLES": examples,
+                **env,
+            },
         )
+    session.run("python", "-m", "onnx_gather", "check", "--examples", "20")
 
 
 @nox.session
@@ -84,8 +101,9 @@ def oldest(session: nox.Session, backend: str) -> None:
 def conformance(session: nox.Session, backend: str) -> None:
     """The official ONNX node cases and the property tests on one backend, plus `check`.
 
-    ONNX_GATHER_EXAMPLES sets the property tests' budget per operator (default 300; a
-    long campaign sets more, see docs/conformance.md).
+    Not part of a plain ``nox`` run (``tests`` runs these too): for long campaigns,
+    ONNX_GATHER_EXAMPLES sets the property tests' budget per operator (default 300; see
+    docs/conformance.md).
     """
     install_backend(session, backend)
     examples = os.environ.get("ONNX_GATHER_EXAMPLES", "300")
