@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from types import ModuleType
 
+    from onnx_gather._backends._base import Call
     from onnx_gather._spec import Plan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
     from onnx_gather._spec.gather_nd import GatherNDPlan
@@ -133,6 +134,8 @@ def _scatter_inputs(
     return _scatter.widened(plain, updates, out), updates, target
 
 
+#: The plan's attribute each gather's compiled kernel takes.
+_KERNEL_ATTRIBUTE = {"gather": "axis", "gather_elements": "axis", "gather_nd": "batch_dims"}
 #: The compiled kernel's function per operator (None without it).
 _COMPILED: dict[str, Callable[..., Any] | None] = {
     op: getattr(_kernels, op, None)
@@ -212,6 +215,29 @@ class NumpyBackend(Backend):
             raise ValueError(msg)
         if not (flags.c_contiguous or flags.f_contiguous):  # (dense: no overlap)
             super().check_writable(out)  # (an out that overlaps itself)
+
+    def bind(self, method: str, plan: Plan, arrays: tuple[Array, ...], /) -> Call:
+        """A gather of plain arrays: the compiled kernel itself, with nothing between.
+
+        Types it does not take (strings, objects: NotImplemented), data of a subclass and
+        the scatters bind the method (:func:`_run` says the rest).
+        """
+        exact = super().bind(method, plan, arrays)
+        name, kernel = _KERNEL_ATTRIBUTE.get(method), _COMPILED.get(method)
+        if name is None or kernel is None or type(arrays[0]) is not np.ndarray:
+            return exact
+        attribute, check = getattr(plan, name), plan.check_bounds
+
+        def call(arrays: tuple[Array, ...], out: Any = None, /) -> Any:
+            if _kernels is None:  # (set so by the benchmarks' fallback variant)
+                return exact(arrays, out)
+            data, indices = arrays
+            result = kernel(data, indices, attribute, None, check, THREADS)
+            if result is None:
+                _out_of_range(plan, indices)
+            return exact(arrays, out) if result is NotImplemented else result
+
+        return call
 
     gather = staticmethod(gather)
     gather_elements = staticmethod(gather_elements)
