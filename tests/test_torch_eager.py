@@ -257,3 +257,24 @@ def test_scatter_route_taken_and_left_where_it_does_not_serve(
     np.testing.assert_array_equal(new.grad.numpy(), np.ones_like(NEW))
     assert leaf.grad[0, 1, 3].sum() == 0
     assert leaf.grad[0, 0, 0].sum() == 6
+
+
+def test_gather_of_1d_indices_goes_from_index_select_to_indexing(
+    fresh_calls: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """index_select first; at the first negative index, advanced indexing; wrong: never."""
+    calls = []
+    index_select = torch.index_select
+
+    def spy(*args: Any) -> Any:
+        calls.append(args[2])
+        return index_select(*args)
+
+    monkeypatch.setattr(torch, "index_select", spy)
+    x = _t(X)
+    for indices in ([0, 3], [-1, 1], [2, 0], [-4, -1]):
+        got = og.gather(x, torch.tensor(indices), axis=1)
+        np.testing.assert_array_equal(got.numpy(), np.take(X, indices, axis=1))
+    assert len(calls) == 2  # (the first call, and the refused second: then indexing)
+    with pytest.raises(IndexError, match="index 4 "):
+        og.gather(x, torch.tensor([0, 4]), axis=1)

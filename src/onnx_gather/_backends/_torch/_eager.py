@@ -59,25 +59,26 @@ def _serves(plan: Plan, arrays: tuple[Any, ...]) -> bool:
     )
 
 
-def _falling_back(native: Callable[..., torch.Tensor], exact: Call) -> Call:
-    """``native(data, indices)`` until it refuses a call, then ``exact`` from then on.
+def _falling_back(natives: list[Callable[..., torch.Tensor]], exact: Call) -> Call:
+    """``natives[0](data, indices)``; where it refuses a call, the next, then ``exact``.
 
-    Torch's kernels refuse negative indices (GatherElements) and any index out of range,
-    with a RuntimeError or IndexError: ``exact`` then gives the ONNX result or the
-    library's IndexError. A call site that refused once (its indices hold negatives, as
-    some models' always do) goes straight to ``exact`` afterwards, not paying the refusal
-    (about 25-50 us) on every call.
+    Torch's kernels refuse negative indices (``gather``, ``index_select``) and any index
+    out of range, with a RuntimeError or IndexError: the next one (advanced indexing
+    counts negatives) or ``exact`` then gives the ONNX result or the library's IndexError.
+    A call site keeps the stage it reached (its indices hold negatives, as some models'
+    always do): a refusal costs 25-50 us, not paid again on every call.
     """
-    serves = True
+    stage = 0
 
     def call(arrays: tuple[Any, ...], out: Any = None, /) -> Any:
-        nonlocal serves
+        nonlocal stage
         data, indices = arrays
-        if serves and _plain(data, indices):
-            try:
-                return native(data, indices)
-            except (RuntimeError, IndexError):
-                serves = False
+        if stage < len(natives) and _plain(data, indices):
+            while stage < len(natives):
+                try:
+                    return natives[stage](data, indices)
+                except (RuntimeError, IndexError):
+                    stage += 1
         return exact(arrays, out)
 
     return call
@@ -97,19 +98,25 @@ def gather_elements(plan: Plan, arrays: tuple[Any, ...], exact: Call) -> Call:
     ):
         return exact
     axis = plan.axis
-    return _falling_back(lambda data, indices: torch.gather(data, axis, indices), exact)
+    return _falling_back([lambda data, indices: torch.gather(data, axis, indices)], exact)
 
 
 def gather(plan: Plan, arrays: tuple[Any, ...], exact: Call) -> Call:
-    """Gather: advanced indexing along the axis, which counts negative indices as ONNX does.
+    """Gather: ``index_select`` of 1-D indices, then advanced indexing along the axis.
 
-    A 0-d index would be basic indexing (a view of data): those stay exact.
+    ``index_select`` (2.7 us a tiny call) refuses negative indices; advanced indexing
+    (3.6-5 us) counts them as ONNX does. A 0-d index would be basic indexing (a view of
+    data): those stay exact.
     """
     indices = arrays[1]
     if not _serves(plan, arrays) or indices.ndim == 0:
         return exact
-    leading = (slice(None),) * plan.axis
-    return _falling_back(lambda data, indices: data[(*leading, indices)], exact)
+    axis = plan.axis
+    leading = (slice(None),) * axis
+    natives = [lambda data, indices: data[(*leading, indices)]]
+    if indices.ndim == 1:
+        natives.insert(0, lambda data, indices: torch.index_select(data, axis, indices))
+    return _falling_back(natives, exact)
 
 
 def gather_nd(plan: Plan, arrays: tuple[Any, ...], exact: Call) -> Call:
@@ -121,7 +128,7 @@ def gather_nd(plan: Plan, arrays: tuple[Any, ...], exact: Call) -> Call:
     indices = arrays[1]
     if not _serves(plan, arrays) or plan.batch_dims or indices.ndim < 2:  # type: ignore[attr-defined]
         return exact
-    return _falling_back(lambda data, indices: data[indices.unbind(-1)], exact)
+    return _falling_back([lambda data, indices: data[indices.unbind(-1)]], exact)
 
 
 def _scatter(kernel: Any, axis: bool) -> Callable[[Plan, tuple[Any, ...], Call], Call]:
