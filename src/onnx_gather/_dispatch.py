@@ -41,31 +41,67 @@ def backend_for(data: Any) -> Backend:
     return backend
 
 
-def _select(data: Any) -> Backend:
-    # NumPy first: the package imports it, so it is always whole, and its arrays are the
-    # common case. Every other library is looked up in sys.modules, where it may be only
-    # partly initialised while another thread imports it: a missing attribute then means
-    # "not this library" (the data cannot be one of its arrays yet), never an error.
-    if isinstance(data, _NUMPY_TYPES):
-        from onnx_gather._backends._numpy import backend as numpy_backend
+def _is_numpy(data: Any) -> bool:
+    return isinstance(data, _NUMPY_TYPES)
 
-        return numpy_backend
+
+def _is_torch(data: Any) -> bool:
+    # Without array_api_compat: torch.compile traces this on a compiled call that precedes
+    # any eager one, and Dynamo warns about the functools.lru_cache inside compat's
+    # is_*_array helpers (torch 2.13.0).
     tensor = getattr(sys.modules.get("torch"), "Tensor", None)
-    if isinstance(tensor, type) and isinstance(data, tensor):
-        # Tested without array_api_compat: torch.compile traces this function on a
-        # compiled call that precedes any eager one, and Dynamo warns about the
-        # functools.lru_cache inside compat's is_*_array helpers (torch 2.13.0).
-        from onnx_gather._backends._torch import backend as torch_backend
+    return isinstance(tensor, type) and isinstance(data, tensor)
 
-        return torch_backend
-    if _is(compat.is_jax_array, data):
-        from onnx_gather._backends._jax import backend as jax_backend
 
-        return jax_backend
-    if _is(compat.is_dask_array, data):
-        from onnx_gather._backends._dask import backend as dask_backend
+def _numpy_backend() -> Backend:
+    from onnx_gather._backends._numpy import backend
 
-        return dask_backend
+    return backend
+
+
+def _torch_backend() -> Backend:
+    from onnx_gather._backends._torch import backend
+
+    return backend
+
+
+def _jax_backend() -> Backend:
+    from onnx_gather._backends._jax import backend
+
+    return backend
+
+
+def _dask_backend() -> Backend:
+    from onnx_gather._backends._dask import backend
+
+    return backend
+
+
+#: The libraries with a backend of their own: whether an array is one of theirs, and its
+#: backend, from its package (which imports its framework: imported when its first array
+#: arrives; an import statement, which torch.compile traces, not importlib's call).
+#: NumPy first: the package imports it, so it is always whole, and its arrays are the
+#: common case. The others are looked up in ``sys.modules``, where a library may be only
+#: partly initialised while another thread imports it: a missing attribute then means
+#: "not this library" (the data cannot be one of its arrays yet), never an error (:func:`_is`).
+#: A new library is a row here (and its loader) and a package in ``_backends``.
+_LIBRARIES: tuple[tuple[Callable[[Any], bool], Callable[[], Backend]], ...] = (
+    (_is_numpy, _numpy_backend),
+    (_is_torch, _torch_backend),
+    (compat.is_jax_array, _jax_backend),
+    (compat.is_dask_array, _dask_backend),
+)
+
+
+def _select(data: Any) -> Backend:
+    """The backend of the first library in :data:`_LIBRARIES` that ``data`` belongs to.
+
+    Else any other array-API library's (CuPy included, through array_api_compat's
+    namespace for it), else a TypeError.
+    """
+    for belongs, load in _LIBRARIES:
+        if _is(belongs, data):
+            return load()
     try:
         xp = compat.array_namespace(data)
     except (TypeError, AttributeError):
@@ -74,7 +110,6 @@ def _select(data: Any) -> Backend:
             f"library, got a {library_of(data)} object of type {type(data).__name__}"
         )
         raise TypeError(msg) from None
-    # Any other array-API library, CuPy included (array_api_compat's namespace for it).
     from onnx_gather._backends._array_api import ArrayAPIBackend
 
     return ArrayAPIBackend(xp)
