@@ -14,6 +14,7 @@ import ast
 import importlib.util
 import re
 import statistics
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -314,10 +315,20 @@ def _external(name: str) -> bool:
     top = name.partition(".")[0]
     if top == "onnx_gather":
         return False
+    if top in _OTHER_LIBRARIES or top in sys.stdlib_module_names:
+        return True  # (whether or not this session installs it: NumPy's has no jax)
     try:
         return importlib.util.find_spec(top) is not None
     except (ImportError, ValueError):
         return False
+
+
+#: The libraries the package's docstrings may name, installed in some sessions only.
+_OTHER_LIBRARIES = {
+    "numpy", "torch", "jax", "jaxlib", "dask", "cupy", "array_api_compat",
+    "array_api_strict", "onnx", "onnxruntime", "openvino", "hypothesis", "ml_dtypes",
+    "triton", "onnxscript", "distributed",
+}  # fmt: skip
 
 
 def _target(text: str) -> str:
