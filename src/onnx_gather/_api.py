@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from onnx_gather._backends._base import Backend, Call
     from onnx_gather._ops import Operator
     from onnx_gather._spec import Plan
+    from onnx_gather._typing import Array
 
 
 #: Every call's plan, bound to the backend's kernel (:meth:`Backend.bind`), by everything
@@ -41,10 +42,10 @@ class Known(NamedTuple):
 def run(
     op: Operator,
     opset: Any,
-    arrays: tuple[Any, ...],
+    arrays: tuple[Array, ...],
     attributes: tuple[Any, ...],
     check_bounds: bool,
-    out: Any = None,
+    out: Array = None,
 ) -> Any:
     """Check ``arrays`` (in ``op``'s input order) with ``op``'s planner; run its kernel.
 
@@ -58,10 +59,10 @@ def run(
 def _run(
     op: Operator,
     opset: Any,
-    arrays: tuple[Any, ...],
+    arrays: tuple[Array, ...],
     attributes: tuple[Any, ...],
     check_bounds: bool,
-    out: Any,
+    out: Array,
     write: bool = True,
 ) -> Any:
     """:func:`run`; with ``write`` False, ``out`` is checked and the result returned new.
@@ -121,7 +122,7 @@ _dynamo.install(run, _run)
 
 
 def _inputs(
-    op: Operator, backend: Backend, arrays: tuple[Any, ...], traced: bool
+    op: Operator, backend: Backend, arrays: tuple[Array, ...], traced: bool
 ) -> tuple[tuple[Any, ...], bool]:
     """The arrays the kernel takes, and whether they were all the backend's own already.
 
@@ -138,7 +139,7 @@ def _inputs(
     return arrays, owned
 
 
-def _same_library(backend: Backend, role: str, x: Any) -> None:
+def _same_library(backend: Backend, role: str, x: Array) -> None:
     """TypeError unless ``x`` (an input but data and indices) is an array of data's library."""
     try:
         same = backend_for(x) is backend
@@ -152,7 +153,7 @@ def _same_library(backend: Backend, role: str, x: Any) -> None:
         raise TypeError(msg)
 
 
-def _checked_out(backend: Backend, plan: Plan, data: Any, out: Any) -> Any:
+def _checked_out(backend: Backend, plan: Plan, data: Array, out: Array) -> Any:
     """``out`` if it can receive the result: data's library, the result's shape and dtype.
 
     Raises
@@ -181,10 +182,10 @@ def _key(
     op: Operator,
     version: int,
     backend: Backend,
-    arrays: tuple[Any, ...],
+    arrays: tuple[Array, ...],
     attributes: tuple[Any, ...],
     check_bounds: bool,
-    out: Any,
+    out: Array,
 ) -> tuple[Any, ...] | None:
     """The cache key of a call: everything its planner and binding read; None where none.
 
@@ -227,7 +228,7 @@ def _key(
     return key
 
 
-def _host_indices(backend: Backend, indices: Any, data: Any, traced: bool) -> Any:
+def _host_indices(backend: Backend, indices: Array, data: Array, traced: bool) -> Any:
     """Indices not of ``data``'s library: host indices as a NumPy array, else TypeError.
 
     Under a Python-tracing compiler, host indices become the backend's own array (typed as
@@ -249,7 +250,7 @@ def _planned(
     op: Operator,
     version: int,
     backend: Backend,
-    arrays: tuple[Any, ...],
+    arrays: tuple[Array, ...],
     attributes: tuple[Any, ...],
     check_bounds: bool,
 ) -> Plan:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from onnx_gather._backends._base import Backend
+    from onnx_gather._typing import Array
 
 _BY_TYPE: Memo[type, Backend] = Memo(256)
 #: A tuple, not ``np.ndarray | np.generic``: torch.compile traces :func:`_select` and
@@ -26,7 +27,7 @@ _BY_TYPE: Memo[type, Backend] = Memo(256)
 _NUMPY_TYPES = (np.ndarray, np.generic)
 
 
-def backend_for(data: Any) -> Backend:
+def backend_for(data: Array) -> Backend:
     """Return the backend for ``data``'s library.
 
     Raises
@@ -41,11 +42,11 @@ def backend_for(data: Any) -> Backend:
     return backend
 
 
-def _is_numpy(data: Any) -> bool:
+def _is_numpy(data: Array) -> bool:
     return isinstance(data, _NUMPY_TYPES)
 
 
-def _is_torch(data: Any) -> bool:
+def _is_torch(data: Array) -> bool:
     # Without array_api_compat: torch.compile traces this on a compiled call that precedes
     # any eager one, and Dynamo warns about the functools.lru_cache inside compat's
     # is_*_array helpers (torch 2.13.0).
@@ -93,7 +94,7 @@ _LIBRARIES: tuple[tuple[Callable[[Any], bool], Callable[[], Backend]], ...] = (
 )
 
 
-def _select(data: Any) -> Backend:
+def _select(data: Array) -> Backend:
     """The backend of the first library in :data:`_LIBRARIES` that ``data`` belongs to.
 
     Else any other array-API library's (CuPy included, through array_api_compat's
@@ -115,7 +116,7 @@ def _select(data: Any) -> Backend:
     return ArrayAPIBackend(xp)
 
 
-def _is(helper: Callable[[Any], bool], data: Any) -> bool:
+def _is(helper: Callable[[Any], bool], data: Array) -> bool:
     """``helper(data)``, False where the library it looks up is still being imported."""
     try:
         return helper(data)
@@ -123,13 +124,13 @@ def _is(helper: Callable[[Any], bool], data: Any) -> bool:
         return False
 
 
-def library_of(x: Any) -> str:
+def library_of(x: Array) -> str:
     """The library of ``x``'s type, for messages: "NumPy", "Python", "jax", "array"..."""
     module = type(x).__module__.split(".")[0]
     return {"jaxlib": "jax", "numpy": "NumPy", "builtins": "Python"}.get(module, module)
 
 
-def describe(x: Any) -> str:
+def describe(x: Array) -> str:
     """``x``'s type with its library and article, for messages.
 
     "a Python NoneType", "a NumPy MaskedArray", "an array_api_strict Array", "a jax ArrayImpl".

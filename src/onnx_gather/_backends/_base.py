@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from onnx_gather._spec.gather_nd import GatherNDPlan
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
+    from onnx_gather._typing import Array
 
 
 class Call(Protocol):
@@ -33,7 +34,7 @@ class Call(Protocol):
     writes into it.
     """
 
-    def __call__(self, arrays: tuple[Any, ...], out: Any = None, /) -> Any: ...
+    def __call__(self, arrays: tuple[Array, ...], out: Array = None, /) -> Any: ...
 
 
 #: Ranks above which GatherElements runs as ``take`` of linear indices: NumPy-based
@@ -69,7 +70,7 @@ class Backend:
 
     # --- what _api asks of every backend -------------------------------------------------
 
-    def owns(self, x: Any, /) -> bool:
+    def owns(self, x: Array, /) -> bool:
         """Whether ``x`` is an array of this library."""
         raise NotImplementedError
 
@@ -82,7 +83,7 @@ class Backend:
         """
         return False
 
-    def host_under_trace(self, indices: Any, data: Any, /) -> Any:
+    def host_under_trace(self, indices: Array, data: Array, /) -> Any:
         """Host indices (a Python int or sequence, a NumPy array) while :meth:`traced`.
 
         As :func:`onnx_gather._host.index_array`: one NumPy array, an ``Unrepresentable``
@@ -90,7 +91,7 @@ class Backend:
         """
         return _host.index_array(indices)
 
-    def bind(self, method: str, plan: Plan, arrays: tuple[Any, ...], /) -> Call:
+    def bind(self, method: str, plan: Plan, arrays: tuple[Array, ...], /) -> Call:
         """The call of the operator ``method`` names with ``plan``, ready for its arrays.
 
         ``_api`` keeps what this returns for later calls on arrays of the same types,
@@ -100,20 +101,20 @@ class Backend:
         """
         run = getattr(self, method)
 
-        def call(arrays: tuple[Any, ...], out: Any = None, /) -> Any:
+        def call(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
             return run(*arrays, plan) if out is None else run(*arrays, plan, out)
 
         return call
 
-    def shape(self, x: Any, /) -> tuple[int, ...]:
+    def shape(self, x: Array, /) -> tuple[int, ...]:
         """The shape of ``x`` as a tuple of ints."""
         return tuple(x.shape)
 
-    def dtype_name(self, x: Any, /) -> str:
+    def dtype_name(self, x: Array, /) -> str:
         """The ONNX-style name of ``x``'s dtype (see :mod:`onnx_gather._spec`)."""
         return numpy_dtype_name(x.dtype)
 
-    def check_writable(self, out: Any, /) -> None:
+    def check_writable(self, out: Array, /) -> None:
         """Nothing if a scatter may write into ``out`` (an array of this library), else an error.
 
         ``_api`` asks before any write. A library whose arrays are immutable (JAX) raises
@@ -133,23 +134,23 @@ class Backend:
 
     # --- the pieces the array-API kernels are made of ------------------------------------
 
-    def namespace(self, x: Any, /) -> Any:
+    def namespace(self, x: Array, /) -> Any:
         """``x``'s array-API namespace."""
         return array_namespace(x)
 
-    def extremes(self, indices: Any, /) -> tuple[int, int]:
+    def extremes(self, indices: Array, /) -> tuple[int, int]:
         """The smallest and largest value of non-empty ``indices`` (of this library)."""
         xp = self.namespace(indices)
         return int(xp.min(indices)), int(xp.max(indices))
 
-    def to_host(self, x: Any, /) -> np.ndarray:
+    def to_host(self, x: Array, /) -> np.ndarray:
         """An array of this library as NumPy (for messages: the bad index and its place)."""
         try:
             return np.asarray(x)
         except (TypeError, RuntimeError, ValueError):
             return np.from_dlpack(x)
 
-    def checked_or_clamped(self, indices: Any, data: Any, plan: Any, /) -> Any:
+    def checked_or_clamped(self, indices: Array, data: Array, plan: Any, /) -> Any:
         """Indices on ``data``'s device in ``[0, s)`` per component: checked, or clamped.
 
         Host indices are normalised on the host, before they travel; the library's own
@@ -168,7 +169,7 @@ class Backend:
 
     # --- the operators --------------------------------------------------------------------
 
-    def gather(self, data: Any, indices: Any, plan: GatherPlan, /) -> Any:
+    def gather(self, data: Array, indices: Array, plan: GatherPlan, /) -> Any:
         """ONNX Gather: ``take`` of the counted indices, flattened, then reshaped."""
         xp = self.namespace(data)
         flat = xp.reshape(self.checked_or_clamped(indices, data, plan), (-1,))
@@ -176,7 +177,7 @@ class Backend:
             return xp.zeros(plan.out_shape, dtype=data.dtype, device=data.device)
         return xp.reshape(xp.take(data, flat, axis=plan.axis), plan.out_shape)
 
-    def gather_elements(self, data: Any, indices: Any, plan: GatherElementsPlan, /) -> Any:
+    def gather_elements(self, data: Array, indices: Array, plan: GatherElementsPlan, /) -> Any:
         """ONNX GatherElements (and OpenVINO's): ``take_along_axis``, or ``take`` of linear indices."""
         xp = self.namespace(data)
         indices = self.checked_or_clamped(indices, data, plan)
@@ -193,7 +194,7 @@ class Backend:
             return xp.take_along_axis(data, indices, axis=plan.axis)
         return _take_linear(xp, data, indices, plan.axis)
 
-    def gather_nd(self, data: Any, indices: Any, plan: GatherNDPlan, /) -> Any:
+    def gather_nd(self, data: Array, indices: Array, plan: GatherNDPlan, /) -> Any:
         """ONNX GatherND: one ``take`` of linear indices (see :func:`nd_take`)."""
         xp = self.namespace(data)
         indices = self.checked_or_clamped(indices, data, plan)
@@ -201,24 +202,24 @@ class Backend:
 
     def scatter_elements(
         self,
-        data: Any,
-        indices: Any,
-        updates: Any,
+        data: Array,
+        indices: Array,
+        updates: Array,
         plan: ScatterElementsPlan,
-        out: Any = None,
+        out: Array = None,
         /,
     ) -> Any:
         """ONNX ScatterElements: NumPy's kernel on the host (:meth:`_on_host`)."""
         return self._on_host("scatter_elements", data, indices, updates, plan, out)
 
     def scatter_nd(
-        self, data: Any, indices: Any, updates: Any, plan: ScatterNDPlan, out: Any = None, /
+        self, data: Array, indices: Array, updates: Array, plan: ScatterNDPlan, out: Array = None, /
     ) -> Any:
         """ONNX ScatterND: NumPy's kernel on the host (:meth:`_on_host`)."""
         return self._on_host("scatter_nd", data, indices, updates, plan, out)
 
     def _on_host(
-        self, kernel: str, data: Any, indices: Any, updates: Any, plan: Plan, out: Any
+        self, kernel: str, data: Array, indices: Array, updates: Array, plan: Plan, out: Array
     ) -> Any:
         """Run NumPy's scatter ``kernel`` on host copies; the result on data's device.
 
@@ -239,7 +240,7 @@ class Backend:
         return out
 
 
-def strided_layout(x: Any) -> tuple[tuple[int, ...], tuple[int, ...], int] | None:
+def strided_layout(x: Array) -> tuple[tuple[int, ...], tuple[int, ...], int] | None:
     """``x``'s shape, strides and item size in one unit, where they may overlap.
 
     NumPy's and CuPy's ``strides`` (bytes), PyTorch's ``stride()`` (elements). None where
@@ -292,7 +293,7 @@ def overlaps_itself(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: 
     return bool((np.diff(offsets) < itemsize).any())
 
 
-def nd_take(xp: Any, data: Any, indices: Any, plan: GatherNDPlan) -> Any:
+def nd_take(xp: Any, data: Array, indices: Array, plan: GatherNDPlan) -> Any:
     """GatherND of counted (in range) ``indices`` as one ``take``, in namespace ``xp``.
 
     Data becomes ``(B * M,) + rest``: its ``b`` batch dims and the ``k`` addressed dims
@@ -312,7 +313,7 @@ def nd_take(xp: Any, data: Any, indices: Any, plan: GatherNDPlan) -> Any:
     return xp.reshape(out, plan.out_shape)
 
 
-def _take_linear(xp: Any, data: Any, indices: Any, axis: int) -> Any:
+def _take_linear(xp: Any, data: Array, indices: Array, axis: int) -> Any:
     """GatherElements from ``take`` alone: linear indices into the flattened data."""
     linear = element_positions(xp, indices, tuple(data.shape), axis, data.device)
     flat = xp.reshape(data, (-1,))

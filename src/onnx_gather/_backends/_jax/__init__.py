@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from onnx_gather._spec.gather_nd import GatherNDPlan
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
+    from onnx_gather._typing import Array
 
 
 def _eager_fn(
@@ -93,7 +94,7 @@ def _bound(
     checked = plan.check_bounds
     in_place = None  # the sharding of the last flag read in place (the same object each call)
 
-    def call(arrays: tuple[Any, ...], out: Any = None, /) -> Any:
+    def call(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
         nonlocal in_place
         data, indices = arrays
         if not indices.committed or data.committed:
@@ -215,10 +216,10 @@ class JaxBackend(Backend):
 
     name = "jax"
 
-    def owns(self, x: Any, /) -> bool:
+    def owns(self, x: Array, /) -> bool:
         return isinstance(x, jax.Array)
 
-    def bind(self, method: str, plan: Plan, arrays: tuple[Any, ...], /) -> Call:
+    def bind(self, method: str, plan: Plan, arrays: tuple[Array, ...], /) -> Call:
         """A gather on concrete arrays: its jitted call, nothing between (:func:`_bound`).
 
         Everything :func:`_run` would decide from what ``_api``'s key holds (types,
@@ -246,21 +247,21 @@ class JaxBackend(Backend):
         fn = _eager_fn(kernel, plan, block, plan.check_bounds, None)
         return _bound(fn, plan, kind, exact)
 
-    def gather(self, data: jax.Array, indices: Any, plan: GatherPlan, /) -> jax.Array:
+    def gather(self, data: jax.Array, indices: Array, plan: GatherPlan, /) -> jax.Array:
         """ONNX Gather: ``jnp.take`` in fill mode (:func:`_run`)."""
         return _run(take, data, indices, plan, None)
 
     def gather_elements(
-        self, data: jax.Array, indices: Any, plan: GatherElementsPlan, /
+        self, data: jax.Array, indices: Array, plan: GatherElementsPlan, /
     ) -> jax.Array:
         """ONNX GatherElements (and OpenVINO's): ``jnp.take_along_axis`` in fill mode."""
         return _run(take_along_axis, data, indices, plan, plan.block())
 
-    def gather_nd(self, data: jax.Array, indices: Any, plan: GatherNDPlan, /) -> jax.Array:
+    def gather_nd(self, data: jax.Array, indices: Array, plan: GatherNDPlan, /) -> jax.Array:
         """ONNX GatherND: advanced indexing in fill mode (``.at[...].get(mode="fill")``)."""
         return _run(take_nd, data, indices, plan, None)
 
-    def check_writable(self, out: Any, /) -> None:
+    def check_writable(self, out: Array, /) -> None:
         msg = (
             "JAX arrays are immutable: out= cannot write into one. To update data in place, "
             "call the scatter inside jax.jit(..., donate_argnums=...) donating data; XLA "
@@ -271,10 +272,10 @@ class JaxBackend(Backend):
     def scatter_elements(
         self,
         data: jax.Array,
-        indices: Any,
+        indices: Array,
         updates: jax.Array,
         plan: ScatterElementsPlan,
-        out: Any = None,
+        out: Array = None,
         /,
     ) -> jax.Array:
         """ONNX ScatterElements: ``.at[]`` with every order decided (:mod:`._scatter`).
@@ -286,17 +287,17 @@ class JaxBackend(Backend):
     def scatter_nd(
         self,
         data: jax.Array,
-        indices: Any,
+        indices: Array,
         updates: jax.Array,
         plan: ScatterNDPlan,
-        out: Any = None,
+        out: Array = None,
         /,
     ) -> jax.Array:
         """ONNX ScatterND: as :meth:`scatter_elements`."""
         return _scatter_run(data, indices, updates, plan)
 
 
-def _scatter_run(data: jax.Array, indices: Any, updates: jax.Array, plan: Plan) -> jax.Array:
+def _scatter_run(data: jax.Array, indices: Array, updates: jax.Array, plan: Plan) -> jax.Array:
     """Any scatter: check what can be read now, record the rest for checkify, scatter.
 
     An index out of range that no check stops (unchecked, or under tracing) drops its
@@ -325,7 +326,7 @@ def _scatter_run(data: jax.Array, indices: Any, updates: jax.Array, plan: Plan) 
     return jax.lax.bitcast_convert_type(out, dtype) if bits is not None else out
 
 
-def _run(kernel: Take, data: jax.Array, indices: Any, plan: Plan, block: Any) -> jax.Array:
+def _run(kernel: Take, data: jax.Array, indices: Array, plan: Plan, block: Any) -> jax.Array:
     """Any gather: check what can be read now, record the rest for checkify, run ``kernel``.
 
     ``block``: slices cutting data to the part the output reads, or None for all of it.
@@ -397,7 +398,7 @@ def _run(kernel: Take, data: jax.Array, indices: Any, plan: Plan, block: Any) ->
     return out
 
 
-def _wide(indices: Any, plan: Plan) -> Any:
+def _wide(indices: Array, plan: Plan) -> Any:
     """int64 indices for an axis longer than int32 reaches; ValueError without x64.
 
     Fill mode counts a negative index from the end in the indices' own type, where int32

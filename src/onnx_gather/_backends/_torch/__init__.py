@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from onnx_gather._spec.gather_nd import GatherNDPlan
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
+    from onnx_gather._typing import Array
 
 _CPU = torch.device("cpu")
 
@@ -41,7 +42,7 @@ _CPU = torch.device("cpu")
 _FALLBACK_FROM = 1 << 13
 
 
-def _numpy_route(data: torch.Tensor, indices: Any) -> bool:
+def _numpy_route(data: torch.Tensor, indices: Array) -> bool:
     """Whether a call can run the NumPy backend's kernels on zero-copy views of the tensors.
 
     Plain CPU tensors that no tracer, transform or autograd records. (Whether those kernels
@@ -81,7 +82,7 @@ def _recording() -> bool:
 
 
 def _in_graph(
-    data: torch.Tensor, indices: Any, plan: Plan, fused_wins: Callable[[Any, Any], bool]
+    data: torch.Tensor, indices: Array, plan: Plan, fused_wins: Callable[[Any, Any], bool]
 ) -> bool:
     """Whether this call becomes one ``onnx_gather::run_v1`` operator of a recorded graph.
 
@@ -126,7 +127,7 @@ def _recordable(
     """
 
     def decorate(eager: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-        def method(self: Any, data: torch.Tensor, indices: Any, plan: Any, /) -> torch.Tensor:
+        def method(self: Any, data: torch.Tensor, indices: Array, plan: Any, /) -> torch.Tensor:
             if _numpy_route(data, indices) and numpy_wins(plan):
                 return _on_numpy(kernel, data, indices, plan)
             if not _in_graph(data, indices, plan, fused_wins):
@@ -135,7 +136,7 @@ def _recordable(
                 indices = torch.as_tensor(indices.copy(), device=data.device)
             return _fused.call(data, indices, plan=plan)
 
-        def when_the_graph_runs(data: torch.Tensor, indices: Any, plan: Any) -> torch.Tensor:
+        def when_the_graph_runs(data: torch.Tensor, indices: Array, plan: Any) -> torch.Tensor:
             if _numpy_route(data, indices) and numpy_wins(plan):
                 return _on_numpy(kernel, data, indices, plan)
             return eager(backend, data, indices, plan)
@@ -197,7 +198,7 @@ def _fused_wins_on_short_rows(data: torch.Tensor, plan: Plan) -> bool:
     return _fused_wins(data, plan) and math.prod(data.shape[after:]) < _LONG_ROW
 
 
-def _check_servable(data: torch.Tensor, indices: Any) -> None:
+def _check_servable(data: torch.Tensor, indices: Array) -> None:
     """TypeError for tensors torch's kernels would answer wrongly or with a raw error.
 
     Sparse, compressed or MKL-DNN layouts (a sparse COO result from Gather, torch's
@@ -257,14 +258,14 @@ class TorchBackend(Backend):
 
     name = "torch"
 
-    def owns(self, x: Any, /) -> bool:
+    def owns(self, x: Array, /) -> bool:
         return isinstance(x, torch.Tensor)
 
     def traced(self) -> bool:
         """Under ``torch.compile``: Dynamo runs this Python symbolically."""
         return torch.compiler.is_compiling()
 
-    def host_under_trace(self, indices: Any, data: torch.Tensor, /) -> Any:
+    def host_under_trace(self, indices: Array, data: torch.Tensor, /) -> Any:
         """Host indices as a tensor on data's device, under ``torch.compile``.
 
         Dynamo models a NumPy array as a tensor and cannot read its dtype or flags, so the
@@ -284,7 +285,7 @@ class TorchBackend(Backend):
         dtype = torch.float64 if floating else torch.int64
         return torch.tensor(flat, dtype=dtype, device=data.device).reshape(shape)
 
-    def bind(self, method: str, plan: Plan, arrays: tuple[Any, ...], /) -> Call:
+    def bind(self, method: str, plan: Plan, arrays: tuple[Array, ...], /) -> Call:
         """Small eager gathers on CPU tensors: torch's kernel first (:mod:`._eager`).
 
         Not while Dynamo traces the call (host indices under ``torch.compile``): the
@@ -315,7 +316,7 @@ class TorchBackend(Backend):
         return _dtypes.dtype_name(x)
 
     @_recordable(numpy_kernels.gather, _compiled_wins, _fused_wins_on_short_rows)
-    def gather(self, data: torch.Tensor, indices: Any, plan: GatherPlan, /) -> torch.Tensor:
+    def gather(self, data: torch.Tensor, indices: Array, plan: GatherPlan, /) -> torch.Tensor:
         """ONNX Gather: the compiled kernel on CPU views, Triton on large CUDA calls.
 
         Elsewhere ``index_select`` of checked indices.
@@ -331,7 +332,7 @@ class TorchBackend(Backend):
 
     @_recordable(numpy_kernels.gather_elements, _elements_numpy_wins, _fused_wins)
     def gather_elements(
-        self, data: torch.Tensor, indices: Any, plan: GatherElementsPlan, /
+        self, data: torch.Tensor, indices: Array, plan: GatherElementsPlan, /
     ) -> torch.Tensor:
         """ONNX GatherElements (and OpenVINO's): as :meth:`gather`, with ``torch.gather``.
 
@@ -348,7 +349,7 @@ class TorchBackend(Backend):
         return exact(data if block is None else data[block], plan.axis, indices, True)
 
     @_recordable(numpy_kernels.gather_nd, _compiled_wins, _fused_wins_on_short_rows)
-    def gather_nd(self, data: torch.Tensor, indices: Any, plan: GatherNDPlan, /) -> torch.Tensor:
+    def gather_nd(self, data: torch.Tensor, indices: Array, plan: GatherNDPlan, /) -> torch.Tensor:
         """ONNX GatherND: the compiled kernel on CPU views, else advanced indexing.
 
         Advanced indexing (CUDA, autograd, ``torch.compile``, ``torch.func``) of indices
@@ -362,7 +363,7 @@ class TorchBackend(Backend):
     def scatter_elements(
         self,
         data: torch.Tensor,
-        indices: Any,
+        indices: Array,
         updates: torch.Tensor,
         plan: ScatterElementsPlan,
         out: torch.Tensor | None = None,
@@ -378,7 +379,7 @@ class TorchBackend(Backend):
     def scatter_nd(
         self,
         data: torch.Tensor,
-        indices: Any,
+        indices: Array,
         updates: torch.Tensor,
         plan: ScatterNDPlan,
         out: torch.Tensor | None = None,
@@ -393,7 +394,7 @@ def _scatter_call(
     kernel: Callable[..., Any],
     own: Callable[..., torch.Tensor],
     data: torch.Tensor,
-    indices: Any,
+    indices: Array,
     updates: torch.Tensor,
     plan: Plan,
     out: torch.Tensor | None,
@@ -450,7 +451,7 @@ def _shares_memory(out: torch.Tensor, *inputs: torch.Tensor) -> bool:
 
 
 def _scatter_numpy_route(
-    data: torch.Tensor, indices: Any, updates: torch.Tensor, plan: Plan, out: Any
+    data: torch.Tensor, indices: Array, updates: torch.Tensor, plan: Plan, out: Array
 ) -> bool:
     """Whether a scatter runs the compiled kernel on views of plain CPU tensors."""
     return (
@@ -463,7 +464,9 @@ def _scatter_numpy_route(
     )
 
 
-def _scatter_compiled(data: torch.Tensor, indices: Any, updates: torch.Tensor, plan: Plan) -> bool:
+def _scatter_compiled(
+    data: torch.Tensor, indices: Array, updates: torch.Tensor, plan: Plan
+) -> bool:
     """Whether a scatter under ``torch.compile`` is torch's operations inductor compiles.
 
     (Not under ``torch.export``: an exported program keeps ``run_v1``, whose check raises
@@ -482,7 +485,7 @@ def _scatter_compiled(data: torch.Tensor, indices: Any, updates: torch.Tensor, p
 _NO_INDEX_PUT = (torch.uint16, torch.uint32, torch.uint64, torch.complex64, torch.complex128)
 
 
-def _scatter_in_graph(data: torch.Tensor, indices: Any, updates: torch.Tensor) -> bool:
+def _scatter_in_graph(data: torch.Tensor, indices: Array, updates: torch.Tensor) -> bool:
     """Whether a scatter becomes one ``onnx_gather::run_v1`` operator of a recorded graph."""
     if torch.compiler.is_compiling():
         return True
@@ -502,7 +505,7 @@ def _scatter_when_the_graph_runs(
 ) -> Any:
     """What the fused operator of a scatter runs: the compiled kernel on views, else ``own``."""
 
-    def run(data: torch.Tensor, indices: Any, updates: torch.Tensor, plan: Plan) -> torch.Tensor:
+    def run(data: torch.Tensor, indices: Array, updates: torch.Tensor, plan: Plan) -> torch.Tensor:
         if _scatter_numpy_route(data, indices, updates, plan, None):
             return _scatter_on_numpy(kernel, data, indices, updates, plan, None)
         return own(data, indices, updates, plan)
@@ -522,7 +525,7 @@ _fused.register(
 def _scatter_on_numpy(
     kernel: Callable[..., Any],
     data: torch.Tensor,
-    indices: Any,
+    indices: Array,
     updates: torch.Tensor,
     plan: Plan,
     out: torch.Tensor | None,
@@ -540,7 +543,7 @@ def _scatter_on_numpy(
     return out
 
 
-def _triton_for(data: torch.Tensor, indices: Any, plan: Plan, walk: Sequence[int]) -> Any:
+def _triton_for(data: torch.Tensor, indices: Array, plan: Plan, walk: Sequence[int]) -> Any:
     """The Triton kernels' module where they serve this CUDA call, else None.
 
     ``walk``: the shape the operator's kernel walks over data (``_triton._rest``).
@@ -550,14 +553,14 @@ def _triton_for(data: torch.Tensor, indices: Any, plan: Plan, walk: Sequence[int
     return None
 
 
-def _kernel_indices(data: torch.Tensor, indices: Any, plan: Plan) -> torch.Tensor:
+def _kernel_indices(data: torch.Tensor, indices: Array, plan: Plan) -> torch.Tensor:
     """Indices for torch's own kernels: checked, counted, int64, on data's device."""
     _check_servable(data, indices)
     return placed(indices, data, plan)
 
 
 def _on_numpy(
-    kernel: Callable[..., Any], data: torch.Tensor, indices: Any, plan: Plan
+    kernel: Callable[..., Any], data: torch.Tensor, indices: Array, plan: Plan
 ) -> torch.Tensor:
     """The NumPy backend's ``kernel`` on views of the tensors, into a tensor torch allocates.
 

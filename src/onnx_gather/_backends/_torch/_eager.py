@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from onnx_gather._backends._base import Call
     from onnx_gather._spec import Plan
+    from onnx_gather._typing import Array
 
 #: The outputs up to which torch's own kernel beats the compiled one on a small call:
 #: what the compiled kernel saves in its one pass, the views of the tensors it needs cost
@@ -45,7 +46,7 @@ def _plain(data: torch.Tensor, indices: torch.Tensor) -> bool:
     )
 
 
-def _serves(plan: Plan, arrays: tuple[Any, ...]) -> bool:
+def _serves(plan: Plan, arrays: tuple[Array, ...]) -> bool:
     """Whether torch's kernel may serve calls of ``plan`` on arrays like ``arrays``.
 
     Plain tensors (no subclass, no NumPy indices) of a type torch copies bit for bit, and
@@ -70,7 +71,7 @@ def _falling_back(natives: list[Callable[..., torch.Tensor]], exact: Call) -> Ca
     """
     stage = 0
 
-    def call(arrays: tuple[Any, ...], out: Any = None, /) -> Any:
+    def call(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
         nonlocal stage
         data, indices = arrays
         if stage < len(natives) and _plain(data, indices):
@@ -84,7 +85,7 @@ def _falling_back(natives: list[Callable[..., torch.Tensor]], exact: Call) -> Ca
     return call
 
 
-def gather_elements(plan: Plan, arrays: tuple[Any, ...], exact: Call) -> Call:
+def gather_elements(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
     """GatherElements: ``torch.gather``, which reads indices within the axis as ONNX does.
 
     Off the axis, indices may be shorter than data: ``torch.gather`` reads the leading
@@ -101,7 +102,7 @@ def gather_elements(plan: Plan, arrays: tuple[Any, ...], exact: Call) -> Call:
     return _falling_back([lambda data, indices: torch.gather(data, axis, indices)], exact)
 
 
-def gather(plan: Plan, arrays: tuple[Any, ...], exact: Call) -> Call:
+def gather(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
     """Gather: ``index_select`` of 1-D indices, then advanced indexing along the axis.
 
     ``index_select`` (2.7 us a tiny call) refuses negative indices; advanced indexing
@@ -119,7 +120,7 @@ def gather(plan: Plan, arrays: tuple[Any, ...], exact: Call) -> Call:
     return _falling_back(natives, exact)
 
 
-def gather_nd(plan: Plan, arrays: tuple[Any, ...], exact: Call) -> Call:
+def gather_nd(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
     """GatherND without batch dims: advanced indexing by each coordinate.
 
     Counts negative coordinates as ONNX does. Indices of rank 1 address one slice: basic
@@ -137,7 +138,7 @@ def _scatter(kernel: Any, axis: bool) -> Callable[[Plan, tuple[Any, ...], Call],
     ``axis``: whether the kernel takes the plan's axis (ScatterElements).
     """
 
-    def bind(plan: Plan, arrays: tuple[Any, ...], exact: Call) -> Call:
+    def bind(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
         data = arrays[0]
         if not all(type(x) is torch.Tensor for x in arrays) or kernel is None or _kernels is None:
             return exact
@@ -155,7 +156,7 @@ def _scatter(kernel: Any, axis: bool) -> Callable[[Plan, tuple[Any, ...], Call],
 def _scattering(
     run: Callable[..., bool],
     new_view: Callable[..., np.ndarray],
-    arrays: tuple[Any, ...],
+    arrays: tuple[Array, ...],
     shape: tuple[int, ...],
     exact: Call,
 ) -> Call:
@@ -183,7 +184,7 @@ def _scattering(
                 return new_view(x, at, shape, None, typenum)
         return np.array(as_numpy(x), order="C")  # (a copy: read before data is written)
 
-    def call(arrays: tuple[Any, ...], out: Any = None, /) -> Any:
+    def call(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
         data, indices, updates = arrays
         if not (
             (out is None or out is data)
