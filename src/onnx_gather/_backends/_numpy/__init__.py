@@ -239,11 +239,43 @@ class NumpyBackend(Backend):
 
         return call
 
-    gather = staticmethod(gather)
-    gather_elements = staticmethod(gather_elements)
-    gather_nd = staticmethod(gather_nd)
-    scatter_elements = staticmethod(scatter_elements)
-    scatter_nd = staticmethod(scatter_nd)
+    def gather(self, data: Array, indices: np.ndarray, plan: Plan, /) -> Array:
+        """ONNX Gather: :func:`gather`."""
+        return gather(data, indices, plan)
+
+    def gather_elements(
+        self, data: Array, indices: np.ndarray, plan: GatherElementsPlan, /
+    ) -> Array:
+        """ONNX GatherElements: :func:`gather_elements`."""
+        return gather_elements(data, indices, plan)
+
+    def gather_nd(self, data: Array, indices: np.ndarray, plan: GatherNDPlan, /) -> Array:
+        """ONNX GatherND: :func:`gather_nd`."""
+        return gather_nd(data, indices, plan)
+
+    def scatter_elements(
+        self,
+        data: Array,
+        indices: np.ndarray,
+        updates: Array,
+        plan: ScatterElementsPlan,
+        out: np.ndarray | None = None,
+        /,
+    ) -> np.ndarray:
+        """ONNX ScatterElements: :func:`scatter_elements`, into ``out`` where given."""
+        return scatter_elements(data, indices, updates, plan, out)
+
+    def scatter_nd(
+        self,
+        data: Array,
+        indices: np.ndarray,
+        updates: Array,
+        plan: ScatterNDPlan,
+        out: np.ndarray | None = None,
+        /,
+    ) -> np.ndarray:
+        """ONNX ScatterND: :func:`scatter_nd`, into ``out`` where given."""
+        return scatter_nd(data, indices, updates, plan, out)
 
 
 backend = NumpyBackend()

@@ -123,7 +123,7 @@ def _recordable(
     a recorded call becomes one fused operator of the graph (under ``torch.compile``
     where ``fused_wins(data, plan)``: :func:`_in_graph`); anything else runs ``eager``,
     torch's own kernels. When the graph runs, the fused operator takes the same two
-    routes.
+    routes (``method.when_the_graph_runs``, which the module registers with ``_fused``).
     """
 
     def decorate(eager: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
@@ -141,8 +141,8 @@ def _recordable(
                 return _on_numpy(kernel, data, indices, plan)
             return eager(backend, data, indices, plan)
 
-        _fused.register(eager.__name__, when_the_graph_runs)
         method.__name__, method.__doc__ = eager.__name__, eager.__doc__
+        method.when_the_graph_runs = when_the_graph_runs  # type: ignore[attr-defined]
         return method
 
     return decorate
@@ -513,6 +513,10 @@ def _scatter_when_the_graph_runs(
     return run
 
 
+# What the fused operator of each call runs when the graph runs: the gathers' (made with
+# their methods by _recordable) and the scatters'.
+for _gather in (TorchBackend.gather, TorchBackend.gather_elements, TorchBackend.gather_nd):
+    _fused.register(_gather.__name__, _gather.when_the_graph_runs)  # type: ignore[attr-defined]
 _fused.register(
     "scatter_elements",
     _scatter_when_the_graph_runs(scatters.scatter_elements, numpy_kernels.scatter_elements),
