@@ -85,7 +85,7 @@ def _run(
         version = op.resolve(opset)
     backend = backend_for(arrays[0])
     traced = backend.traced()
-    known = None
+    key = known = None
     # Only a bool keys a call: a falsy None or 0 must not turn the check off unseen (nor
     # 1 == True find a call), so anything else is checked by the planner's rule below.
     if not traced and (check_bounds is True or check_bounds is False):
@@ -98,8 +98,6 @@ def _run(
             if out is not None:
                 backend.check_writable(out)  # (its layout, which the key does not hold)
             return known.call(arrays, out if write else None)
-    else:
-        key = None
     arrays, owned = _inputs(op, backend, arrays, traced)
     if known is None:
         if check_bounds is not True and check_bounds is not False:

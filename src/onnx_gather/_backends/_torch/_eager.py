@@ -12,7 +12,7 @@ import torch.autograd.forward_ad as _FORWARD_AD
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._numpy import _kernels
 from onnx_gather._backends._numpy._scatter import CheckMode, bound_compiled
-from onnx_gather._backends._torch._views import TYPENUMS, as_numpy
+from onnx_gather._backends._torch._views import TYPENUMS, as_numpy, of_new
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -163,8 +163,8 @@ def _scattering(
     """The bound scatter: into a new tensor, or in place where ``out`` is data.
 
     Plain strided CPU tensors, C-ordered data, that no tracer, transform or autograd
-    records (otherwise ``exact``, which routes those; ``_plain`` says why each). In place, the kernel scans every
-    index before its first write, and indices or updates that share data's memory are
+    records (otherwise ``exact``, which routes those; ``_plain`` says why each). In place,
+    the kernel scans every index before its first write, and indices or updates that share data's memory are
     copied first (read before written). The shapes and types are those of ``arrays``
     (the call's key holds them): a C-ordered tensor's view (``new_view``:
     ``_kernels.view``) needs only its address, and its bytes span ``[address, address +
@@ -210,7 +210,7 @@ def _scattering(
         source = new_view(data, start, shape, None, types[0])
         if out is None:
             result = torch.empty(shape, dtype=dtype)
-            target = new_view(result, result.data_ptr(), shape, None, types[0])
+            target = of_new(result, shape)
             done = run(target, source, host_indices, values, CheckMode.WHILE_WRITING, threads)
         else:
             result = out
