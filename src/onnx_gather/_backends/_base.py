@@ -10,7 +10,7 @@ import math
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-from array_api_compat import array_namespace, device
+from array_api_compat import array_namespace, device, to_device
 
 from onnx_gather import _host
 from onnx_gather._backends._positions import element_positions, tuple_rows
@@ -148,7 +148,12 @@ class Backend:
         try:
             return np.asarray(x)
         except (TypeError, RuntimeError, ValueError):
+            pass
+        try:
             return np.from_dlpack(x)
+        except BufferError:
+            # On a device (CuPy refuses both above): array-api-compat's copy to the host.
+            return np.asarray(to_device(x, "cpu"))
 
     def checked_or_clamped(self, indices: Array, data: Array, plan: Any, /) -> Any:
         """Indices on ``data``'s device in ``[0, s)`` per component: checked, or clamped.
