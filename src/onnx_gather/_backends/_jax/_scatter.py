@@ -314,7 +314,7 @@ def combine(reduction: Reduction, old: jax.Array, new: jax.Array, dtype: Any) ->
             a, b = old.astype(jnp.float32), new.astype(jnp.float32)
             if dtype.itemsize > 2:
                 a, b = old, new
-            out = _canonical(a + b if reduction == "add" else a * b).astype(old.dtype)
+            out = _canonical((a + b if reduction == "add" else a * b).astype(old.dtype))
         return jax.lax.bitcast_convert_type(out, jnp.int16) if bfloat16 else out
     a, b = old.astype(jnp.float32), new.astype(jnp.float32)
     if dtype.itemsize > 2:
@@ -334,7 +334,16 @@ def combine(reduction: Reduction, old: jax.Array, new: jax.Array, dtype: Any) ->
 
 
 def _canonical(x: jax.Array) -> jax.Array:
-    return jnp.where(jnp.isnan(x), jnp.asarray(jnp.nan, x.dtype), x)
+    """``x`` with every NaN the one quiet NaN (NumPy's ``nan`` in ``x``'s dtype).
+
+    Chosen on the bits, after the cast to the data's dtype: a GPU's float32 arithmetic
+    and its float32 -> bfloat16 conversion each give a NaN of their own (0x7FFF for
+    bfloat16 on an H200, where NumPy's is 0x7FC0).
+    """
+    bits = _BITS[x.dtype.itemsize]
+    nan = np.array(np.nan, x.dtype).view(np.dtype(bits))
+    chosen = jnp.where(jnp.isnan(x), nan, jax.lax.bitcast_convert_type(x, bits))
+    return jax.lax.bitcast_convert_type(chosen, x.dtype)
 
 
 def _complex(reduction: Reduction, old: jax.Array, new: jax.Array) -> jax.Array:
