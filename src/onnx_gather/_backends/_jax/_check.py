@@ -56,10 +56,12 @@ def _jvp(primals: Any, tangents: Any, **params: Any) -> tuple[Any, Any]:
 jax.interpreters.ad.primitive_jvps[index_check_p] = _jvp
 
 
-def _checkify_rule(
-    error: Any, enabled_errors: Any, indices: jax.Array, *, plan: Plan, batched: int
-) -> tuple[Any, jax.Array]:
+def _checkify_rule(*args: Any, plan: Plan, batched: int) -> tuple[Any, jax.Array]:
     """Record the plan's IndexError for the first bad index (of the first bad example).
+
+    ``args`` are ``(error, enabled_errors, indices)``; from jax 0.11.2 on, checkify's
+    context comes first, and its ``assert_func`` takes it too (seen on an H200 machine's
+    jax 0.11.2, 2026-11-26; 0.11.1 has neither), so the context is passed through as given.
 
     The same IndexError text as an eager call raises, for the first bad index in C order;
     under ``vmap``, of the first example that has one. The rule plugs into checkify's
@@ -68,6 +70,7 @@ def _checkify_rule(
     rules for gather, division and scatter use; JAX has no public one for user
     primitives).
     """
+    *context, error, enabled_errors, indices = args
     if _checkify.FailedCheckError not in enabled_errors:
         return error, indices
     shape = indices.shape[batched:]
@@ -86,18 +89,20 @@ def _checkify_rule(
     any_bad = jnp.any(bad_example)
     if not plan.coordinates:
         text = str(_spec.out_of_range(plan, "{value}", where))
-        return _assert(error, any_bad, text, fields), indices
+        return _assert(context, error, any_bad, text, fields), indices
     # Coordinates address axes of their own: the axis and size in the text depend on which
     # coordinate is bad, so one record per coordinate, of which one can fail.
     for j in range(len(plan.sizes)):
         text = str(_spec.out_of_range(plan, "{value}", where, coordinate=j))
-        error = _assert(error, any_bad & (position[-1] == j), text, fields)
+        error = _assert(context, error, any_bad & (position[-1] == j), text, fields)
     return error, indices
 
 
-def _assert(error: Any, failed: jax.Array, text: str, fields: dict[str, jax.Array]) -> Any:
+def _assert(
+    context: list[Any], error: Any, failed: jax.Array, text: str, fields: dict[str, jax.Array]
+) -> Any:
     new_error = _checkify.FailedCheckError(_checkify.get_traceback(), text, **fields)
-    return _checkify.assert_func(error, failed, new_error)
+    return _checkify.assert_func(*context, error, failed, new_error)
 
 
 _checkify.error_checks[index_check_p] = _checkify_rule
