@@ -370,9 +370,10 @@ def test_large_cpu_indices_are_checked_on_the_host(
     host_check = _jax._spec.check_range
     monkeypatch.setattr(_jax._spec, "check_range", lambda *a: checks.append(1) or host_check(*a))
     ours, loop, good, bad, message = OPS[op]
-    x = jnp.asarray(X)
+    cpu = jax.devices("cpu")[0]  # (on a GPU machine too: the default device is the GPU)
+    x = jax.device_put(X, cpu)
     for _ in range(2):
-        assert_identical(np.asarray(ours(x, jnp.asarray(good))), loop(X, good))
+        assert_identical(np.asarray(ours(x, jax.device_put(good, cpu))), loop(X, good))
         with pytest.raises(IndexError, match=message):
-            ours(x, jnp.asarray(bad))
+            ours(x, jax.device_put(bad, cpu))
     assert len(checks) == 4  # (checked on the host, every call)

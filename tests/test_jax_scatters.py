@@ -192,9 +192,14 @@ def test_export_of_a_float_reduction_needs_a_symbolic_shape() -> None:
     exported = export.export(jax.jit(f))(
         jax.ShapeDtypeStruct((n,), np.float32), jax.ShapeDtypeStruct((3,), np.float32)
     )
-    got = exported.call(jnp.zeros(4, jnp.float32), jnp.asarray([1.0, 2.0, 4.0], jnp.float32))
+    u = jnp.asarray([1.0, 2.0, 4.0], jnp.float32)
+    got = exported.call(jnp.zeros(4, jnp.float32), u)
     assert np.asarray(got).tolist() == [3.0, 0.0, 4.0, 0.0]
     static = (jax.ShapeDtypeStruct((4,), np.float32), jax.ShapeDtypeStruct((3,), np.float32))
+    if jax.default_backend() != "cpu":  # a GPU computes in rounds: no callback to serialize
+        got = export.export(jax.jit(f))(*static).call(jnp.zeros(4, jnp.float32), u)
+        assert np.asarray(got).tolist() == [3.0, 0.0, 4.0, 0.0]
+        return
     with pytest.raises(NotImplementedError, match="serialization of host_callbacks"):
         export.export(jax.jit(f))(*static)
 
