@@ -263,11 +263,14 @@ def careful(
 
     The index range in one pass, one read back of both ends, an IndexError if out of
     range, then the operator's native expression (torch: on indices counted from the end).
+    GatherND's tuples are checked per coordinate, each against its own axis' size.
     """
     if device == "cpu" or backend not in ("torch", "jax"):
         return None
     plan = w.plan()
-    size = min(plan.sizes) if plan.coordinates else plan.size
+    # Per coordinate for GatherND (the last axis of its indices), else one size.
+    sizes = np.array(plan.sizes if plan.coordinates else (plan.size,))
+    width = len(sizes)
     if backend == "torch":
         torch = importlib.import_module("torch")
         t_data = torch.from_numpy(data.copy()).to(device)
@@ -275,9 +278,9 @@ def careful(
         native = NATIVE[w.op]["torch"](torch, t_data, t_idx, w)
 
         def checked_torch() -> Any:
-            lo, hi = torch.stack(torch.aminmax(t_idx)).tolist()
-            if lo < -size or hi >= size:
-                raise IndexError(f"index out of range [{-size}, {size - 1}]")
+            lo, hi = np.array(torch.stack(torch.aminmax(t_idx.reshape(-1, width), dim=0)).tolist())
+            if (lo < -sizes).any() or (hi >= sizes).any():
+                raise IndexError(f"index out of range of sizes {sizes.tolist()}")
             out = native()
             torch.cuda.synchronize()
             return out
@@ -291,9 +294,10 @@ def careful(
     native = NATIVE[w.op]["jax"](jnp, j_data, j_idx, w)
 
     def checked_jax() -> Any:
-        lo, hi = jax.device_get((jnp.min(j_idx), jnp.max(j_idx)))
-        if lo < -size or hi >= size:
-            raise IndexError(f"index out of range [{-size}, {size - 1}]")
+        rows = j_idx.reshape(-1, width)
+        lo, hi = jax.device_get((jnp.min(rows, axis=0), jnp.max(rows, axis=0)))
+        if (lo < -sizes).any() or (hi >= sizes).any():
+            raise IndexError(f"index out of range of sizes {sizes.tolist()}")
         return native().block_until_ready()
 
     return checked_jax
