@@ -262,14 +262,18 @@ def _short(x: Array) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def value_range(indices: np.ndarray) -> tuple[int, int]:
+def value_range(indices: np.ndarray, axis: int | None = None) -> tuple[Any, Any]:
     """A range ``(lo, hi)`` that holds every value of non-empty integer ``indices``.
+
+    With ``axis``, the smallest and largest per position of the other axis (two lists).
 
     ``hi`` is the largest value. ``lo`` is the smallest value when some value is negative
     and 0 otherwise, which is all a range check needs. In the common case, no negative
     index, this is one reduction instead of two: the largest value read as unsigned is
     below the sign bit exactly when no value is negative.
     """
+    if axis is not None:
+        return indices.min(axis=axis).tolist(), indices.max(axis=axis).tolist()
     unsigned = _UNSIGNED.get(indices.dtype)
     if unsigned is not None:
         top = int(indices.view(unsigned).max())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from onnx_gather import _spec
@@ -40,9 +41,15 @@ class BoundsPolicy(enum.Enum):
 INT32_MAX = 2**31 - 1
 
 
-def default_extremes(xp: Any, indices: Array) -> tuple[int, int]:
-    """The smallest and largest value of non-empty ``indices``, as Python ints."""
-    return int(xp.min(indices)), int(xp.max(indices))
+def default_extremes(xp: Any, indices: Array, axis: int | None = None) -> tuple[Any, Any]:
+    """The smallest and largest value of non-empty ``indices``, as Python ints.
+
+    With ``axis``, per position of the other axis (2-D ``indices``): two lists of ints.
+    """
+    if axis is None:
+        return int(xp.min(indices)), int(xp.max(indices))
+    lo, hi = xp.min(indices, axis=axis), xp.max(indices, axis=axis)
+    return [int(v) for v in lo], [int(v) for v in hi]
 
 
 def normalise_indices(
@@ -51,7 +58,7 @@ def normalise_indices(
     plan: Plan,
     policy: BoundsPolicy,
     *,
-    extremes: Callable[[Array], tuple[int, int]] | None = None,
+    extremes: Callable[..., tuple[Any, Any]] | None = None,
     to_host: Callable[[Array], np.ndarray] | None = None,
 ) -> Any:
     """``indices`` with negatives counted from the end and the rest per ``policy``.
@@ -79,6 +86,8 @@ def normalise_indices(
     extremes : callable, optional
         ``extremes(indices) -> (lo, hi)``, the smallest and largest value (``lo`` may be
         any value <= the smallest where none is negative); default ``xp.min``/``xp.max``.
+        For coordinates of axes of different sizes, ``extremes(rows, axis=0)`` of the
+        ``(n, k)`` tuples, per coordinate (lists of ``k`` ints), in the same one read.
         RAISE always reads them; CLAMP only where given (a cheap host read): then valid
         non-negative indices come back as they are. Without it CLAMP reads no value, so
         an unchecked call on a device makes no host synchronisation.
@@ -96,8 +105,16 @@ def normalise_indices(
     """
     if policy is BoundsPolicy.RAISE or (extremes is not None and policy is BoundsPolicy.CLAMP):
         if not _empty(indices):
-            lo, hi = (extremes or (lambda x: default_extremes(xp, x)))(indices)
-            admitted = plan.admits(lo, hi)
+            read = extremes or partial(default_extremes, xp)
+            if _per_coordinate(plan):  # each coordinate against its own axis' size
+                los, his = read(xp.reshape(indices, (-1, indices.shape[-1])), axis=0)
+                admitted = all(
+                    -s <= a and b < s for s, a, b in zip(plan.sizes, los, his, strict=True)
+                )
+                lo = min(los)
+            else:
+                lo, hi = read(indices)
+                admitted = plan.admits(lo, hi)
             if not admitted and policy is BoundsPolicy.RAISE:
                 _spec.raise_out_of_range(plan, (to_host or _host)(indices))
                 admitted = True  # coordinates of several sizes: none was out of range

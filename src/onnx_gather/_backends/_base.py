@@ -15,7 +15,7 @@ from array_api_compat import array_namespace, device, to_device
 from onnx_gather import _host
 from onnx_gather._backends._positions import element_positions, tuple_rows
 from onnx_gather._dtypes import numpy_dtype_name
-from onnx_gather._indices import BoundsPolicy, normalise_indices
+from onnx_gather._indices import BoundsPolicy, default_extremes, normalise_indices
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -138,10 +138,17 @@ class Backend:
         """``x``'s array-API namespace."""
         return array_namespace(x)
 
-    def extremes(self, indices: Array, /) -> tuple[int, int]:
-        """The smallest and largest value of non-empty ``indices`` (of this library)."""
+    def extremes(self, indices: Array, /, axis: int | None = None) -> tuple[Any, Any]:
+        """The smallest and largest value of non-empty ``indices`` (of this library).
+
+        With ``axis``, per position of the other axis: two lists, read back in one
+        transfer (:meth:`to_host`; one synchronisation on a device).
+        """
         xp = self.namespace(indices)
-        return int(xp.min(indices)), int(xp.max(indices))
+        if axis is None:
+            return default_extremes(xp, indices)
+        both = self.to_host(xp.stack((xp.min(indices, axis=axis), xp.max(indices, axis=axis))))
+        return both[0].tolist(), both[1].tolist()
 
     def to_host(self, x: Array, /) -> np.ndarray:
         """An array of this library as NumPy (for messages: the bad index and its place)."""

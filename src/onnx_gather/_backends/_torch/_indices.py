@@ -36,13 +36,20 @@ def values_unknown(x: torch.Tensor) -> bool:
     return torch.compiler.is_compiling() or bool(wrapped(x))
 
 
-def _index_range(indices: torch.Tensor) -> tuple[int, int]:
-    """The smallest and largest of non-empty ``indices``: one fused pass, one host sync."""
-    lo, hi = torch.aminmax(indices.detach())
-    if indices.device.type == "cpu":
+def _index_range(indices: torch.Tensor, axis: int | None = None) -> tuple[Any, Any]:
+    """The smallest and largest of non-empty ``indices``: one fused pass, one host sync.
+
+    With ``axis``, per position of the other axis (GatherND's coordinates: each has its
+    own size), in the same one pass and one transfer.
+    """
+    if axis is None:
+        lo, hi = torch.aminmax(indices.detach())
+    else:
+        lo, hi = torch.aminmax(indices.detach(), dim=axis)
+    if indices.device.type == "cpu" and axis is None:
         return int(lo), int(hi)
     # Two .item() calls would synchronise twice; one transfer of both ends syncs once.
-    both: list[int] = torch.stack((lo, hi)).tolist()
+    both: list[Any] = torch.stack((lo, hi)).tolist()
     return both[0], both[1]
 
 
