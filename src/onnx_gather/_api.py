@@ -102,7 +102,7 @@ def _run(
     if known is None:
         if check_bounds is not True and check_bounds is not False:
             check_bounds = _spec.check_flag("check_bounds", check_bounds)
-        plan = _planned(op, version, backend, arrays, attributes, check_bounds)
+        plan = _planned(op, version, backend, arrays, attributes, check_bounds, not traced)
     else:
         plan = known.plan
     if type(arrays[1]) is Unrepresentable:
@@ -251,8 +251,12 @@ def _planned(
     arrays: tuple[Array, ...],
     attributes: tuple[Any, ...],
     check_bounds: bool,
+    kept: bool,
 ) -> Plan:
-    """The call's plan, made by the operator's planner (which checks everything)."""
+    """The call's plan by the operator's planner (which checks everything): :meth:`Operator.plan`.
+
+    ``kept``: whether the plan cache may keep it (not while a compiler traces this Python).
+    """
     shapes, dtypes = [], []
     for role, x in zip(op.inputs, arrays, strict=False):
         own = backend.owns(x)
@@ -266,7 +270,7 @@ def _planned(
             dtypes.append(x.dtype_name)
         else:
             dtypes.append(numpy_dtype_name(x.dtype))
-    return op.planner(op, version, tuple(shapes), tuple(dtypes), attributes, check_bounds)
+    return op.plan(version, tuple(shapes), tuple(dtypes), attributes, check_bounds, kept=kept)
 
 
 _PLAIN = (int, str)

@@ -10,6 +10,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from onnx_gather._memo import Memo
 from onnx_gather._spec import gather as _gather
 from onnx_gather._spec import gather_elements as _gather_elements
 from onnx_gather._spec import gather_nd as _gather_nd
@@ -121,6 +122,54 @@ class Operator:
         """``"Gather-13"``: the operator and version as messages name them."""
         return self._names[version]
 
+    def plan(
+        self,
+        version: int,
+        shapes: tuple[Any, ...],
+        dtypes: tuple[Any, ...],
+        attributes: tuple[Any, ...],
+        check_bounds: bool,
+        *,
+        kept: bool = True,
+        names: Callable[[Any], str] | None = None,
+    ) -> Plan:
+        """The call's plan by the operator's planner, which checks everything; kept if ``kept``.
+
+        The library's one plan cache: ``_api`` asks it when a call is not in its cache of
+        bound calls, and torch's recorded operator when the graph runs. Not ``kept`` while
+        a compiler traces the caller's Python (Dynamo would guard on the cache, and
+        recompile as it grows), nor for symbolic shapes, which cannot be keys. ``dtypes``
+        are ONNX type names, or a library's dtypes that ``names`` names (only on a miss:
+        the key holds them as they are).
+        """
+        if not kept:
+            return self._planned(version, shapes, dtypes, attributes, check_bounds, names)
+        for a in attributes:  # (not a plain int or str, an ``__index__`` object, may change)
+            if type(a) is not int and type(a) is not str:
+                return self._planned(version, shapes, dtypes, attributes, check_bounds, names)
+        key = (self, version, shapes, dtypes, attributes, check_bounds)
+        try:
+            plan = _PLANS.get(key)
+        except TypeError:  # (symbolic sizes, or an unhashable attribute: not kept)
+            return self._planned(version, shapes, dtypes, attributes, check_bounds, names)
+        if plan is None:
+            plan = self._planned(version, shapes, dtypes, attributes, check_bounds, names)
+            _PLANS.put(key, plan)
+        return plan
+
+    def _planned(
+        self,
+        version: int,
+        shapes: tuple[Any, ...],
+        dtypes: tuple[Any, ...],
+        attributes: tuple[Any, ...],
+        check_bounds: bool,
+        names: Callable[[Any], str] | None,
+    ) -> Plan:
+        if names is not None:
+            dtypes = tuple(names(d) for d in dtypes)
+        return self.planner(self, version, shapes, dtypes, attributes, check_bounds)
+
     def resolve(self, opset: Any) -> int:
         """The version a model importing ``opset`` runs: the newest one not newer than it.
 
@@ -225,6 +274,11 @@ _ONNX_TYPE_NAMES = {
 
 _ORACLE = "onnx_gather._conformance.oracle:"
 _STRATEGY = "onnx_gather._conformance.strategies:"
+
+#: The one plan cache (:meth:`Operator.plan`), by operator, version, shapes, dtypes,
+#: attributes and check_bounds.
+_PLANS: Memo[tuple[Any, ...], Plan] = Memo(1024)
+
 
 GATHER = Operator(
     name="gather",

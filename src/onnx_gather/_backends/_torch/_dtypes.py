@@ -29,4 +29,9 @@ def dtype_name(x: torch.Tensor) -> str:
 
     (The planner then refuses it with a TypeError that names it.)
     """
-    return NAMES.get(x.dtype, str(x.dtype).removeprefix("torch."))
+    return name_of(x.dtype)
+
+
+def name_of(dtype: torch.dtype) -> str:
+    """The ONNX-style name of a torch dtype (:func:`dtype_name`)."""
+    return NAMES.get(dtype, str(dtype).removeprefix("torch."))

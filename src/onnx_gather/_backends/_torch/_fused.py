@@ -12,10 +12,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from onnx_gather import _ops
-from onnx_gather._backends._torch._dtypes import dtype_name
+from onnx_gather._backends._torch._dtypes import name_of
 from onnx_gather._backends._torch._indices import xp
 from onnx_gather._indices import BoundsPolicy, normalise_indices
-from onnx_gather._memo import Memo
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -62,8 +61,10 @@ def split_attributes(attributes: Sequence[Any]) -> tuple[list[int], str]:
 
 def joined_attributes(op: str, ints: Sequence[int], strings: str) -> tuple[Any, ...]:
     """The attributes in the registry's order again, from the schema's ints and strings."""
+    if not strings:  # (integers only: the gathers)
+        return tuple(ints)
     operator, _ = _ops.BY_MESSAGE_NAME[op]
-    numbers, words = iter(ints), iter(strings.split(",") if strings else ())
+    numbers, words = iter(ints), iter(strings.split(","))
     return tuple(
         next(words) if isinstance(default, str) else next(numbers)
         for _, default in operator.attributes
@@ -75,28 +76,15 @@ def _plan(
 ) -> Any:
     """The call's plan, made again by the operator's planner (symbolic shapes too).
 
-    Cached when the shapes are numbers (when the graph runs); symbolic ones (the fake
-    kernel while a compiler traces) are planned each time.
+    From the library's plan cache (:meth:`onnx_gather._ops.Operator.plan`) when the shapes
+    are numbers (when the graph runs); symbolic ones (the fake kernel while a compiler
+    traces) are planned each time.
     """
+    operator, version = _ops.BY_MESSAGE_NAME[op]
     shapes = tuple(tuple(x.shape) for x in inputs)
-    key = (op, tuple(ints), strings, check, shapes, tuple(x.dtype for x in inputs))
-    try:
-        plan = _PLANS.get(key)
-        cacheable = True
-    except TypeError:  # symbolic sizes are not hashable
-        plan, cacheable = None, False
-    if plan is None:
-        operator, version = _ops.BY_MESSAGE_NAME[op]
-        dtypes = tuple(dtype_name(x) for x in inputs)
-        attributes = joined_attributes(op, ints, strings)
-        plan = operator.planner(operator, version, shapes, dtypes, attributes, check)
-        if cacheable:
-            _PLANS.put(key, plan)
-    return plan
-
-
-#: Plans of the operator's calls when the graph runs, by shapes, dtypes and attributes.
-_PLANS: Memo[tuple[Any, ...], Any] = Memo(1024)
+    dtypes = tuple(x.dtype for x in inputs)
+    attributes = joined_attributes(op, ints, strings)
+    return operator.plan(version, shapes, dtypes, attributes, check, names=name_of)
 
 
 @torch.library.custom_op("onnx_gather::run_v1", mutates_args=())
