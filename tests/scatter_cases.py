@@ -17,7 +17,7 @@ from libs import BFLOAT16
 
 from onnx_gather import _ops
 
-SE, SN = _ops.SCATTER_ELEMENTS, _ops.SCATTER_ND
+SE, SN, SC = _ops.SCATTER_ELEMENTS, _ops.SCATTER_ND, _ops.SCATTER
 
 
 def scatter(
@@ -213,4 +213,38 @@ ERRORS = [
 ]  # fmt: skip
 
 
-SCATTER_CASES = SPEC + RULES + ERRORS
+#: The deprecated Scatter-9/11 (DESIGN.md): ScatterElements-11's rule under its old name.
+DEPRECATED = [
+    # Scatter-9's two examples, literally (ONNX's node tests scatter_without_axis and
+    # scatter_with_axis run them at opset 10 too).
+    scatter("scatter-9-example-1", SC, ZERO33, a([[1, 0, 2], [0, 2, 1]]),
+            a([[1.0, 1.1, 1.2], [2.0, 2.1, 2.2]], F32), opset=9,
+            expected=a([[2.0, 1.1, 0.0], [1.0, 0.0, 2.2], [0.0, 2.1, 1.2]], F32)),
+    scatter("scatter-9-example-2", SC, a([[1.0, 2.0, 3.0, 4.0, 5.0]], F32), a([[1, 3]]),
+            a([[1.1, 2.1]], F32), {"axis": 1}, opset=9,
+            expected=a([[1.0, 1.1, 3.0, 2.1, 5.0]], F32)),
+    # Version 9's text gives no range: negatives count from the end (as ORT runs it).
+    scatter("scatter-9-negative", SC, a([[1.0, 2.0, 3.0, 4.0, 5.0]], F32), a([[1, -3]]),
+            a([[1.1, 2.1]], F32), {"axis": 1}, opset=9,
+            expected=a([[1.0, 1.1, 2.1, 4.0, 5.0]], F32)),
+    scatter("scatter-11-last-duplicate-wins", SC, a([0, 0, 0], np.int32), a([2, 0, 2, 2]),
+            a([1, 2, 3, 4], np.int32), opset=11, expected=a([2, 0, 4], np.int32)),
+    scatter("scatter-opset-18-is-11", SC, a(["a", "b"], object), a([1, -1]), a(["x", "y"], object),
+            opset=18, expected=a(["a", "y"], object)),
+    scatter("scatter-unchecked-drops", SC, a([0, 0, 0], F32), a([1, 3, -4]), a([1.0, 2.0, 3.0], F32),
+            check_bounds=False, opset=11, expected=a([0.0, 1.0, 0.0], F32)),
+    scatter("scatter-out-of-range", SC, ZERO33, a([[1, 0, 3]]), a([[1.0, 2.0, 3.0]], F32),
+            opset=9, raises=IndexError,
+            match=r"Scatter-9: index 3 at position \(0, 2\) of indices is out of range for "
+                  r"axis 0 of size 3"),
+    scatter("scatter-opset-8", SC, ZERO33, a([[0]]), a([[1.0]], F32), opset=8, raises=ValueError,
+            match="opset 8 has no Scatter"),
+    scatter("scatter-bfloat16", SC, ZERO33.astype(BFLOAT16 or F32), a([[0]]),
+            a([[1.0]], BFLOAT16 or F32), opset=11, raises=TypeError,
+            match="bfloat16 is not supported .no version of the operator has bfloat16"),
+    scatter("scatter-updates-shape", SC, ZERO33, a([[0, 1]]), a([[1.0]], F32), opset=11,
+            raises=ValueError, match=r"Scatter-11: updates must have the indices' shape"),
+]  # fmt: skip
+
+
+SCATTER_CASES = SPEC + RULES + ERRORS + DEPRECATED

@@ -103,10 +103,10 @@ def _scatter(**attributes: Any) -> Any:
             "node 'g' is a Gather of domain 'com.example'",
         ),
         (
-            helper.make_node("Scatter", ["d", "i", "u"], ["o"], name="s"),
+            helper.make_node("Slice", ["d", "i", "u"], ["o"], name="s"),
             3,
             ValueError,
-            "node 's' is a Scatter; onnx_gather runs Gather, GatherElements, GatherND",
+            "node 's' is a Slice; onnx_gather runs Gather, GatherElements, GatherND",
         ),
         (
             helper.make_node("GatherND", ["d", "i"], ["o"], name="n", axis=0),

@@ -1,7 +1,7 @@
 """ONNX-exact indexing operators on NumPy, PyTorch, JAX, Dask, CuPy and array-API arrays.
 
-Gather, GatherElements, GatherND, ScatterElements and ScatterND, exactly as ONNX defines
-them, on whatever array library the caller uses:
+Gather, GatherElements, GatherND, ScatterElements, ScatterND and the deprecated Scatter,
+exactly as ONNX defines them, on whatever array library the caller uses:
 
 >>> import numpy as np
 >>> import onnx_gather as og
@@ -28,6 +28,7 @@ __all__ = [
     "gather_nd",
     "reference_ops",
     "run_node",
+    "scatter",
     "scatter_elements",
     "scatter_nd",
 ]
@@ -427,6 +428,67 @@ def scatter_nd(
     array([ 0, 11,  0,  7])
     """
     return run(_ops.SCATTER_ND, opset, (data, indices, updates), (reduction,), check_bounds, out)
+
+
+def scatter(
+    data: Any,
+    indices: Any,
+    updates: Any,
+    /,
+    axis: int = 0,
+    *,
+    opset: int = 11,
+    check_bounds: bool = True,
+    out: Any = None,
+) -> Any:
+    """ONNX ``Scatter`` (9 and 11, deprecated): :func:`scatter_elements` under its old name.
+
+    Old models carry it; ONNX deprecated it in opset 11 for ScatterElements, which does the
+    same. For rank 2 and ``axis=1``: ``out[i][indices[i][j]] = updates[i][j]`` for every
+    ``(i, j)`` in C order: of several updates that land on one element, the last wins.
+
+    Parameters
+    ----------
+    data : array
+        As for :func:`scatter_elements`; no version has bfloat16.
+    indices : array or sequence of ints
+        As for :func:`scatter_elements`. Negative indices count from the end in both
+        versions (Scatter-9's text gives no range; ONNX Runtime counts them, as for
+        Gather-1).
+    updates : array
+        An array of ``data``'s library and dtype, of ``indices``' shape.
+    axis : int, optional
+        The axis the indices address, in ``[-r, r-1]``. Default 0.
+    opset : int, optional
+        The model's opset import: Scatter-9 serves opsets 9 and 10, Scatter-11 serves 11
+        and newer. Below 9 is a ValueError. Default 11.
+    check_bounds : bool, optional
+        As for :func:`scatter_elements`: an index outside ``[-s, s-1]`` is an IndexError
+        (checked before anything is written); with False its update is dropped.
+    out : array, optional
+        As for :func:`scatter_elements` (``out=data`` updates ``data`` in place).
+
+    Returns
+    -------
+    array
+        Of ``data``'s library, dtype, device and shape: ``out`` where given, else a new
+        array that aliases no input.
+
+    Raises
+    ------
+    IndexError, TypeError, ValueError
+        As for :func:`scatter_elements` (bfloat16 data is a TypeError at every version).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import onnx_gather as og
+    >>> og.scatter(np.zeros((1, 5)), [[1, 3]], np.array([[1.1, 2.1]]), axis=1, opset=9)
+    array([[0. , 1.1, 0. , 2.1, 0. ]])
+    >>> og.scatter(np.zeros(3), [2, -3, 2], np.array([1.0, 2.0, 3.0]))
+    array([2., 0., 3.])
+    """
+    return run(_ops.SCATTER, opset, (data, indices, updates), (axis,), check_bounds, out)
 
 
 scatter_elements.__doc__ = (scatter_elements.__doc__ or "").replace("{notes}", _SCATTER_NOTES)

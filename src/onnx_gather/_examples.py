@@ -16,6 +16,7 @@ from onnx_gather._ops import (
     GATHER_ELEMENTS,
     GATHER_ND,
     OPENVINO_GATHER_ELEMENTS,
+    SCATTER,
     SCATTER_ELEMENTS,
     SCATTER_ND,
 )
@@ -78,6 +79,13 @@ def _scatter_elements(
     return Example(name, op, data, indices, attributes, expected, updates=updates)
 
 
+def _scatter(
+    name: str, data: Any, indices: Any, updates: Any, axis: int, expected: Any, opset: int
+) -> Example:
+    return Example(name, SCATTER.name, data, indices, {"axis": axis}, expected, opset,
+                   updates=updates)  # fmt: skip
+
+
 def _scatter_nd(name: str, data: Any, indices: Any, updates: Any, expected: Any) -> Example:
     return Example(name, SCATTER_ND.name, data, indices, {"reduction": "none"}, expected,
                    updates=updates)  # fmt: skip
@@ -129,4 +137,9 @@ EXAMPLES: tuple[Example, ...] = (
                 _f([9, 10, 11, 12]), _f([1, 11, 3, 10, 9, 6, 7, 12])),
     _scatter_nd("ScatterND example 2", _f(_ND2_DATA), _i([[0], [2]]), _f(_ND2_UPDATES),
                 _f(_ND2_OUT)),
+    _scatter("Scatter-9 example 1", _f(np.zeros((3, 3))), _i([[1, 0, 2], [0, 2, 1]]),
+             _f([[1.0, 1.1, 1.2], [2.0, 2.1, 2.2]]), 0,
+             _f([[2.0, 1.1, 0.0], [1.0, 0.0, 2.2], [0.0, 2.1, 1.2]]), 9),
+    _scatter("Scatter-9 example 2", _f([[1, 2, 3, 4, 5]]), _i([[1, 3]]), _f([[1.1, 2.1]]), 1,
+             _f([[1.0, 1.1, 3.0, 2.1, 5.0]]), 9),
 )  # fmt: skip

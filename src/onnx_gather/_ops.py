@@ -14,6 +14,7 @@ from onnx_gather._memo import Memo
 from onnx_gather._spec import gather as _gather
 from onnx_gather._spec import gather_elements as _gather_elements
 from onnx_gather._spec import gather_nd as _gather_nd
+from onnx_gather._spec import scatter as _scatter
 from onnx_gather._spec import scatter_elements as _scatter_elements
 from onnx_gather._spec import scatter_nd as _scatter_nd
 
@@ -43,8 +44,9 @@ class Operator:
         Its name in messages, before the version: ``"Gather"`` gives ``"Gather-13"``.
     versions : dict of int to str
         Each version and what it adds, oldest first.
-    bfloat16_from : int
-        The first version whose data types include bfloat16.
+    bfloat16_from : int or None
+        The first version whose data types include bfloat16; None where none does
+        (Scatter).
     default_opset : int or None
         The public function's default ``opset``; None where the function takes no opset
         (one version only: OpenVINO's).
@@ -80,7 +82,7 @@ class Operator:
     op_type: str
     label: str
     versions: dict[int, str]
-    bfloat16_from: int
+    bfloat16_from: int | None
     default_opset: int | None
     inputs: tuple[str, ...]
     attributes: tuple[tuple[str, int | str | None], ...]
@@ -389,6 +391,25 @@ SCATTER_ND = Operator(
     onnx_index_types=("int64",),
 )
 
+SCATTER = Operator(
+    name="scatter",
+    op_type="Scatter",
+    label="Scatter",
+    versions={
+        9: "the operator",
+        11: "deprecated: ScatterElements-11 under its old name (negative indices)",
+    },
+    bfloat16_from=None,
+    default_opset=11,
+    inputs=("data", "indices", "updates"),
+    attributes=(("axis", 0),),
+    planner=_scatter.plan,
+    method="scatter_elements",
+    oracle=_ORACLE + "SCATTER",
+    strategy=_STRATEGY + "scatter_examples",
+    adjoint="gather_elements",
+)
+
 #: Every operator, in the order tables list them.
 OPERATORS: tuple[Operator, ...] = (
     GATHER,
@@ -397,6 +418,7 @@ OPERATORS: tuple[Operator, ...] = (
     GATHER_ND,
     SCATTER_ELEMENTS,
     SCATTER_ND,
+    SCATTER,
 )
 #: Operators by public name.
 BY_NAME: Mapping[str, Operator] = {op.name: op for op in OPERATORS}

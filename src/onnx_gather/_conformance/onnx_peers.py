@@ -168,6 +168,9 @@ class OnnxRuntime(_Cached):
                 raise Gap("type not supported") from exc
             if "NOT_IMPLEMENTED" in text or "Could not find an implementation" in text:
                 raise Gap("no CPU kernel for this type") from exc
+            if "INVALID_GRAPH" in text and onnx_model.graph.node[0].op_type == "Scatter":
+                # Deprecated in opset 11: ORT refuses the model (ScatterElements-11 serves).
+                raise Gap("no Scatter from opset 11 (deprecated)") from exc
             raise
 
     def _run(self, runner: Any, feed: dict[str, np.ndarray]) -> Any:

@@ -487,6 +487,23 @@ def _size_along_axis(data_shape: Sequence[int], attributes: dict[str, Any], posi
     return int(data_shape[attributes.get("axis", 0) % len(data_shape)])
 
 
+def scatter(
+    data: Any,
+    indices: Any,
+    updates: Any,
+    axis: int = 0,
+    opset: int = 11,
+    check_bounds: bool = True,
+) -> np.ndarray:
+    """ONNX Scatter-9/11 (deprecated): ScatterElements-11's loop, as Scatter-11's text says.
+
+    Neither version lists bfloat16; both count negatives from the end (DESIGN.md).
+    """
+    _version(opset, (9, 11))
+    # (ScatterElements-11 lists no bfloat16 either.)
+    return scatter_elements(data, indices, updates, axis, "none", 11, check_bounds)
+
+
 class Oracle(NamedTuple):
     """One operator read from its spec: the registry's ``oracle`` names one.
 
@@ -518,4 +535,5 @@ GATHER_ELEMENTS = Oracle(gather_elements, _size_along_axis, clamps=True)
 OPENVINO_GATHER_ELEMENTS = Oracle(openvino_gather_elements, _size_along_axis, clamps=True)
 GATHER_ND = Oracle(gather_nd, _size_of_coordinate, clamps=True)
 SCATTER_ELEMENTS = Oracle(scatter_elements, _size_along_axis, drops=True)
+SCATTER = Oracle(scatter, _size_along_axis, drops=True)
 SCATTER_ND = Oracle(scatter_nd, _size_of_coordinate, drops=True)

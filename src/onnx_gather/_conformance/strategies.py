@@ -558,6 +558,11 @@ def scatter_elements_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Exampl
     return _examples(_ops.SCATTER_ELEMENTS, _scatter_elements_shapes, dtypes)
 
 
+def scatter_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
+    """Scatter-9/11 examples (the registry's strategy for it): ScatterElements' shapes."""
+    return _examples(_ops.SCATTER, _scatter_elements_shapes, dtypes)
+
+
 def scatter_nd_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
     """ScatterND examples (the registry's strategy for it)."""
     return _examples(_ops.SCATTER_ND, _scatter_nd_shapes, dtypes)

@@ -51,8 +51,8 @@ class Rules(Protocol):
     """
 
     @property
-    def bfloat16_from(self) -> int:
-        """The first version whose data types include bfloat16."""
+    def bfloat16_from(self) -> int | None:
+        """The first version whose data types include bfloat16 (None: no version has it)."""
 
     @property
     def equal_off_axis(self) -> bool:
@@ -234,14 +234,19 @@ def integer(op: str, name: str, value: Any) -> int:
 
 
 def check_types(
-    op: str, version: int, bfloat16_from: int, data_dtype: str, index_dtype: str
+    op: str, version: int, bfloat16_from: int | None, data_dtype: str, index_dtype: str
 ) -> None:
     """TypeError for a data type the operator's version does not list, or a bad index type."""
-    allowed = DATA_TYPES_13 if version >= bfloat16_from else DATA_TYPES
+    with_bfloat16 = bfloat16_from is not None and version >= bfloat16_from
+    allowed = DATA_TYPES_13 if with_bfloat16 else DATA_TYPES
     if data_dtype not in allowed:
-        hint = (
-            f" (bfloat16 needs opset {bfloat16_from} or newer)" if data_dtype == "bfloat16" else ""
-        )
+        hint = ""
+        if data_dtype == "bfloat16":
+            hint = (
+                f" (bfloat16 needs opset {bfloat16_from} or newer)"
+                if bfloat16_from is not None
+                else " (no version of the operator has bfloat16)"
+            )
         msg = f"{op}: data type {data_dtype} is not supported{hint}; allowed: {', '.join(sorted(allowed))}"
         raise TypeError(msg)
     if index_dtype not in INDEX_TYPES:
