@@ -31,6 +31,24 @@ BACKENDS = sorted(p.stem for p in (ROOT / "backends").glob("*.txt"))
 VARIANTS: dict[str, list[dict[str, str]]] = {
     "jax": [{"JAX_ENABLE_X64": "0"}, {"JAX_ENABLE_X64": "1"}],
 }
+#: The property tests (tests/test_properties.py) run in a backend's first variant only: JAX's
+#: default, x64 off. The case table and every other test run in each variant. (A full CI
+#: run took 61 minutes on the 2-core machine, against the 45 it should; the second JAX pass
+#: of the properties was 4 of them.)
+PROPERTIES = "tests/test_properties.py"
+#: Property examples per operator, by backend, where the default (300) costs too much: a
+#: Dask example builds and computes a task graph (the session took 8 minutes at 300).
+EXAMPLES = {"dask": "100"}
+#: The oldest JAX runs one variant, x64 on (64-bit types exist: the widest coverage).
+OLDEST_VARIANTS = {"jax": [{"JAX_ENABLE_X64": "1"}]}
+#: Torch's floor is the release ``tests`` runs (constraints/floors.txt): its modules that
+#: exercise torch alone (compile, export, Dynamo) would repeat ``tests(torch)`` exactly.
+OLDEST_SKIPS = {
+    "torch": [
+        "tests/test_transforms_table.py", "tests/test_torch_compiled_cases.py",
+        "tests/test_torch_compiled_scatters.py", "tests/test_torch_dynamo_entry.py",
+    ],
+}  # fmt: skip
 
 
 def install_backend(session: nox.Session, backend: str) -> None:
@@ -45,8 +63,8 @@ def tests(session: nox.Session, backend: str) -> None:
     """Every test on one backend, the property tests included, then ``check``.
 
     The case table, the official ONNX cases, the API tests, the property tests
-    (ONNX_GATHER_EXAMPLES examples per operator, default 300), then ``python -m onnx_gather
-    check``.
+    (ONNX_GATHER_EXAMPLES examples per operator, default 300, Dask's 100: ``EXAMPLES``; in
+    the backend's first variant only: ``PROPERTIES``), then ``python -m onnx_gather check``.
 
     Tests that use no library but NumPy (tests/conftest.py's NUMPY_ONLY: the compiled
     kernels, the oracle, OpenVINO's runtime, the floors, ...) run in
@@ -55,12 +73,13 @@ def tests(session: nox.Session, backend: str) -> None:
     and test tools.
     """
     install_backend(session, backend)
-    examples = os.environ.get("ONNX_GATHER_EXAMPLES", "300")
-    for env in VARIANTS.get(backend, [{}]):
+    examples = os.environ.get("ONNX_GATHER_EXAMPLES", EXAMPLES.get(backend, "300"))
+    for n, env in enumerate(VARIANTS.get(backend, [{}])):
         # The fixture fails the run if this backend cannot be imported: never a green skip.
         # The compiled kernel is optional at build time: here its absence is a failure.
         session.run(
             "pytest",
+            *([f"--ignore={PROPERTIES}"] if n else []),
             *session.posargs,
             env={
                 "ONNX_GATHER_BACKENDS": backend,
@@ -79,7 +98,9 @@ def oldest(session: nox.Session, backend: str) -> None:
 
     Every runtime dependency is held at its declared floor, and so is onnx (see the
     file); the other test tools take their newest releases that fit those pins. The
-    compiled kernel, built against NumPy 2's headers, must load on the oldest NumPy.
+    compiled kernel, built against NumPy 2's headers, must load on the oldest NumPy. No
+    property tests; JAX in one variant (``OLDEST_VARIANTS``); torch without the modules
+    that would repeat ``tests(torch)`` (``OLDEST_SKIPS``).
     """
     floors = ("--constraint", "constraints/floors.txt")
     session.install(*floors, "-r", f"backends/{backend}.txt")
@@ -87,10 +108,11 @@ def oldest(session: nox.Session, backend: str) -> None:
     if backend == "jax":
         # jax 0.4.38's jax.export imports absl without declaring it (the tests export).
         session.install(*floors, "absl-py")
-    for env in VARIANTS.get(backend, [{}]):
+    skips = [f"--ignore={path}" for path in (PROPERTIES, *OLDEST_SKIPS.get(backend, []))]
+    for env in OLDEST_VARIANTS.get(backend, VARIANTS.get(backend, [{}])):
         session.run(
             "pytest",
-            "--ignore=tests/test_properties.py",
+            *skips,
             *session.posargs,
             env={"ONNX_GATHER_BACKENDS": backend, "ONNX_GATHER_EXPECT_KERNEL": "built", **env},
         )
