@@ -33,10 +33,10 @@ its new entry (1, 8, 1, 64) at a position held in an array, then reads that entr
 compiled step is not empty). The position arrays are made once, outside the step, as a
 decoding loop updates them once per step for all layers: ours writes through an index
 array of ScatterND coordinates ``(0, h, pos)`` (1, 8, 1, 3), or for ScatterElements one
-of the update's shape filled with ``pos``; native through ``pos`` of shape (1,), which
-both sides read with. Ours writes with
-``og.scatter_nd(c, idx, new, out=c)`` or ``og.scatter_elements(c, idx_e, new, axis=2,
-out=c)``; native with ``c[:, :, pos] = new`` (NumPy and torch) and torch's
+of the update's shape filled with ``pos``, or for TensorScatter the write indices
+``(pos,)`` (1,); native through ``pos`` of shape (1,), which both sides read with. Ours
+writes with ``og.scatter_nd(c, idx, new, out=c)``, ``og.scatter_elements(c, idx_e, new,
+axis=2, out=c)`` or ``og.tensor_scatter(c, new, starts, out=c)``; native with ``c[:, :, pos] = new`` (NumPy and torch) and torch's
 ``c.index_copy_(2, pos, new)``. JAX arrays are immutable: there both sides return new
 caches, ours ``og.scatter_nd(c, idx, new)``, native ``c.at[:, :, pos].set(new)`` and
 ``lax.dynamic_update_slice``; under ``jax.jit`` with the caches donated
@@ -189,6 +189,16 @@ def decode_ours_elements(caches: Sequence[Any], news: Sequence[Any], idx: Any, p
     return acc
 
 
+def decode_ours_tensor(caches: Sequence[Any], news: Sequence[Any], starts: Any, pos: Any) -> Any:
+    """One decoding step, NumPy or torch: TensorScatter in place, then a read."""
+    acc = None
+    for c, new in zip(caches, news, strict=True):
+        og.tensor_scatter(c, new, starts, out=c)
+        s = _read(c, pos)
+        acc = s if acc is None else acc + s
+    return acc
+
+
 def decode_native_slice(caches: Sequence[Any], news: Sequence[Any], _: Any, pos: Any) -> Any:
     """One decoding step, NumPy or torch: ``c[:, :, pos] = new``, then a read."""
     acc = None
@@ -225,6 +235,19 @@ def decode_jax_ours_elements(caches: Sequence[Any], news: Sequence[Any], idx: An
     out, acc = [], None
     for c, new in zip(caches, news, strict=True):
         c = og.scatter_elements(c, idx, new, axis=2)
+        s = _read(c, pos)
+        acc = s if acc is None else acc + s
+        out.append(c)
+    return out, acc
+
+
+def decode_jax_ours_tensor(
+    caches: Sequence[Any], news: Sequence[Any], starts: Any, pos: Any
+) -> Any:
+    """One decoding step, JAX: new caches from TensorScatter, then a read."""
+    out, acc = [], None
+    for c, new in zip(caches, news, strict=True):
+        c = og.tensor_scatter(c, new, starts)
         s = _read(c, pos)
         acc = s if acc is None else acc + s
         out.append(c)
@@ -284,6 +307,7 @@ def decode_inputs(sizes: Sizes) -> dict[str, Any]:
         "news": [rng.standard_normal((b, h, 1, d)).astype(np.float32) for _ in range(sizes.layers)],
         "idx": idx,
         "idx_e": np.full((b, h, 1, d), sizes.pos, np.int64),
+        "starts": np.full(b, sizes.pos, np.int64),
         "pos": np.array([sizes.pos]),
     }
 
@@ -402,6 +426,7 @@ def _decode_group(backend: str, mode: str, sizes: Sizes) -> Group:
         steps = {
             "ours ScatterND": (decode_ours_nd, "idx"),
             "ours ScatterElements": (decode_ours_elements, "idx_e"),
+            "ours TensorScatter": (decode_ours_tensor, "starts"),
             "c[:, :, pos] = new": (decode_native_slice, "pos"),
         }
         convert: Callable[[Any], Any] = np.array  # a copy: every contender has its caches
@@ -428,6 +453,7 @@ def _decode_group(backend: str, mode: str, sizes: Sizes) -> Group:
         steps = {
             "ours ScatterND": (decode_jax_ours_nd, "idx"),
             "ours ScatterElements": (decode_jax_ours_elements, "idx_e"),
+            "ours TensorScatter": (decode_jax_ours_tensor, "starts"),
             "c.at[:, :, pos].set(new)": (decode_jax_native_at, "pos"),
             "lax.dynamic_update_slice": (decode_jax_native_dus, "pos"),
         }
@@ -456,7 +482,7 @@ def _decode_group(backend: str, mode: str, sizes: Sizes) -> Group:
                 )
     natives = [k for k in contenders if not k.startswith("ours")]
     pairs = []
-    for ours in ("ours ScatterND", "ours ScatterElements"):
+    for ours in ("ours ScatterND", "ours ScatterElements", "ours TensorScatter"):
         for native in natives:
             name = f"decode step: {sizes.layers} layers, {ours.removeprefix('ours ')} out="
             if backend == "jax":

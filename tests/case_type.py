@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from onnx_gather import _ops
+
 
 @dataclass(frozen=True)
 class Case:
@@ -28,5 +30,4 @@ class Case:
     @property
     def arrays(self) -> tuple[np.ndarray, ...]:
         """The inputs in the operator's order."""
-        more = () if self.updates is None else (self.updates,)
-        return (self.data, self.indices, *more)
+        return _ops.get(self.op).in_order(self.data, self.indices, self.updates)

@@ -8,6 +8,7 @@ import numpy as np
 from cases import Case
 from libs import Library
 
+from onnx_gather import _ops
 from onnx_gather._conformance.libraries import type_name
 from onnx_gather._conformance.runner import difference, run_oracle
 from onnx_gather._ops import call
@@ -17,12 +18,10 @@ def run_case(lib: Library, case: Case, indices: Any = None) -> Any:
     data = lib.asarray(case.data)
     if indices is None:
         indices = case.written if case.written is not None else lib.indices(case.indices)
-    more = () if case.updates is None else (lib.asarray(case.updates),)
+    updates = None if case.updates is None else lib.asarray(case.updates)
     return call(
         case.op,
-        data,
-        indices,
-        *more,
+        *_ops.get(case.op).in_order(data, indices, updates),
         opset=case.opset,
         check_bounds=case.check_bounds,
         **case.attributes,

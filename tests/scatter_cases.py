@@ -18,6 +18,7 @@ from libs import BFLOAT16
 from onnx_gather import _ops
 
 SE, SN, SC = _ops.SCATTER_ELEMENTS, _ops.SCATTER_ND, _ops.SCATTER
+TS = _ops.TENSOR_SCATTER
 
 
 def scatter(
@@ -247,4 +248,93 @@ DEPRECATED = [
 ]  # fmt: skip
 
 
-SCATTER_CASES = SPEC + RULES + ERRORS + DEPRECATED
+def ts(id: str, cache: np.ndarray, update: np.ndarray, starts: Any, **given: Any) -> Case:
+    """A TensorScatter case: ``starts`` are the write indices (int64 unless an array)."""
+    starts = starts if isinstance(starts, np.ndarray) else a(starts, np.int64)
+    attributes = {k: given.pop(k) for k in ("axis", "mode") if k in given}
+    return scatter(id, TS, cache, starts, update, attributes, opset=given.pop("opset", 24),
+                   **given)  # fmt: skip
+
+
+_DECODE = np.zeros((2, 1, 4, 2), F32)
+_ONES = np.ones((2, 1, 1, 2), F32)
+
+#: TensorScatter-24 (DESIGN.md): the text's loop; ONNX Runtime's rule for write indices.
+TENSOR = [
+    # A decode step: each batch entry's one new position, at its own index (axis -2).
+    ts("ts-decode", _DECODE, _ONES, [3, 1],
+       expected=np.array([[[[0, 0], [0, 0], [0, 0], [1, 1]]], [[[0, 0], [1, 1], [0, 0], [0, 0]]]],
+                         F32)),
+    ts("ts-prefill-from-zero", np.zeros((2, 4), np.int32), a([[1, 2], [3, 4]], np.int32), [0, 0],
+       axis=1, expected=a([[1, 2, 0, 0], [3, 4, 0, 0]], np.int32)),
+    ts("ts-fills-to-the-end", np.zeros((1, 3), np.int64), a([[5, 6]], np.int64), [1], axis=1,
+       expected=a([[0, 5, 6]], np.int64)),
+    # Circular: only the sequence position wraps (ORT's kernel; the reference evaluator
+    # wraps prefix coordinates too, which is not followed).
+    ts("ts-circular-wraps", np.zeros((1, 3), F32), a([[7.0, 8.0]], F32), [2], axis=1,
+       mode="circular", expected=a([[8.0, 0.0, 7.0]], F32)),
+    ts("ts-circular-index-past-the-end", np.zeros((2, 3), np.int8), a([[1], [2]], np.int8),
+       [7, 3], axis=1, mode="circular", expected=a([[0, 1, 0], [2, 0, 0]], np.int8)),
+    ts("ts-axis-last", np.zeros((2, 2, 3), np.uint16), np.full((2, 2, 1), 9, np.uint16), [2, 0],
+       axis=-1, expected=a([[[0, 0, 9], [0, 0, 9]], [[9, 0, 0], [9, 0, 0]]], np.uint16)),
+    ts("ts-axis-1-of-rank-3", np.zeros((1, 3, 2), np.bool_), np.ones((1, 1, 2), np.bool_), [1],
+       axis=1, expected=a([[[False, False], [True, True], [False, False]]])),
+    ts("ts-empty-update-at-the-end", a([[1.0, 2.0]], F32), np.zeros((1, 0), F32), [2], axis=1,
+       expected=a([[1.0, 2.0]], F32)),
+    ts("ts-nan-payloads-kept", np.zeros((1, 2), F32), a([[NAN1, NAN2]], F32), [0], axis=1,
+       expected=a([[NAN1, NAN2]], F32)),
+    ts("ts-strings", a([["a", "b", "c"]], object), a([["x"]], object), [1], axis=1,
+       expected=a([["a", "x", "c"]], object)),
+    ts("ts-int32-write-indices", np.zeros((1, 2), F32), a([[1.0]], F32), a([1], np.int32),
+       axis=1, expected=a([[0.0, 1.0]], F32)),
+    # Unchecked: the writes that fall outside are dropped (all of a negative index's in
+    # circular mode; the ones below 0 in linear mode).
+    ts("ts-unchecked-past-the-end", np.zeros((1, 3), F32), a([[1.0, 2.0]], F32), [2], axis=1,
+       check_bounds=False, expected=a([[0.0, 0.0, 1.0]], F32)),
+    ts("ts-unchecked-negative-linear", np.zeros((1, 3), F32), a([[1.0, 2.0]], F32), [-1],
+       axis=1, check_bounds=False, expected=a([[2.0, 0.0, 0.0]], F32)),
+    ts("ts-unchecked-negative-circular", np.zeros((1, 3), F32), a([[1.0, 2.0]], F32), [-1],
+       axis=1, mode="circular", check_bounds=False, expected=a([[0.0, 0.0, 0.0]], F32)),
+    ts("ts-negative", np.zeros((2, 3), F32), a([[1.0], [2.0]], F32), [0, -1], axis=1,
+       raises=IndexError,
+       match=r"TensorScatter-24: index -1 at position \(1,\) of write_indices is out of "
+             r"range for axis 1 of size 3: a write index must be >= 0"),
+    ts("ts-negative-circular", np.zeros((1, 3), F32), a([[1.0]], F32), [-2], axis=1,
+       mode="circular", raises=IndexError, match=r"index -2 at position \(0,\)"),
+    ts("ts-linear-past-the-end", np.zeros((2, 3), F32), a([[1.0, 2.0], [3.0, 4.0]], F32), [1, 2],
+       axis=1, raises=IndexError,
+       match=r"index 2 at position \(1,\) of write_indices is out of range for axis 1 of "
+             r"size 3 with an update of length 2: linear mode needs write_indices\[b\] \+ 2 "
+             r"<= 3"),
+    ts("ts-batch-axis", np.zeros((2, 3), F32), np.zeros((2, 3), F32), [0, 0], axis=0,
+       raises=ValueError, match="axis 0 is the batch axis 0"),
+    ts("ts-batch-axis-negative", np.zeros((2, 3), F32), np.zeros((2, 3), F32), [0, 0], axis=-2,
+       raises=ValueError, match="axis -2 is the batch axis 0"),
+    ts("ts-axis-out-of-range", np.zeros((2, 3), F32), np.zeros((2, 3), F32), [0, 0], axis=2,
+       raises=ValueError, match="axis 2"),
+    ts("ts-mode-unknown", np.zeros((1, 3), F32), a([[1.0]], F32), [0], axis=1, mode="wrap",
+       raises=ValueError, match="unknown mode 'wrap'"),
+    ts("ts-mode-not-a-str", np.zeros((1, 3), F32), a([[1.0]], F32), [0], axis=1, mode=1,
+       raises=TypeError, match="mode must be a str, got 1"),
+    ts("ts-update-longer", np.zeros((1, 2), F32), np.zeros((1, 3), F32), [0], axis=1,
+       raises=ValueError, match="length 3 along axis 1 is longer than past_cache's 2"),
+    ts("ts-update-other-dims", np.zeros((2, 3), F32), np.zeros((1, 1), F32), [0, 0], axis=1,
+       raises=ValueError, match=r"update must have past_cache's shape \(2, 3\) off axis 1"),
+    ts("ts-write-indices-shape", np.zeros((2, 3), F32), np.zeros((2, 1), F32), [0], axis=1,
+       raises=ValueError, match=r"write_indices must have shape \(2,\)"),
+    ts("ts-update-dtype", np.zeros((1, 3), F32), np.zeros((1, 1), np.float64), [0], axis=1,
+       raises=TypeError, match="update must have past_cache's type float32, got float64"),
+    ts("ts-write-indices-dtype", np.zeros((1, 3), F32), np.zeros((1, 1), F32),
+       a([0], np.int16), axis=1, raises=TypeError, match="int16"),
+    ts("ts-opset-23", np.zeros((1, 3), F32), np.zeros((1, 1), F32), [0], axis=1, opset=23,
+       raises=ValueError, match="opset 23 has no TensorScatter"),
+]  # fmt: skip
+if BFLOAT16 is not None:
+    TENSOR.append(
+        ts("ts-bfloat16-bits", np.zeros((1, 2), BFLOAT16),
+           np.array([[0x7F81, 0xFFC3]], np.uint16).view(BFLOAT16), [0], axis=1,
+           expected=np.array([[0x7F81, 0xFFC3]], np.uint16).view(BFLOAT16))
+    )  # fmt: skip
+
+
+SCATTER_CASES = SPEC + RULES + ERRORS + DEPRECATED + TENSOR

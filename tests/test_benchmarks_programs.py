@@ -40,6 +40,7 @@ def test_numpy_rows_agree_and_are_timed() -> None:
         ("converted graph: 3 small gathers", "np.take_along_axis, np.take, y[c[:, 0], c[:, 1]]"),
         ("decode step: 1 layers, ScatterND out=", "c[:, :, pos] = new"),
         ("decode step: 1 layers, ScatterElements out=", "c[:, :, pos] = new"),
+        ("decode step: 1 layers, TensorScatter out=", "c[:, :, pos] = new"),
     ]
     for r in rows:
         assert r.note == ""

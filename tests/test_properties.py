@@ -184,6 +184,12 @@ def test_scatter(example: Example) -> None:
     _conforms(example)
 
 
+@SCATTER_BUDGET
+@given(examples(_ops.TENSOR_SCATTER.name, HOLDS))
+def test_tensor_scatter(example: Example) -> None:
+    _conforms(example)
+
+
 def test_data_a_library_cannot_view_bit_exactly_is_presented_plainly() -> None:
     # Found by the long campaign (JAX without x64, OpenVINO): XLA's CPU transpose flushed
     # the bfloat16 subnormal 0x0001 of this data to zero while the harness made its view,

@@ -34,7 +34,9 @@ NUMPY_ONLY = pytest.mark.backend("numpy")
 
 def _run(lib: Library, case: Case, out: Any = None) -> Any:
     """The case through its public function on ``lib``, into ``out`` where given."""
-    arrays = (lib.asarray(case.data), lib.indices(case.indices), lib.asarray(case.updates))
+    arrays = _ops.get(case.op).in_order(
+        lib.asarray(case.data), lib.indices(case.indices), lib.asarray(case.updates)
+    )
     extra = {} if out is None else {"out": out}
     return _ops.call(
         case.op, *arrays, opset=case.opset, check_bounds=case.check_bounds, **case.attributes,
@@ -90,7 +92,9 @@ def test_out_receives_the_result(lib_: Library, case: Case) -> None:
     # A copy: array-api-strict's asarray shares the case table's own NumPy memory, which
     # out=data then writes into (and every later test of the case would read).
     data = lib_.asarray(case.data.copy())
-    arrays = (data, lib_.indices(case.indices), lib_.asarray(case.updates))
+    arrays = _ops.get(case.op).in_order(
+        data, lib_.indices(case.indices), lib_.asarray(case.updates)
+    )
     result = _ops.call(
         case.op, *arrays, opset=case.opset, check_bounds=case.check_bounds, out=data,
         **case.attributes,

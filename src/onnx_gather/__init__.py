@@ -1,7 +1,7 @@
 """ONNX-exact indexing operators on NumPy, PyTorch, JAX, Dask, CuPy and array-API arrays.
 
-Gather, GatherElements, GatherND, ScatterElements, ScatterND and the deprecated Scatter,
-exactly as ONNX defines them, on whatever array library the caller uses:
+Gather, GatherElements, GatherND, ScatterElements, ScatterND, TensorScatter and the
+deprecated Scatter, exactly as ONNX defines them, on whatever array library the caller uses:
 
 >>> import numpy as np
 >>> import onnx_gather as og
@@ -31,6 +31,7 @@ __all__ = [
     "scatter",
     "scatter_elements",
     "scatter_nd",
+    "tensor_scatter",
 ]
 
 
@@ -489,6 +490,111 @@ def scatter(
     array([2., 0., 3.])
     """
     return run(_ops.SCATTER, opset, (data, indices, updates), (axis,), check_bounds, out)
+
+
+def tensor_scatter(
+    past_cache: Any,
+    update: Any,
+    write_indices: Any = None,
+    /,
+    *,
+    axis: int = -2,
+    mode: str = "linear",
+    opset: int = 24,
+    check_bounds: bool = True,
+    out: Any = None,
+) -> Any:
+    """ONNX ``TensorScatter`` (24): write each batch entry's update into a cache at its index.
+
+    The KV-cache write of LLM exports. For each batch entry ``b`` (axis 0) and each
+    position ``s`` of the update along ``axis``: ``present[b, ..., write_indices[b] + s,
+    ...] = update[b, ..., s, ...]``; in ``"circular"`` mode the position is taken modulo
+    the cache's length along ``axis``. Every other element is the cache's.
+
+    Parameters
+    ----------
+    past_cache : array
+        The cache, ``(batch, D1, ..., max_sequence_length, ..., Dn)``: any library and
+        ONNX type the other operators take (bfloat16 included).
+    update : array
+        Of ``past_cache``'s library, dtype and shape, except along ``axis``, where it may be
+        shorter (``sequence_length <= max_sequence_length``).
+    write_indices : array or sequence of ints, optional
+        int64 (or int32) of shape ``(batch,)``: where each entry's update starts along
+        ``axis``. An array of the cache's library, a NumPy array or a sequence. None (the
+        default, as an ONNX node that leaves it out): zeros.
+    axis : int, optional
+        The sequence axis, in ``[-r, r-1]``; never the batch axis 0. Default -2.
+    mode : {"linear", "circular"}, optional
+        ``"circular"`` wraps the position around the cache's length (only the sequence
+        position wraps, as ONNX Runtime's kernel does; the ONNX reference evaluator also
+        wraps the other coordinates, which we do not follow). Default ``"linear"``.
+    opset : int, optional
+        The model's opset import: 24 and newer. Below 24 is a ValueError. Default 24.
+    check_bounds : bool, optional
+        Raise IndexError for a negative write index or, in linear mode, one with
+        ``write_indices[b] + update.shape[axis] > past_cache.shape[axis]`` (checked before
+        anything is written, also with ``out=``); the message names the batch entry, the
+        index and the sizes, as ONNX Runtime's does. With False, the writes that fall
+        outside the cache (all of a negative index's) are dropped. Default True.
+    out : array, optional
+        The array that receives the result: of the cache's library, shape and dtype.
+        ``out=past_cache`` updates the cache in place and writes only the new positions:
+        the point of the operator (ONNX Runtime works in place too). JAX and Dask arrays
+        are immutable: there ``out=`` is a TypeError (JAX: use ``jax.jit(...,
+        donate_argnums=0)``).
+
+    Returns
+    -------
+    array
+        The present cache, of ``past_cache``'s library, dtype, device and shape: ``out``
+        where given, else a new array that aliases no input.
+
+    Raises
+    ------
+    IndexError
+        A write index out of range (see ``check_bounds``).
+    TypeError
+        A data type the library cannot hold; ``update`` of another dtype or library;
+        write indices that are not int32 or int64; ``mode`` not a str; an unsuitable
+        ``out``.
+    ValueError
+        ``opset`` below 24, ``axis`` out of range or 0, an unknown ``mode``, a cache of
+        rank < 2, an ``update`` of another rank, other dims off the axis or longer along
+        it, ``write_indices`` of another shape than ``(batch,)``.
+
+    Notes
+    -----
+    The positions of one batch entry are distinct (the update is no longer than the
+    cache), so no two writes meet and no order decides anything. Under ``jax.jit``
+    nothing can raise: an out-of-range write is dropped. Under ``torch.compile`` the check
+    runs in the graph; an out-of-range index raises torch's index error there, before
+    anything is written.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import onnx_gather as og
+    >>> cache = np.zeros((2, 1, 4, 2), np.float32)
+    >>> new = np.ones((2, 1, 1, 2), np.float32)
+    >>> _ = og.tensor_scatter(cache, new, np.array([3, 1]), out=cache)
+    >>> cache[:, 0, :, 0]
+    array([[0., 0., 0., 1.],
+           [0., 1., 0., 0.]], dtype=float32)
+    >>> og.tensor_scatter(np.zeros((1, 3)), np.array([[7.0, 8.0]]), [2], axis=1, mode="circular")
+    array([[8., 0., 7.]])
+    """
+    if write_indices is None:  # (a Python list: a constant under torch.compile too)
+        shape: Any = getattr(past_cache, "shape", ())
+        write_indices = [0] * (int(shape[0]) if len(shape) else 0)
+    return run(
+        _ops.TENSOR_SCATTER,
+        opset,
+        (past_cache, update, write_indices),
+        (axis, mode),
+        check_bounds,
+        out,
+    )
 
 
 scatter_elements.__doc__ = (scatter_elements.__doc__ or "").replace("{notes}", _SCATTER_NOTES)

@@ -105,8 +105,8 @@ def _run(
         plan = _planned(op, version, backend, arrays, attributes, check_bounds, not traced)
     else:
         plan = known.plan
-    if type(arrays[1]) is Unrepresentable:
-        arrays[1].raise_for(plan)
+    if type(arrays[op.indices_at]) is Unrepresentable:
+        arrays[op.indices_at].raise_for(plan)
     if out is not None:
         _checked_out(backend, plan, arrays[0], out)
     if known is None:  # (kept only now: the key holds out, which is checked above)
@@ -127,11 +127,13 @@ def _inputs(
     Host indices become one array (:func:`_host_indices`); any other input of another
     library is a TypeError.
     """
-    owned = backend.owns(arrays[1])
+    at = op.indices_at
+    owned = backend.owns(arrays[at])
     if not owned:
-        arrays = (arrays[0], _host_indices(backend, arrays[1], arrays[0], traced), *arrays[2:])
-    for role, x in zip(op.inputs[2:], arrays[2:], strict=True):  # updates: data's library
-        if not backend.owns(x):
+        indices = _host_indices(backend, arrays[at], arrays[0], traced)
+        arrays = (*arrays[:at], indices, *arrays[at + 1 :])
+    for n, (role, x) in enumerate(zip(op.inputs, arrays, strict=True)):
+        if n and n != at and not backend.owns(x):  # (updates: data's library)
             _same_library(backend, role, x)
             owned = False
     return arrays, owned

@@ -19,6 +19,8 @@ from onnx_gather._ops import (
     SCATTER,
     SCATTER_ELEMENTS,
     SCATTER_ND,
+    TENSOR_SCATTER,
+    get,
 )
 
 
@@ -38,7 +40,7 @@ class Example:
     @property
     def arrays(self) -> tuple[Any, ...]:
         """The inputs in the operator's order."""
-        return (self.data, self.indices) + (() if self.updates is None else (self.updates,))
+        return get(self.op).in_order(self.data, self.indices, self.updates)
 
 
 def _f(values: Any) -> np.ndarray:
@@ -84,6 +86,13 @@ def _scatter(
 ) -> Example:
     return Example(name, SCATTER.name, data, indices, {"axis": axis}, expected, opset,
                    updates=updates)  # fmt: skip
+
+
+def _tensor_scatter(
+    name: str, cache: Any, update: Any, starts: Any, axis: int, mode: str, expected: Any
+) -> Example:
+    return Example(name, TENSOR_SCATTER.name, cache, starts, {"axis": axis, "mode": mode},
+                   expected, updates=update)  # fmt: skip
 
 
 def _scatter_nd(name: str, data: Any, indices: Any, updates: Any, expected: Any) -> Example:
@@ -142,4 +151,8 @@ EXAMPLES: tuple[Example, ...] = (
              _f([[2.0, 1.1, 0.0], [1.0, 0.0, 2.2], [0.0, 2.1, 1.2]]), 9),
     _scatter("Scatter-9 example 2", _f([[1, 2, 3, 4, 5]]), _i([[1, 3]]), _f([[1.1, 2.1]]), 1,
              _f([[1.0, 1.1, 3.0, 2.1, 5.0]]), 9),
+    _tensor_scatter("TensorScatter decode step", _f(np.zeros((2, 4))), _f([[1], [2]]),
+                    _i([3, 1]), 1, "linear", _f([[0, 0, 0, 1], [0, 2, 0, 0]])),
+    _tensor_scatter("TensorScatter circular", _f(np.zeros((1, 3))), _f([[7, 8]]), _i([2]), 1,
+                    "circular", _f([[8, 0, 7]])),
 )  # fmt: skip

@@ -70,15 +70,19 @@ def run_node(
         raise TypeError(msg)
     op = operator_of(node)
     listed = len(node.input)
-    if len(inputs) != len(op.inputs) or listed != len(op.inputs):
+    least = len(op.inputs) - len(op.optional_inputs)
+    if len(inputs) != listed or not least <= listed <= len(op.inputs):
+        takes = f"{len(op.inputs)}" if not op.optional_inputs else f"{least} to {len(op.inputs)}"
         msg = (
-            f"{op.op_type} node {node.name!r} takes {len(op.inputs)} inputs "
+            f"{op.op_type} node {node.name!r} takes {takes} inputs "
             f"({', '.join(op.inputs)}); the node lists {listed}, and {len(inputs)} "
             f"{'was' if len(inputs) == 1 else 'were'} given"
         )
         raise ValueError(msg)
+    # An optional input the node leaves out, or names "" (ONNX's empty name): absent.
+    given = [None if name == "" else x for name, x in zip(node.input, inputs, strict=True)]
     attributes = _ops.node_attributes(op, node)
-    return _ops.call(op, *inputs, opset=opset, check_bounds=check_bounds, **attributes)
+    return _ops.call(op, *given, opset=opset, check_bounds=check_bounds, **attributes)
 
 
 def is_node(node: Any) -> bool:

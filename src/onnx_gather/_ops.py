@@ -17,6 +17,7 @@ from onnx_gather._spec import gather_nd as _gather_nd
 from onnx_gather._spec import scatter as _scatter
 from onnx_gather._spec import scatter_elements as _scatter_elements
 from onnx_gather._spec import scatter_nd as _scatter_nd
+from onnx_gather._spec import tensor_scatter as _tensor_scatter
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -51,7 +52,8 @@ class Operator:
         The public function's default ``opset``; None where the function takes no opset
         (one version only: OpenVINO's).
     inputs : tuple of str
-        The inputs' roles, in order: ``data``, ``indices`` (and ``updates`` for scatters).
+        The inputs' roles, in the public function's and the ONNX node's order: ``data``,
+        ``indices`` (and ``updates`` for scatters; TensorScatter's come before its indices).
     attributes : tuple of (str, int, str or None)
         Each attribute and its default (None: required).
     attribute_since : dict of str to int
@@ -76,6 +78,8 @@ class Operator:
         The index types ONNX lists for the operator (the library takes int32 and int64 for
         all: int32 is JAX's default integer and exact in int64); an ONNX model of the
         operator takes its indices as the widest of these.
+    optional_inputs : tuple of str
+        The roles of inputs an ONNX node may leave out (TensorScatter's write indices).
     """
 
     name: str
@@ -95,11 +99,15 @@ class Operator:
     onnx_opset: int | None = None
     equal_off_axis: bool = False
     onnx_index_types: tuple[str, ...] = ("int32", "int64")
+    #: Inputs an ONNX node may leave out (TensorScatter's write_indices: zeros).
+    optional_inputs: tuple[str, ...] = ()
     #: The version each opset resolves to: a table made once, for opsets that exist and
     #: some to come (every call asks; any other opset takes :meth:`resolve`'s checking path).
     newest: dict[int | None, int] = field(init=False, repr=False)
     #: Each version's name in messages ("Gather-13"): made once, not on every uncached call.
     _names: dict[int, str] = field(init=False, repr=False)
+    #: Where ``indices`` is among the inputs (TensorScatter's are its third: ONNX's order).
+    indices_at: int = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         numbers = tuple(self.versions)
@@ -111,6 +119,15 @@ class Operator:
         object.__setattr__(self, "newest", newest)
         names = {v: f"{self.label}-{v}" for v in numbers}
         object.__setattr__(self, "_names", names)
+        object.__setattr__(self, "indices_at", self.inputs.index("indices"))
+
+    def ordered(self, by_role: Mapping[str, Any]) -> tuple[Any, ...]:
+        """The values of ``by_role`` (``{"data": ..., "indices": ...}``) in input order."""
+        return tuple(by_role[role] for role in self.inputs)
+
+    def in_order(self, data: Any, indices: Any, updates: Any = None) -> tuple[Any, ...]:
+        """``data``, ``indices`` (and a scatter's ``updates``) in this operator's input order."""
+        return self.ordered({"data": data, "indices": indices, "updates": updates})
 
     def __repr__(self) -> str:
         return f"<operator {self.name}>"
@@ -410,6 +427,23 @@ SCATTER = Operator(
     adjoint="gather_elements",
 )
 
+TENSOR_SCATTER = Operator(
+    name="tensor_scatter",
+    op_type="TensorScatter",
+    label="TensorScatter",
+    versions={24: "the operator (ONNX 1.19)"},
+    bfloat16_from=24,
+    default_opset=24,
+    inputs=("data", "updates", "indices"),  # past_cache, update, write_indices
+    attributes=(("axis", -2), ("mode", "linear")),
+    planner=_tensor_scatter.plan,
+    method="tensor_scatter",
+    oracle=_ORACLE + "TENSOR_SCATTER",
+    strategy=_STRATEGY + "tensor_scatter_examples",
+    optional_inputs=("indices",),
+    onnx_index_types=("int64",),
+)
+
 #: Every operator, in the order tables list them.
 OPERATORS: tuple[Operator, ...] = (
     GATHER,
@@ -419,6 +453,7 @@ OPERATORS: tuple[Operator, ...] = (
     SCATTER_ELEMENTS,
     SCATTER_ND,
     SCATTER,
+    TENSOR_SCATTER,
 )
 #: Operators by public name.
 BY_NAME: Mapping[str, Operator] = {op.name: op for op in OPERATORS}

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from onnx_gather._spec.gather_nd import GatherNDPlan
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
+    from onnx_gather._spec.tensor_scatter import TensorScatterPlan
     from onnx_gather._typing import Array
 
 
@@ -229,6 +230,18 @@ class Backend:
     ) -> Any:
         """ONNX ScatterND: NumPy's kernel on the host (:meth:`_on_host`)."""
         return self._on_host("scatter_nd", data, indices, updates, plan, out)
+
+    def tensor_scatter(
+        self,
+        data: Array,
+        updates: Array,
+        indices: Array,
+        plan: TensorScatterPlan,
+        out: Array = None,
+        /,
+    ) -> Any:
+        """ONNX TensorScatter: NumPy's kernel on the host (:meth:`_on_host`)."""
+        return self._on_host("tensor_scatter", data, indices, updates, plan, out)
 
     def _on_host(
         self, kernel: str, data: Array, indices: Array, updates: Array, plan: Plan, out: Array

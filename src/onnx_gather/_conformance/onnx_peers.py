@@ -48,7 +48,10 @@ def model(example: Example) -> Any:
     if example.updates is not None:
         types.append(type_name(example.updates.dtype))
         shapes.append([f"u{i}" for i in range(example.updates.ndim)])
-    return op.onnx_model(example.opset, types, shapes, example.attributes)
+    # (Built as data, indices, updates: in the node's order.)
+    return op.onnx_model(
+        example.opset, op.in_order(*types), op.in_order(*shapes), example.attributes
+    )
 
 
 def _onnx_indices(example: Example) -> np.ndarray:

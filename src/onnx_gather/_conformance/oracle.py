@@ -504,6 +504,83 @@ def scatter(
     return scatter_elements(data, indices, updates, axis, "none", 11, check_bounds)
 
 
+def tensor_scatter(
+    past_cache: Any,
+    update: Any,
+    write_indices: Any = None,
+    axis: int = -2,
+    mode: str = "linear",
+    opset: int = 24,
+    check_bounds: bool = True,
+) -> np.ndarray:
+    """ONNX TensorScatter-24: the text's pseudocode loop, read literally.
+
+    The write-index rule is ONNX Runtime's (DESIGN.md): a negative index is an error in
+    both modes, and in linear mode so is ``write_indices[b] + sequence_length >
+    max_sequence_length``; circular mode wraps the sequence position only. Unchecked, a
+    write outside the axis (every write of a negative index) is dropped.
+    """
+    _version(opset, (24,))
+    cache, update = np.asarray(past_cache), np.asarray(update)
+    if cache.ndim < 1:
+        raise _rule(ValueError, "data of rank 0", "rank >= 1")
+    name = _dtype_name(cache.dtype)
+    if name not in TYPES | {"bfloat16"}:
+        raise _rule(TypeError, "data type", name)
+    starts = np.zeros(cache.shape[0], np.int64) if write_indices is None else write_indices
+    starts = np.asarray(starts)
+    if _dtype_name(starts.dtype) not in INDEX_DTYPES:
+        raise _rule(TypeError, "indices type", _dtype_name(starts.dtype))
+    if _dtype_name(update.dtype) != name:
+        rule = "update of another type than the cache"
+        raise _rule(TypeError, rule, "update", name, _dtype_name(update.dtype))
+    if not -cache.ndim <= axis < cache.ndim:
+        raise _rule(ValueError, "axis out of range", f"axis {axis}")
+    axis %= cache.ndim
+    if axis == 0:
+        raise _rule(ValueError, "the batch axis", "batch axis 0")
+    if not isinstance(mode, str):
+        raise _rule(TypeError, "mode type", "mode must be a str")
+    if mode not in ("linear", "circular"):
+        raise _rule(ValueError, "unknown mode", f"mode {mode!r}")
+    off_axis = [d for d in range(cache.ndim) if d != axis]
+    if update.ndim != cache.ndim or any(update.shape[d] != cache.shape[d] for d in off_axis):
+        raise _rule(ValueError, "update of another shape", "update must have past_cache's shape")
+    size, length = cache.shape[axis], update.shape[axis]
+    if length > size:
+        raise _rule(ValueError, "update longer than the cache", "longer than")
+    if starts.shape != (cache.shape[0],):
+        raise _rule(ValueError, "write indices' shape", "write_indices must have shape")
+    if check_bounds:
+        for b in range(starts.shape[0]):
+            start = int(starts[b])
+            if start < 0 or (mode == "linear" and start + length > size):
+                raise _rule(IndexError, "write index out of range", f"index {start}")
+    out = _result(cache, update)
+    for prefix in itertools.product(*map(range, cache.shape[:axis])):
+        start = int(starts[prefix[0]])
+        for s in range(length):
+            position = start + s
+            if mode == "circular":
+                if start < 0:
+                    continue
+                position %= size
+            if not 0 <= position < size:
+                continue
+            out[(*prefix, position)] = update[(*prefix, s)]
+    return out
+
+
+def _tensor_scatter_range(
+    data_shape: Sequence[int], updates_shape: Sequence[int], attributes: dict[str, Any]
+) -> tuple[int, float]:
+    """The valid write indices: ``[0, size - length]`` in linear mode, ``[0, inf)`` circular."""
+    axis = attributes.get("axis", -2) % len(data_shape)
+    if attributes.get("mode", "linear") == "circular":
+        return 0, float("inf")
+    return 0, int(data_shape[axis]) - int(updates_shape[axis])
+
+
 class Oracle(NamedTuple):
     """One operator read from its spec: the registry's ``oracle`` names one.
 
@@ -522,6 +599,9 @@ class Oracle(NamedTuple):
     #: its axis (the gathers: ``run(..., check_bounds=False)``; JAX's fill value with
     #: ``fill=True``).
     clamps: bool = False
+    #: ``valid(data_shape, updates_shape, attributes) -> (lo, hi)``, the valid index values,
+    #: where they are not ``[-size, size - 1]`` (TensorScatter's write indices).
+    valid: Callable[[Sequence[int], Sequence[int], dict[str, Any]], tuple[int, float]] | None = None
 
 
 def _size_of_coordinate(
@@ -536,4 +616,5 @@ OPENVINO_GATHER_ELEMENTS = Oracle(openvino_gather_elements, _size_along_axis, cl
 GATHER_ND = Oracle(gather_nd, _size_of_coordinate, clamps=True)
 SCATTER_ELEMENTS = Oracle(scatter_elements, _size_along_axis, drops=True)
 SCATTER = Oracle(scatter, _size_along_axis, drops=True)
+TENSOR_SCATTER = Oracle(tensor_scatter, _size_along_axis, drops=True, valid=_tensor_scatter_range)
 SCATTER_ND = Oracle(scatter_nd, _size_of_coordinate, drops=True)

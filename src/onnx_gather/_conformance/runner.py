@@ -76,10 +76,13 @@ def fills(lib: Library) -> bool:
 
 
 def call(arrays: tuple[Any, ...], example: Example) -> Any:
-    """Run ``example``'s operator through its public function on ``arrays``."""
+    """Run ``example``'s operator through its public function.
+
+    ``arrays``: data, indices and a scatter's updates, as :func:`inputs` gives them.
+    """
     return _ops.call(
         example.op,
-        *arrays,
+        *_ops.get(example.op).in_order(*arrays),
         opset=example.opset,
         check_bounds=example.check_bounds,
         **example.attributes,
@@ -255,8 +258,12 @@ def _names_a_bad_index(example: Example, text: str) -> str | None:
         return f"IndexError message {text!r}: no position {position} in indices"
     if int(example.indices[position]) != value:
         return f"IndexError message {text!r}: indices{list(position)} is not {value}"
-    size = oracle_of(example.op).size_at(example.data.shape, example.attributes, position)
-    if -size <= value < size:
+    oracle = oracle_of(example.op)
+    size = oracle.size_at(example.data.shape, example.attributes, position)
+    lo, hi = -size, float(size - 1)
+    if oracle.valid is not None and example.updates is not None:
+        lo, hi = oracle.valid(example.data.shape, example.updates.shape, example.attributes)
+    if lo <= value <= hi:
         return f"IndexError message {text!r} names the valid index {value}"
     named_size = _SIZE.search(text)
     if named_size is None or int(named_size.group(1)) != size:

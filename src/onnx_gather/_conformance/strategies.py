@@ -212,9 +212,7 @@ class Example:
     @property
     def arrays(self) -> tuple[np.ndarray, ...]:
         """The inputs in the operator's order."""
-        if self.updates is None:
-            return (self.data, self.indices)
-        return (self.data, self.indices, self.updates)
+        return _ops.get(self.op).in_order(self.data, self.indices, self.updates)
 
     @property
     def dtype_name(self) -> str:
@@ -301,6 +299,9 @@ class Shapes(NamedTuple):
     sizes: tuple[int, ...]
     #: The scatters' updates (None: the operator has none).
     updates: tuple[int, ...] | None = None
+    #: The index values, where the operator's rule is not ``[-s, s-1]`` (TensorScatter's
+    #: write indices); None: drawn by the common rule.
+    index_values: np.ndarray | None = None
 
 
 Draw = Callable[[st.SearchStrategy[Any]], Any]
@@ -434,6 +435,38 @@ def _scatter_nd_shapes(draw: Draw, op: _ops.Operator) -> Shapes:
     return Shapes(tuple(data_shape), (*middle, k), {}, sizes, _updates_shape(draw, tuple(updates)))
 
 
+def _tensor_scatter_shapes(draw: Draw, op: _ops.Operator) -> Shapes:
+    """TensorScatter: a cache of rank 2-4 and an update no longer than it along the axis.
+
+    The sequence axis is never the batch axis, and the write indices are mostly valid for
+    the mode. About one example in twenty breaks a shape rule (the batch axis, a longer update,
+    write indices of another length); a few write indices are negative or, in linear
+    mode, too large.
+    """
+    rank = draw(st.integers(2, 4))
+    cache = _dims(draw, rank, MAX_DIM, BUDGET)
+    ax = draw(st.integers(1, rank - 1))
+    axis = ax - rank if draw(st.booleans()) else ax
+    mode = draw(_weighted(("linear", 3), ("circular", 2)))
+    size = cache[ax]
+    length = draw(st.integers(0, size))
+    broken = draw(_weighted((None, 19), ("batch-axis", 1), ("longer", 1), ("batch", 1)))
+    if broken == "batch-axis":
+        axis = 0
+    elif broken == "longer":
+        length = size + 1
+    update = [length if d == ax else n for d, n in enumerate(cache)]
+    batch = cache[0] + 1 if broken == "batch" else cache[0]
+    top = max(size - length, 0) if mode == "linear" else 3 * size + 2
+    starts = np.array([draw(st.integers(0, top)) for _ in range(batch)], np.int64)
+    for _ in range(draw(_weighted((0, 12), (1, 2))) if batch else 0):
+        b = draw(st.integers(0, batch - 1))
+        starts[b] = draw(st.sampled_from([-1, -size - 1, size - length + 1, size + 3]))
+    return Shapes(
+        tuple(cache), (batch,), {"axis": axis, "mode": mode}, (size,), tuple(update), starts
+    )
+
+
 def _reduction(draw: Draw, opset: int | None, dtype_name: str) -> str:
     """A scatter's reduction: mostly one the version and type allow, sometimes not."""
     version = 18 if opset is None else opset
@@ -479,7 +512,7 @@ def _examples(
     if op.default_opset is not None:
         first = op.numbers[0]
         if draw(_weighted((True, 9), (False, 1))):
-            opset = draw(st.integers(first, 22))
+            opset = draw(st.integers(first, max(first, 22)))
         else:
             opset = draw(st.integers(0, first - 1))
 
@@ -499,7 +532,10 @@ def _examples(
             position = draw(st.integers(0, flat.size - 1))
             flat[position : position + 1] = pool[draw(st.integers(0, pool.size - 1))]
     index_dtype = draw(st.sampled_from(("int64", "int32")))
-    indices = _index_values(draw, drawn.indices, drawn.sizes, index_dtype, seed)
+    if drawn.index_values is not None:
+        indices = drawn.index_values.astype(index_dtype)
+    else:
+        indices = _index_values(draw, drawn.indices, drawn.sizes, index_dtype, seed)
     attributes = dict(drawn.attributes)
     if any(name == "reduction" for name, _ in op.attributes):
         attributes["reduction"] = _reduction(draw, opset, dtype_name)
@@ -561,6 +597,11 @@ def scatter_elements_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Exampl
 def scatter_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
     """Scatter-9/11 examples (the registry's strategy for it): ScatterElements' shapes."""
     return _examples(_ops.SCATTER, _scatter_elements_shapes, dtypes)
+
+
+def tensor_scatter_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
+    """TensorScatter-24 examples (the registry's strategy for it)."""
+    return _examples(_ops.TENSOR_SCATTER, _tensor_scatter_shapes, dtypes)
 
 
 def scatter_nd_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:

@@ -10,6 +10,7 @@ import math
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
+import dask
 import dask.array as da
 import numpy as np
 from dask.array.core import normalize_chunks
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from onnx_gather._spec import Plan
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
+    from onnx_gather._spec.tensor_scatter import TensorScatterPlan
     from onnx_gather._typing import Array
 
 #: The highest rank dask's rechunk supports (NumPy's 32 operands of np.nditer).
@@ -379,6 +381,28 @@ class DaskBackend(Backend):
     ) -> da.Array:
         """ONNX ScatterND, lazily (:mod:`._scatter`); ``out`` never arrives."""
         return scatters.scatter(data, indices, updates, plan)
+
+    def tensor_scatter(
+        self,
+        data: da.Array,
+        updates: da.Array,
+        indices: Array,
+        plan: TensorScatterPlan,
+        out: Array = None,
+        /,
+    ) -> da.Array:
+        """ONNX TensorScatter, lazily: NumPy's kernel as one task, then data's chunks.
+
+        The call computes nothing; a bad write index raises when the result is computed.
+        One task holds the whole cache (not block by block: a block-wise graph is not
+        written yet).
+        """
+        from onnx_gather._backends._numpy import _scatter as numpy_scatter
+
+        task = dask.delayed(numpy_scatter.tensor_scatter, pure=True)(data, indices, updates, plan)
+        meta = np.empty((0,) * len(plan.out_shape), data.dtype)
+        whole = da.from_delayed(task, shape=plan.out_shape, dtype=data.dtype, meta=meta)
+        return whole.rechunk(data.chunks)
 
 
 backend = DaskBackend()

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from onnx_gather._spec.gather_nd import GatherNDPlan
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
+    from onnx_gather._spec.tensor_scatter import TensorScatterPlan
     from onnx_gather._typing import Array
 
 
@@ -295,6 +296,62 @@ class JaxBackend(Backend):
     ) -> jax.Array:
         """ONNX ScatterND: as :meth:`scatter_elements`."""
         return _scatter_run(data, indices, updates, plan)
+
+    def tensor_scatter(
+        self,
+        data: jax.Array,
+        updates: jax.Array,
+        indices: Array,
+        plan: TensorScatterPlan,
+        out: Array = None,
+        /,
+    ) -> jax.Array:
+        """ONNX TensorScatter: one ``.at[].set`` of every write, jitted once per plan.
+
+        Write indices that can be read now (host ones, concrete ones) are checked now;
+        under tracing nothing can raise, and a write outside the axis is dropped
+        (``mode="drop"``). XLA's scatter moves float bits as they are (NaN payloads
+        included); bfloat16 moves as its bits, as in the other scatters.
+        """
+        if plan.check_bounds and not traced(indices):
+            plan.raise_if_bad(np.asarray(indices))
+        if isinstance(indices, np.ndarray):
+            indices = jnp.asarray(indices)
+        dtype = data.dtype
+        bits = BITS.get(dtype)  # (bfloat16 as its bits, as the other scatters move it)
+        if bits is not None:
+            data = jax.lax.bitcast_convert_type(data, bits)
+            updates = jax.lax.bitcast_convert_type(updates, bits)
+        if traced(data) or traced(indices) or traced(updates):
+            result = _tensor_scatter(data, updates, indices, plan)
+        else:
+            result = _tensor_scatter_fn(plan)(data, updates, indices)
+        return jax.lax.bitcast_convert_type(result, dtype) if bits is not None else result
+
+
+def _tensor_scatter(
+    data: jax.Array, updates: jax.Array, indices: jax.Array, plan: TensorScatterPlan
+) -> jax.Array:
+    """TensorScatter's writes; a position outside the axis is dropped."""
+    starts = indices.reshape(-1)
+    positions, keep = plan.positions(starts, jnp.arange(plan.length, dtype=starts.dtype), jnp)
+    positions = jnp.where(keep, positions, plan.size)
+    batch = jnp.arange(starts.shape[0])[:, None]
+    target = jnp.moveaxis(data, plan.axis, 1)
+    source = jnp.moveaxis(updates, plan.axis, 1)
+    written = target.at[batch, positions].set(source, mode="drop", unique_indices=True)
+    return jnp.moveaxis(written, 1, plan.axis)
+
+
+def _tensor_scatter_fn(plan: TensorScatterPlan) -> Callable[..., jax.Array]:
+    """:func:`_tensor_scatter` of ``plan``, jitted once."""
+    fn = _TENSOR_SCATTERS.get(plan)
+    if fn is None:
+        fn = _TENSOR_SCATTERS.put(plan, jax.jit(lambda d, u, i: _tensor_scatter(d, u, i, plan)))
+    return fn
+
+
+_TENSOR_SCATTERS: Memo[Any, Callable[..., jax.Array]] = Memo(256)
 
 
 def _scatter_run(data: jax.Array, indices: Array, updates: jax.Array, plan: Plan) -> jax.Array:

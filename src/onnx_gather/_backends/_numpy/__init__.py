@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from onnx_gather._spec.gather_nd import GatherNDPlan
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
+    from onnx_gather._spec.tensor_scatter import TensorScatterPlan
     from onnx_gather._typing import Array
 
 _kernels: ModuleType | None
@@ -276,6 +277,23 @@ class NumpyBackend(Backend):
     ) -> np.ndarray:
         """ONNX ScatterND: :func:`scatter_nd`, into ``out`` where given."""
         return scatter_nd(data, indices, updates, plan, out)
+
+    def tensor_scatter(
+        self,
+        data: Array,
+        updates: Array,
+        indices: np.ndarray,
+        plan: TensorScatterPlan,
+        out: np.ndarray | None = None,
+        /,
+    ) -> np.ndarray:
+        """ONNX TensorScatter: NumPy's kernel (:func:`._scatter.tensor_scatter`).
+
+        Into ``out`` where given; ``out=data`` writes only the new positions.
+        """
+        data, updates, target = _scatter_inputs(data, updates, out)
+        result = _scatter.tensor_scatter(data, indices, updates, plan, target)
+        return result if out is None else out
 
 
 backend = NumpyBackend()

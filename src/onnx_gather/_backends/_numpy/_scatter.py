@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
+    from onnx_gather._spec.tensor_scatter import TensorScatterPlan
     from onnx_gather._typing import ScatterPlan
 
 #: The ufunc of each reduction (on bool: OR, AND, OR, AND).
@@ -377,3 +378,39 @@ def _is_float(dtype: np.dtype[Any]) -> bool:
 def _is_zero(values: np.ndarray, negative: bool) -> np.ndarray:
     """Where ``values`` is the zero of the given sign."""
     return (values == 0) & (np.signbit(values) == negative)
+
+
+def tensor_scatter(
+    data: np.ndarray,
+    indices: np.ndarray,
+    updates: np.ndarray,
+    plan: TensorScatterPlan,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """ONNX TensorScatter of NumPy arrays, into a new C-ordered array or ``out``.
+
+    The write indices are checked first (a failed check writes nothing); each batch
+    entry's positions along the axis are distinct, so one advanced assignment writes every
+    update, on views that put the batch and sequence axes first. ``out=data`` writes only
+    the new positions; updates that share memory with ``out`` are read (copied) first.
+    Unchecked, the writes outside the axis (all of a negative index's) are dropped.
+    """
+    starts = np.asarray(indices).astype(np.int64, copy=False).reshape(-1)
+    if plan.check_bounds:
+        plan.raise_if_bad(starts)
+    positions, keep = plan.positions(starts, np.arange(plan.length), np)
+    if out is None:
+        result = np.array(data, order="C")
+    else:
+        if out is not data and np.shares_memory(out, data):
+            data = data.copy()
+        result = out
+    if np.shares_memory(result, updates):
+        updates = updates.copy()
+    if result is not data:
+        result[...] = data
+    target = np.moveaxis(result, plan.axis, 1)
+    source = np.moveaxis(updates, plan.axis, 1)
+    batch = np.broadcast_to(np.arange(starts.size)[:, None], positions.shape)
+    target[batch[keep], positions[keep]] = source[keep]
+    return result

@@ -14,7 +14,7 @@ import torch.autograd.forward_ad as _FORWARD_AD
 
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._base import Backend
-from onnx_gather._backends._torch import _dtypes, _eager, _fused
+from onnx_gather._backends._torch import _dtypes, _eager, _fused, _tensor_scatter
 from onnx_gather._backends._torch import _scatter as scatters
 from onnx_gather._backends._torch._exact import exact, exact_nd
 from onnx_gather._backends._torch._indices import placed, values_unknown, wrapped
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from onnx_gather._spec.gather_nd import GatherNDPlan
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
+    from onnx_gather._spec.tensor_scatter import TensorScatterPlan
     from onnx_gather._typing import Array
 
 _CPU = torch.device("cpu")
@@ -389,6 +390,56 @@ class TorchBackend(Backend):
         kernel = numpy_kernels.scatter_nd
         return _scatter_call(kernel, scatters.scatter_nd, data, indices, updates, plan, out)
 
+    def tensor_scatter(
+        self,
+        data: torch.Tensor,
+        updates: torch.Tensor,
+        indices: Array,
+        plan: TensorScatterPlan,
+        out: torch.Tensor | None = None,
+        /,
+    ) -> torch.Tensor:
+        """ONNX TensorScatter: torch's operations (:mod:`._tensor_scatter`).
+
+        Host write indices are checked on the host before they travel. Under
+        ``torch.compile`` the writes and their check are graph operations; a recorded call
+        (``torch.jit.trace``, ``make_fx``, ``torch.export``) or one under ``torch.func.vmap``
+        is one ``onnx_gather::run_v1`` operator. Eagerly, the device's write indices are
+        read once; ``out=data`` writes only the new positions (no copy of the cache).
+        """
+        if isinstance(indices, np.ndarray):
+            if plan.check_bounds:
+                plan.raise_if_bad(indices)
+            indices = torch.as_tensor(indices.astype(np.int64), device=data.device)
+        if torch.compiler.is_compiling():
+            return _tensor_scatter.in_graph(data, updates, indices, plan)
+        grad = torch.is_grad_enabled() and (data.requires_grad or updates.requires_grad)
+        if _scatter_in_graph(data, indices, updates) or any(
+            _batched(x) for x in (data, indices, updates)
+        ):
+            result = _fused.call(data, updates, indices, plan=plan)
+        elif out is None or grad:
+            result = _tensor_scatter.eager(data, updates, indices, plan)
+        else:  # in place, or into out: nothing but the cache is copied
+            starts = indices.to(torch.int64).reshape(-1)
+            if plan.check_bounds:
+                plan.raise_if_bad(np.array(starts.tolist(), dtype=np.int64))
+            with torch.no_grad():
+                if _shares_memory(out, updates):
+                    updates = updates.clone()
+                if out is not data:
+                    out.copy_(data.clone() if _shares_memory(out, data) else data)
+                _tensor_scatter.write(out, updates, starts, plan, not plan.check_bounds)
+            return out
+        if out is None:
+            return result
+        if grad:  # recorded: the gradient flows through out, as for the scatters
+            out.copy_(result)
+            return out
+        with torch.no_grad():
+            out.copy_(result)
+        return out
+
 
 def _scatter_call(
     kernel: Callable[..., Any],
@@ -524,6 +575,7 @@ _fused.register(
 _fused.register(
     "scatter_nd", _scatter_when_the_graph_runs(scatters.scatter_nd, numpy_kernels.scatter_nd)
 )
+_fused.register("tensor_scatter", _tensor_scatter.eager)
 
 
 def _scatter_on_numpy(

@@ -254,6 +254,17 @@ def _scatter_backward(
     return [data_grad, None, updates_grad]
 
 
+def _tensor_scatter_backward(
+    saved: Sequence[torch.Tensor], grad: torch.Tensor, plan: Any, shape: Any
+) -> list[Any]:
+    """TensorScatter's gradients to the cache and the update (:mod:`._tensor_scatter`)."""
+    from onnx_gather._backends._torch._tensor_scatter import gradients
+
+    _, updates, indices, _ = saved
+    data_grad, updates_grad = gradients(grad, updates, indices, plan)
+    return [data_grad, updates_grad, None]
+
+
 def _gather_adjoint(grad: torch.Tensor, indices: torch.Tensor, plan: Any, shape: Any) -> Any:
     """Gather's gradient to data: the upstream gradient added at the gathered rows."""
     rows = grad.reshape(*shape[: plan.axis], indices.numel(), *shape[plan.axis + 1 :])
@@ -307,6 +318,7 @@ BACKWARDS: dict[str, tuple[Callable[..., tuple[Any, ...]], Callable[..., list[An
     },
     "scatter_elements": (_inputs_and_result, _scatter_backward),
     "scatter_nd": (_inputs_and_result, _scatter_backward),
+    "tensor_scatter": (_inputs_and_result, _tensor_scatter_backward),
 }
 
 _run.register_autograd(_backward, setup_context=_setup_context)

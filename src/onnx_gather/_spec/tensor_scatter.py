@@ -1,0 +1,154 @@
+"""ONNX TensorScatter (version 24): the shape rules, the write-index rule and the plan."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from onnx_gather import _spec
+
+#: The write modes, by their attribute text.
+MODES = ("linear", "circular")
+
+
+class _Fields(NamedTuple):
+    op: str
+    check_bounds: bool
+    out_shape: tuple[int, ...]  # the cache's
+    axis: int
+    size: int  # the cache's length along the axis
+    length: int  # the update's length along the axis
+    circular: bool
+
+
+class TensorScatterPlan(_Fields, _spec.Plan):
+    """A checked TensorScatter call; the result has the cache's shape.
+
+    For each batch entry ``b`` (axis 0), the update's slice ``s`` along ``axis`` lands at
+    position ``p = write_indices[b] + s`` of that axis; in circular mode ``p`` is taken
+    modulo the cache's length ``size`` (only that position wraps, as ONNX Runtime's
+    kernel does). A write index must be ``>= 0``, and in linear mode at most ``size -
+    length``: :meth:`raise_if_bad` says which is not. Unchecked, the writes whose position
+    falls outside the axis (and every write of a batch entry whose index is negative) are
+    dropped.
+    """
+
+    __slots__ = ()
+
+    def attributes(self) -> tuple[int, str]:
+        """The attributes that plan this call again: ``(axis, mode)``, normalised."""
+        return (self.axis, "circular" if self.circular else "linear")
+
+    def bad(self, indices: Any) -> Any:
+        """True where a write index breaks the rule (any array with comparisons)."""
+        if self.circular:
+            return indices < 0
+        return (indices < 0) | (indices > self.size - self.length)
+
+    def positions(self, starts: Any, offsets: Any, xp: Any) -> tuple[Any, Any]:
+        """Each batch entry's positions along the axis, ``(batch, length)``, and which to write.
+
+        ``starts``: the write indices; ``offsets``: ``arange(length)`` on their device;
+        ``xp``: their namespace (NumPy, torch, ``jax.numpy``). In circular mode a position
+        wraps around the axis; a write whose position falls outside the axis (all of a
+        negative index's, in either mode) is not kept.
+        """
+        positions = starts[:, None] + offsets[None, :]
+        if self.circular:
+            positions = xp.where(starts[:, None] >= 0, positions % max(self.size, 1), -1)
+        keep = (positions >= 0) & (positions < self.size)
+        return positions, keep
+
+    def raise_if_bad(self, indices: np.ndarray) -> None:
+        """The IndexError for the first bad entry of host ``indices`` (ONNX Runtime's order)."""
+        bad = np.flatnonzero(self.bad(np.asarray(indices)))
+        if bad.size:
+            b = int(bad[0])
+            raise self.error(int(indices[b]), b)
+
+    def error(self, value: int | str, entry: int | str) -> IndexError:
+        """The IndexError for write index ``value`` of batch entry ``entry``."""
+        where = f"{self.op}: index {value} at position ({entry},) of write_indices"
+        axis = f"for axis {self.axis} of size {self.size}"
+        if isinstance(value, int) and value < 0:
+            return IndexError(f"{where} is out of range {axis}: a write index must be >= 0")
+        return IndexError(
+            f"{where} is out of range {axis} with an update of length {self.length}: linear "
+            f"mode needs write_indices[b] + {self.length} <= {self.size} (mode='circular' "
+            "wraps around)"
+        )
+
+
+def plan(
+    op: _spec.Rules,
+    version: int,
+    shapes: tuple[tuple[int, ...], ...],
+    dtypes: tuple[str, ...],
+    attributes: tuple[Any, ...],
+    check_bounds: bool,
+) -> TensorScatterPlan:
+    """Check a TensorScatter call and return its plan.
+
+    ``shapes`` and ``dtypes`` of past_cache, update and write_indices (ONNX's order);
+    ``attributes`` is ``(axis, mode)``.
+
+    Raises
+    ------
+    TypeError
+        A data type the library cannot hold, an update of another type than the cache's,
+        write indices that are not int32 or int64, or a mode that is not a str.
+    ValueError
+        A cache of rank < 2, an axis out of range or the batch axis 0, an unknown mode,
+        an update of another rank or of other dims off the axis, or longer along it than
+        the cache, or write indices of another shape than ``(batch,)``.
+    """
+    name = op.message_name(version)
+    cache_shape, update_shape, indices_shape = shapes
+    cache_dtype, update_dtype, indices_dtype = dtypes
+    if not cache_shape:
+        raise _spec.rank_0(name)
+    _spec.check_types(name, version, op.bfloat16_from, cache_dtype, indices_dtype)
+    if update_dtype != cache_dtype:
+        msg = f"{name}: update must have past_cache's type {cache_dtype}, got {update_dtype}"
+        raise TypeError(msg)
+    rank = len(cache_shape)
+    axis = _spec.normalise_axis(name, attributes[0], rank)
+    if axis == 0:
+        msg = f"{name}: axis {attributes[0]} is the batch axis 0; the sequence axis must be another"
+        raise ValueError(msg)
+    mode = attributes[1]
+    if type(mode) is not str:
+        msg = f"{name}: mode must be a str, got {mode!r} of type {type(mode).__name__}"
+        raise TypeError(msg)
+    if mode not in MODES:
+        msg = f"{name}: unknown mode {mode!r}; valid: 'linear', 'circular'"
+        raise ValueError(msg)
+    off_axis = [d for d in range(rank) if d != axis]
+    if len(update_shape) != rank or any(update_shape[d] != cache_shape[d] for d in off_axis):
+        msg = (
+            f"{name}: update must have past_cache's shape {tuple(cache_shape)} off axis {axis}, "
+            f"got {tuple(update_shape)}"
+        )
+        raise ValueError(msg)
+    if update_shape[axis] > cache_shape[axis]:
+        msg = (
+            f"{name}: the update's length {update_shape[axis]} along axis {axis} is longer than "
+            f"past_cache's {cache_shape[axis]}"
+        )
+        raise ValueError(msg)
+    if tuple(indices_shape) != (cache_shape[0],):
+        msg = (
+            f"{name}: write_indices must have shape ({cache_shape[0]},), one per batch entry, "
+            f"got {tuple(indices_shape)}"
+        )
+        raise ValueError(msg)
+    return TensorScatterPlan(
+        name,
+        check_bounds,
+        tuple(cache_shape),
+        axis,
+        cache_shape[axis],
+        update_shape[axis],
+        mode == "circular",
+    )

@@ -1,0 +1,170 @@
+"""TensorScatter-24 beyond the case table: absent write indices, ``out=``, transforms.
+
+The table (tests/scatter_cases.py) holds the values and the errors; these are the calls a
+KV cache makes: in place, through views, compiled, traced, differentiated.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers import assert_identical
+from libs import Library
+
+import onnx_gather as og
+from onnx_gather._conformance.oracle import tensor_scatter as oracle
+
+CACHE = np.arange(24, dtype=np.float32).reshape(2, 1, 4, 3)
+UPDATE = -np.arange(12, dtype=np.float32).reshape(2, 1, 2, 3) - 1
+STARTS = np.array([2, 0], np.int64)
+IMMUTABLE = ("jax", "dask")
+
+
+def _compile(fn: Callable[..., Any]) -> Callable[..., Any]:
+    import torch
+
+    with warnings.catch_warnings():
+        # Importing inductor imports torch.utils.mkldnn, which warns about TorchScript.
+        warnings.filterwarnings("ignore", "`torch.jit.script_method` is deprecated")
+        import torch._inductor.compile_fx
+    return torch.compile(fn, fullgraph=True)
+
+
+def test_absent_write_indices_are_zeros(lib: Library) -> None:
+    got = og.tensor_scatter(lib.asarray(CACHE), lib.asarray(UPDATE))
+    assert_identical(lib.to_numpy(got), oracle(CACHE, UPDATE, np.zeros(2, np.int64)))
+
+
+def test_out_is_the_cache_updated_in_place(lib: Library) -> None:
+    cache = lib.asarray(CACHE)
+    if lib.name in IMMUTABLE:
+        with pytest.raises(TypeError, match="out"):
+            og.tensor_scatter(cache, lib.asarray(UPDATE), lib.indices(STARTS), out=cache)
+        return
+    got = og.tensor_scatter(cache, lib.asarray(UPDATE), lib.indices(STARTS), out=cache)
+    assert got is cache
+    assert_identical(lib.to_numpy(cache), oracle(CACHE, UPDATE, STARTS))
+
+
+def test_a_failed_call_leaves_the_cache_untouched(lib: Library) -> None:
+    cache = lib.asarray(CACHE)
+    out = {} if lib.name in IMMUTABLE else {"out": cache}  # (immutable: no out=)
+    with pytest.raises(IndexError, match="index 3 at position \\(0,\\) of write_indices"):
+        # (Dask raises when the result is computed.)
+        lib.to_numpy(
+            og.tensor_scatter(cache, lib.asarray(UPDATE), lib.indices(np.array([3, 0])), **out)
+        )
+    assert_identical(lib.to_numpy(cache), CACHE)
+
+
+@pytest.mark.backend("numpy")
+def test_an_update_that_is_a_view_of_out_is_read_first() -> None:
+    cache = CACHE.copy()
+    update = cache[:, :, 1:3]  # the cache's own rows 1-2, written to rows 0-1
+    want = oracle(CACHE, CACHE[:, :, 1:3].copy(), np.zeros(2, np.int64))
+    assert og.tensor_scatter(cache, update, [0, 0], out=cache) is cache
+    assert_identical(cache, want)
+
+
+@pytest.mark.backend("torch")
+def test_torch_update_that_is_a_view_of_out_is_read_first() -> None:
+    import torch
+
+    cache = torch.from_numpy(CACHE.copy())
+    update = cache[:, :, 1:3]
+    want = oracle(CACHE, CACHE[:, :, 1:3].copy(), np.zeros(2, np.int64))
+    assert og.tensor_scatter(cache, update, torch.zeros(2, dtype=torch.int64), out=cache) is cache
+    assert_identical(cache.numpy(), want)
+
+
+@pytest.mark.backend("torch")
+def test_torch_gradients_reach_the_cache_and_the_update() -> None:
+    import torch
+
+    cache = torch.from_numpy(CACHE.astype(np.float64)).requires_grad_(True)
+    update = torch.from_numpy(UPDATE.astype(np.float64)).requires_grad_(True)
+    starts = torch.from_numpy(STARTS)
+    assert torch.autograd.gradcheck(lambda c, u: og.tensor_scatter(c, u, starts), (cache, update))
+
+
+@pytest.mark.backend("torch")
+@pytest.mark.parametrize("check_bounds", [True, False])
+def test_torch_compiled_decode_loop_writes_in_place(check_bounds: bool) -> None:
+    import torch
+
+    def step(cache: torch.Tensor, new: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        og.tensor_scatter(cache, new, pos, out=cache, check_bounds=check_bounds)
+        return cache.sum()
+
+    compiled = _compile(step)
+    cache, want = torch.from_numpy(CACHE.copy()), CACHE.copy()
+    for position in range(3):
+        new = torch.full((2, 1, 1, 3), float(position + 100))
+        pos = torch.tensor([position + 1, position])
+        compiled(cache, new, pos)
+        want = oracle(want, new.numpy(), pos.numpy())
+    assert_identical(cache.numpy(), want)
+
+
+@pytest.mark.backend("torch")
+def test_torch_compiled_bad_index_raises_and_writes_nothing() -> None:
+    import torch
+
+    compiled = _compile(lambda c, u, w: og.tensor_scatter(c, u, w, out=c))
+    cache = torch.from_numpy(CACHE.copy())
+    compiled(cache, torch.from_numpy(UPDATE), torch.from_numpy(STARTS))  # (compiles)
+    cache.copy_(torch.from_numpy(CACHE))
+    with pytest.raises(RuntimeError, match="index out of bounds"):
+        compiled(cache, torch.from_numpy(UPDATE), torch.tensor([3, 0]))
+    assert_identical(cache.numpy(), CACHE)
+
+
+@pytest.mark.backend("torch")
+def test_torch_traced_graph_checks_when_it_runs() -> None:
+    import torch
+
+    with warnings.catch_warnings():
+        # torch.jit.trace is deprecated (torch 2.13) and warns; so does tracing Python.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        traced = torch.jit.trace(
+            lambda c, u, w: og.tensor_scatter(c, u, w),
+            (torch.from_numpy(CACHE), torch.from_numpy(UPDATE), torch.from_numpy(STARTS)),
+        )
+    got = traced(torch.from_numpy(CACHE), torch.from_numpy(UPDATE), torch.tensor([1, 2]))
+    assert_identical(got.numpy(), oracle(CACHE, UPDATE, np.array([1, 2])))
+    # (TorchScript's interpreter wraps the library's IndexError, as for the gathers.)
+    match = r"IndexError: TensorScatter-24: index 3 at position \(1,\) of write_indices"
+    with pytest.raises(RuntimeError, match=match):
+        traced(torch.from_numpy(CACHE), torch.from_numpy(UPDATE), torch.tensor([0, 3]))
+
+
+@pytest.mark.backend("torch")
+def test_torch_vmap_runs_each_entry() -> None:
+    import torch
+
+    caches = torch.from_numpy(np.stack([CACHE, CACHE + 100]))
+    updates = torch.from_numpy(np.stack([UPDATE, UPDATE - 100]))
+    starts = torch.from_numpy(np.stack([STARTS, STARTS[::-1].copy()]))
+    got = torch.func.vmap(og.tensor_scatter)(caches, updates, starts)
+    for n in range(2):
+        want = oracle(caches[n].numpy(), updates[n].numpy(), starts[n].numpy())
+        assert_identical(got[n].numpy(), want)
+
+
+@pytest.mark.backend("jax")
+def test_jax_jit_drops_a_bad_write_and_grad_flows() -> None:
+    import jax
+    import jax.numpy as jnp
+
+    fn = jax.jit(lambda c, u, w: og.tensor_scatter(c, u, w))
+    cache, update = jnp.asarray(CACHE), jnp.asarray(UPDATE)
+    got = fn(cache, update, jnp.array([3, 0]))  # entry 0: position 3 kept, 4 dropped
+    want = oracle(CACHE, UPDATE, np.array([3, 0]), check_bounds=False)
+    assert_identical(np.asarray(got), want)
+    grad = jax.grad(lambda u: fn(cache, u, jnp.asarray(STARTS)).sum())(update)
+    assert_identical(np.asarray(grad), np.ones_like(UPDATE))
