@@ -60,11 +60,24 @@ class TensorScatterPlan(_Fields, _spec.Plan):
         keep = (positions >= 0) & (positions < self.size)
         return positions, keep
 
+    def target(self, batch: Any, positions: Any) -> tuple[Any, ...]:
+        """The advanced index that writes the update: ``batch`` at 0, ``positions`` at the axis.
+
+        Every other axis is taken whole. With ``batch`` (B, 1) and ``positions`` (B, L), or both (K,) for the writes kept,
+        the target's selected shape is ``(B, L, *others)`` or ``(K, *others)`` whether or
+        not the axis is next to 0 (NumPy's, torch's and JAX's rule for separated advanced
+        indices): the update moved to ``(B, L, *others)`` fits it, and the cache itself
+        is never transposed (a copy of the whole cache under ``jax.jit``).
+        """
+        index: list[Any] = [slice(None)] * len(self.out_shape)
+        index[0], index[self.axis] = batch, positions
+        return tuple(index)
+
     def raise_if_bad(self, indices: np.ndarray) -> None:
         """The IndexError for the first bad entry of host ``indices`` (ONNX Runtime's order)."""
-        bad = np.flatnonzero(self.bad(np.asarray(indices)))
-        if bad.size:
-            b = int(bad[0])
+        bad = self.bad(np.asarray(indices))
+        if bad.any():
+            b = int(np.flatnonzero(bad)[0])
             raise self.error(int(indices[b]), b)
 
     def error(self, value: int | str, entry: int | str) -> IndexError:

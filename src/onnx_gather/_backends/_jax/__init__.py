@@ -337,10 +337,9 @@ def _tensor_scatter(
     positions, keep = plan.positions(starts, jnp.arange(plan.length, dtype=starts.dtype), jnp)
     positions = jnp.where(keep, positions, plan.size)
     batch = jnp.arange(starts.shape[0])[:, None]
-    target = jnp.moveaxis(data, plan.axis, 1)
-    source = jnp.moveaxis(updates, plan.axis, 1)
-    written = target.at[batch, positions].set(source, mode="drop", unique_indices=True)
-    return jnp.moveaxis(written, 1, plan.axis)
+    source = jnp.moveaxis(updates, plan.axis, 1)  # (batch, length, *others): the update's
+    index = plan.target(batch, positions)
+    return data.at[index].set(source, mode="drop", unique_indices=True)
 
 
 def _tensor_scatter_fn(plan: TensorScatterPlan) -> Callable[..., jax.Array]:

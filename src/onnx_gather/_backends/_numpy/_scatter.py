@@ -391,7 +391,7 @@ def tensor_scatter(
 
     The write indices are checked first (a failed check writes nothing); each batch
     entry's positions along the axis are distinct, so one advanced assignment writes every
-    update, on views that put the batch and sequence axes first. ``out=data`` writes only
+    update (:meth:`~onnx_gather._spec.tensor_scatter.TensorScatterPlan.target`). ``out=data`` writes only
     the new positions; updates that share memory with ``out`` are read (copied) first.
     Unchecked, the writes outside the axis (all of a negative index's) are dropped.
     """
@@ -402,15 +402,17 @@ def tensor_scatter(
     if out is None:
         result = np.array(data, order="C")
     else:
-        if out is not data and np.shares_memory(out, data):
+        if out is not data and np.may_share_memory(out, data):
             data = data.copy()
         result = out
-    if np.shares_memory(result, updates):
+    if np.may_share_memory(result, updates):
         updates = updates.copy()
     if result is not data:
         result[...] = data
-    target = np.moveaxis(result, plan.axis, 1)
-    source = np.moveaxis(updates, plan.axis, 1)
+    source = np.moveaxis(updates, plan.axis, 1)  # (batch, length, *others): the update's
+    if plan.check_bounds:  # (every write is kept)
+        result[plan.target(np.arange(starts.size)[:, None], positions)] = source
+        return result
     batch = np.broadcast_to(np.arange(starts.size)[:, None], positions.shape)
-    target[batch[keep], positions[keep]] = source[keep]
+    result[plan.target(batch[keep], positions[keep])] = source[keep]
     return result

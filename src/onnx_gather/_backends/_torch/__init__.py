@@ -401,35 +401,29 @@ class TorchBackend(Backend):
     ) -> torch.Tensor:
         """ONNX TensorScatter: torch's operations (:mod:`._tensor_scatter`).
 
-        Host write indices are checked on the host before they travel. Under
+        Write indices are read to the host once, and checked there. Under
         ``torch.compile`` the writes and their check are graph operations; a recorded call
         (``torch.jit.trace``, ``make_fx``, ``torch.export``) or one under ``torch.func.vmap``
         is one ``onnx_gather::run_v1`` operator. Eagerly, the device's write indices are
         read once; ``out=data`` writes only the new positions (no copy of the cache).
         """
-        if isinstance(indices, np.ndarray):
-            if plan.check_bounds:
-                plan.raise_if_bad(indices)
-            indices = torch.as_tensor(indices.astype(np.int64), device=data.device)
         if torch.compiler.is_compiling():
-            return _tensor_scatter.in_graph(data, updates, indices, plan)
+            return _tensor_scatter.in_graph(data, updates, _on(data, indices), plan)
         grad = torch.is_grad_enabled() and (data.requires_grad or updates.requires_grad)
         if _scatter_in_graph(data, indices, updates) or any(
-            _batched(x) for x in (data, indices, updates)
+            _batched(x) for x in (data, indices, updates) if isinstance(x, torch.Tensor)
         ):
-            result = _fused.call(data, updates, indices, plan=plan)
+            result = _fused.call(data, updates, _on(data, indices), plan=plan)
         elif out is None or grad:
             result = _tensor_scatter.eager(data, updates, indices, plan)
         else:  # in place, or into out: nothing but the cache is copied
-            starts = indices.to(torch.int64).reshape(-1)
-            if plan.check_bounds:
-                plan.raise_if_bad(np.array(starts.tolist(), dtype=np.int64))
+            starts = _tensor_scatter.host_starts(indices, plan)
             with torch.no_grad():
                 if _shares_memory(out, updates):
                     updates = updates.clone()
                 if out is not data:
                     out.copy_(data.clone() if _shares_memory(out, data) else data)
-                _tensor_scatter.write(out, updates, starts, plan, not plan.check_bounds)
+                _tensor_scatter.write(out, updates, starts, plan)
             return out
         if out is None:
             return result
@@ -439,6 +433,13 @@ class TorchBackend(Backend):
         with torch.no_grad():
             out.copy_(result)
         return out
+
+
+def _on(data: torch.Tensor, indices: Array) -> torch.Tensor:
+    """Host indices (a NumPy array) as an int64 tensor on data's device; a tensor as it is."""
+    if isinstance(indices, np.ndarray):
+        return torch.as_tensor(indices.astype(np.int64), device=data.device)
+    return indices
 
 
 def _scatter_call(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -17,41 +17,45 @@ _AS_SIGNED = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64
 def eager(
     data: torch.Tensor, updates: torch.Tensor, indices: torch.Tensor, plan: TensorScatterPlan
 ) -> torch.Tensor:
-    """The present cache as a new tensor: the write indices read once (one host sync).
-
-    One ``index_put`` of every update (each batch entry's positions are distinct), on
-    views that put the batch and sequence axes first; autograd records it as torch's own
-    (the gradient goes to the update at the written positions, to the cache elsewhere).
-    Unchecked, the writes outside the axis are left out (a boolean mask: eager only).
-    """
-    starts = indices.detach().to(torch.int64).reshape(-1)
-    if plan.check_bounds:
-        plan.raise_if_bad(np.array(starts.tolist(), dtype=np.int64))
+    """The present cache as a new tensor (:func:`write` into a copy of the cache)."""
     result = data.clone(memory_format=torch.contiguous_format)
-    write(result, updates, starts, plan, masked=not plan.check_bounds)
+    write(result, updates, host_starts(indices, plan), plan)
     return result
 
 
+def host_starts(indices: Any, plan: TensorScatterPlan) -> np.ndarray:
+    """The write indices on the host, checked: one read (one synchronisation on a device)."""
+    if isinstance(indices, torch.Tensor):
+        indices = indices.detach().reshape(-1).tolist()
+    starts = np.asarray(indices, dtype=np.int64).reshape(-1)
+    if plan.check_bounds:
+        plan.raise_if_bad(starts)
+    return starts
+
+
 def write(
-    result: torch.Tensor,
-    updates: torch.Tensor,
-    starts: torch.Tensor,
-    plan: TensorScatterPlan,
-    masked: bool,
+    result: torch.Tensor, updates: torch.Tensor, starts: np.ndarray, plan: TensorScatterPlan
 ) -> None:
-    """Write ``updates`` into ``result`` in place at the write indices ``starts`` (int64)."""
-    offsets = torch.arange(plan.length, device=starts.device)
-    positions, keep = plan.positions(starts, offsets, torch)
+    """Write ``updates`` into ``result`` in place at the host write indices ``starts``.
+
+    One ``index_put`` of every update (each batch entry's positions are distinct), its
+    index made on the host, where ``starts`` already are (a handful of tiny device
+    operations cost more than the write); autograd records it as torch's own (the
+    gradient goes to the update at the written positions, to the cache elsewhere).
+    Unchecked, the writes outside the axis are left out.
+    """
+    positions, keep = plan.positions(starts, np.arange(plan.length), np)
+    batch = np.arange(starts.size)[:, None]
+    source = updates.movedim(plan.axis, 1)  # (batch, length, *others): the update's
+    if not plan.check_bounds:
+        batch, positions = np.broadcast_to(batch, positions.shape)[keep], positions[keep]
+        source = source[torch.from_numpy(keep).to(source.device)]
     signed = _AS_SIGNED.get(result.dtype)
     if signed is not None:
-        result, updates = result.view(signed), updates.view(signed)
-    target = result.movedim(plan.axis, 1)
-    source = updates.movedim(plan.axis, 1)
-    batch = torch.arange(starts.shape[0], device=starts.device)[:, None].expand(positions.shape)
-    if masked:
-        target[batch[keep], positions[keep]] = source[keep]
-    else:
-        target[batch, positions] = source
+        result, source = result.view(signed), source.view(signed)
+    device = result.device
+    index = plan.target(torch.from_numpy(batch).to(device), torch.from_numpy(positions).to(device))
+    result[index] = source
 
 
 def in_graph(
@@ -77,13 +81,14 @@ def in_graph(
     if plan.check_bounds:
         bad = torch.any(plan.bad(starts))
         positions = torch.where(bad, plan.size, positions)
-        target = data.movedim(plan.axis, 1).index_put((batch, positions), source)
-        return target.movedim(1, plan.axis)
-    spare = data.movedim(plan.axis, 1)
-    widened = torch.cat([spare, spare[:, :1]], dim=1)
+        result = data.clone()
+        result[plan.target(batch, positions)] = source
+        return result
+    spare = data.narrow(plan.axis, 0, 1)
+    widened = torch.cat([data, spare], dim=plan.axis)
     positions = torch.where(keep, positions, plan.size)
-    written = widened.index_put((batch, positions), source)
-    return written[:, : plan.size].movedim(1, plan.axis).contiguous()
+    widened[plan.target(batch, positions)] = source
+    return widened.narrow(plan.axis, 0, plan.size).contiguous()
 
 
 def gradients(
