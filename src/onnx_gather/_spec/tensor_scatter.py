@@ -73,9 +73,34 @@ class TensorScatterPlan(_Fields, _spec.Plan):
         index[0], index[self.axis] = batch, positions
         return tuple(index)
 
+    def one_slice(self, starts: np.ndarray) -> tuple[slice, ...] | None:
+        """The one slice every write lands in, or None.
+
+        Where all write indices are equal and the update does not wrap (a decode step at
+        one position, a prefill from 0). Writing it is one copy of the update, what ``c[:, :, p:p + n] = new`` costs.
+        """
+        if not starts.size:
+            return None
+        start = int(starts[0])
+        if starts.size > 1 and (starts != start).any():
+            return None
+        if self.circular and start >= 0:
+            start %= max(self.size, 1)
+        if start < 0 or start + self.length > self.size:
+            return None
+        return (slice(None),) * self.axis + (slice(start, start + self.length),)
+
     def raise_if_bad(self, indices: np.ndarray) -> None:
         """The IndexError for the first bad entry of host ``indices`` (ONNX Runtime's order)."""
-        bad = self.bad(np.asarray(indices))
+        indices = np.asarray(indices)
+        if indices.size <= 16:  # (a decode step's few entries: Python beats NumPy's calls)
+            lowest = 0 if self.circular else None
+            top = self.size - self.length
+            for b, start in enumerate(indices.tolist()):
+                if start < 0 or (lowest is None and start > top):
+                    raise self.error(int(start), b)
+            return
+        bad = self.bad(indices)
         if bad.any():
             b = int(np.flatnonzero(bad)[0])
             raise self.error(int(indices[b]), b)

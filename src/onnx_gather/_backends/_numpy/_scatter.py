@@ -409,6 +409,10 @@ def tensor_scatter(
         updates = updates.copy()
     if result is not data:
         result[...] = data
+    same = plan.one_slice(starts)
+    if same is not None:
+        result[same] = updates
+        return result
     source = np.moveaxis(updates, plan.axis, 1)  # (batch, length, *others): the update's
     if plan.check_bounds:  # (every write is kept)
         result[plan.target(np.arange(starts.size)[:, None], positions)] = source
