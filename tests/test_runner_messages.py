@@ -81,14 +81,21 @@ def _example(rule: tuple[Any, ...]) -> Example:
     return Example(op, data, indices, attributes, opset, updates=updates)
 
 
-@pytest.mark.parametrize("rule", RULES, ids=[r[0] for r in RULES])
+def _held(rule: tuple[Any, ...]) -> bool:
+    """Whether a library of this run holds the rule's data type (else: not collected here;
+    the run of a library that holds it tests it, never a skip that reports green)."""
+    return any(_example(rule).dtype_name in lib.holds for lib in LIBS)
+
+
+HELD = [rule for rule in RULES if _held(rule)]
+
+
+@pytest.mark.parametrize("rule", HELD, ids=[r[0] for r in HELD])
 def test_every_library_names_the_rule(rule: tuple[Any, ...]) -> None:
     example = _example(rule)
     want = expected(example)
     assert isinstance(want.error, ValueError | TypeError), want
     assert list(getattr(want.error, "names", ())) == rule[-1]  # the table says what it tests
-    if not any(example.dtype_name in lib.holds for lib in LIBS):
-        pytest.skip(f"no library of this run holds {example.dtype_name}")
     check(example, LIBS)
 
 
