@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import onnx
 import pytest
 from helpers import assert_identical
 from libs import Library
@@ -24,7 +25,13 @@ def test_the_suite_has_every_operator() -> None:
             "test_scatter_elements_with_reduction_max", "test_scatternd_multiply",
             "test_scatternd_min"} <= names, names  # fmt: skip
     node_types = {c.model.graph.node[0].op_type for c in CASES}
-    assert node_types == set(_ops.BY_ONNX_OP_TYPE), node_types
+    # Every operator the installed onnx defines (TensorScatter from onnx 1.19: the floor,
+    # 1.16, has neither the operator nor its cases).
+    defined = {op for op in _ops.BY_ONNX_OP_TYPE if onnx.defs.has(op)}
+    assert node_types == defined, node_types
+    assert {"test_tensorscatter", "test_tensorscatter_circular"} <= names or (
+        "TensorScatter" not in defined
+    )
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
