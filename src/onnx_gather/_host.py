@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from onnx_gather import _spec
-from onnx_gather._indices import BoundsPolicy, normalise_indices
+from onnx_gather._indices import BoundsPolicy, default_extremes, normalise_indices
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -273,7 +273,7 @@ def value_range(indices: np.ndarray, axis: int | None = None) -> tuple[Any, Any]
     below the sign bit exactly when no value is negative.
     """
     if axis is not None:
-        return indices.min(axis=axis).tolist(), indices.max(axis=axis).tolist()
+        return default_extremes(np, indices, axis)
     unsigned = _UNSIGNED.get(indices.dtype)
     if unsigned is not None:
         top = int(indices.view(unsigned).max())

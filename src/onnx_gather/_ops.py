@@ -121,13 +121,10 @@ class Operator:
         object.__setattr__(self, "_names", names)
         object.__setattr__(self, "indices_at", self.inputs.index("indices"))
 
-    def ordered(self, by_role: Mapping[str, Any]) -> tuple[Any, ...]:
-        """The values of ``by_role`` (``{"data": ..., "indices": ...}``) in input order."""
-        return tuple(by_role[role] for role in self.inputs)
-
     def in_order(self, data: Any, indices: Any, updates: Any = None) -> tuple[Any, ...]:
         """``data``, ``indices`` (and a scatter's ``updates``) in this operator's input order."""
-        return self.ordered({"data": data, "indices": indices, "updates": updates})
+        by_role = {"data": data, "indices": indices, "updates": updates}
+        return tuple(by_role[role] for role in self.inputs)
 
     def __repr__(self) -> str:
         return f"<operator {self.name}>"

@@ -77,7 +77,8 @@ class TensorScatterPlan(_Fields, _spec.Plan):
         """The one slice every write lands in, or None.
 
         Where all write indices are equal and the update does not wrap (a decode step at
-        one position, a prefill from 0). Writing it is one copy of the update, what ``c[:, :, p:p + n] = new`` costs.
+        one position, a prefill from 0). Writing it is one copy of the update, what
+        ``c[:, :, p:p + n] = new`` costs.
         """
         if not starts.size:
             return None
@@ -94,11 +95,9 @@ class TensorScatterPlan(_Fields, _spec.Plan):
         """The IndexError for the first bad entry of host ``indices`` (ONNX Runtime's order)."""
         indices = np.asarray(indices)
         if indices.size <= 16:  # (a decode step's few entries: Python beats NumPy's calls)
-            lowest = 0 if self.circular else None
-            top = self.size - self.length
             for b, start in enumerate(indices.tolist()):
-                if start < 0 or (lowest is None and start > top):
-                    raise self.error(int(start), b)
+                if self.bad(start):  # (the one rule, on a Python int)
+                    raise self.error(start, b)
             return
         bad = self.bad(indices)
         if bad.any():

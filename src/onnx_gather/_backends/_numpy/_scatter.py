@@ -398,7 +398,6 @@ def tensor_scatter(
     starts = np.asarray(indices).astype(np.int64, copy=False).reshape(-1)
     if plan.check_bounds:
         plan.raise_if_bad(starts)
-    positions, keep = plan.positions(starts, np.arange(plan.length), np)
     if out is None:
         result = np.array(data, order="C")
     else:
@@ -413,6 +412,7 @@ def tensor_scatter(
     if same is not None:
         result[same] = updates
         return result
+    positions, keep = plan.positions(starts, np.arange(plan.length), np)
     source = np.moveaxis(updates, plan.axis, 1)  # (batch, length, *others): the update's
     if plan.check_bounds:  # (every write is kept)
         result[plan.target(np.arange(starts.size)[:, None], positions)] = source

@@ -425,14 +425,7 @@ class TorchBackend(Backend):
                     out.copy_(data.clone() if _shares_memory(out, data) else data)
                 _tensor_scatter.write(out, updates, starts, plan)
             return out
-        if out is None:
-            return result
-        if grad:  # recorded: the gradient flows through out, as for the scatters
-            out.copy_(result)
-            return out
-        with torch.no_grad():
-            out.copy_(result)
-        return out
+        return _into(out, result, grad)
 
 
 def _on(data: torch.Tensor, indices: Array) -> torch.Tensor:
@@ -484,11 +477,19 @@ def _scatter_call(
     else:
         _check_servable(data, indices)
         result = own(data, indices, updates, plan)
+    return _into(out, result, grad)
+
+
+def _into(out: torch.Tensor | None, result: torch.Tensor, grad: bool) -> torch.Tensor:
+    """``result``, or ``out`` holding it: a scatter's out=.
+
+    With ``grad``, the copy is recorded, as index_put_ is: the gradient flows through out
+    to data and updates (torch refuses an out that is a leaf requiring grad, as for its
+    own out=).
+    """
     if out is None:
         return result
     if grad:
-        # Recorded, as index_put_ is: the gradient flows through out to data and updates
-        # (torch refuses an out that is a leaf requiring grad, as for its own out=).
         out.copy_(result)
         return out
     with torch.no_grad():
