@@ -169,113 +169,108 @@ def _read(c: Any, pos: Any) -> Any:
     return c[:, :, pos].sum((2, 3))
 
 
-def decode_ours_nd(caches: Sequence[Any], news: Sequence[Any], idx: Any, pos: Any) -> Any:
-    """One decoding step, NumPy or torch: ScatterND in place, then a read."""
+def _in_place(write: Callable[..., Any], caches: Sequence[Any], news: Sequence[Any],
+              index: Any, pos: Any) -> Any:  # fmt: skip
+    """One decoding step, NumPy or torch: ``write(c, index, new)`` per layer, then a read."""
     acc = None
     for c, new in zip(caches, news, strict=True):
-        og.scatter_nd(c, idx, new, out=c)
+        write(c, index, new)
         s = _read(c, pos)
         acc = s if acc is None else acc + s
     return acc
+
+
+def _new_caches(write: Callable[..., Any], caches: Sequence[Any], news: Sequence[Any],
+                index: Any, pos: Any) -> Any:  # fmt: skip
+    """One decoding step, JAX: each layer's new cache ``write(c, index, new)``, then a read."""
+    out, acc = [], None
+    for c, new in zip(caches, news, strict=True):
+        c = write(c, index, new)
+        s = _read(c, pos)
+        acc = s if acc is None else acc + s
+        out.append(c)
+    return out, acc
+
+
+def _scatter_nd_in_place(c: Any, idx: Any, new: Any) -> None:
+    og.scatter_nd(c, idx, new, out=c)
+
+
+def _scatter_elements_in_place(c: Any, idx: Any, new: Any) -> None:
+    og.scatter_elements(c, idx, new, axis=2, out=c)
+
+
+def _tensor_scatter_in_place(c: Any, starts: Any, new: Any) -> None:
+    og.tensor_scatter(c, new, starts, out=c)
+
+
+def _slice_assignment(c: Any, pos: Any, new: Any) -> None:
+    c[:, :, pos] = new
+
+
+def _index_copy(c: Any, pos: Any, new: Any) -> None:
+    c.index_copy_(2, pos, new)
+
+
+def decode_ours_nd(caches: Sequence[Any], news: Sequence[Any], idx: Any, pos: Any) -> Any:
+    """One decoding step, NumPy or torch: ScatterND in place, then a read."""
+    return _in_place(_scatter_nd_in_place, caches, news, idx, pos)
 
 
 def decode_ours_elements(caches: Sequence[Any], news: Sequence[Any], idx: Any, pos: Any) -> Any:
     """One decoding step, NumPy or torch: ScatterElements in place, then a read."""
-    acc = None
-    for c, new in zip(caches, news, strict=True):
-        og.scatter_elements(c, idx, new, axis=2, out=c)
-        s = _read(c, pos)
-        acc = s if acc is None else acc + s
-    return acc
+    return _in_place(_scatter_elements_in_place, caches, news, idx, pos)
 
 
 def decode_ours_tensor(caches: Sequence[Any], news: Sequence[Any], starts: Any, pos: Any) -> Any:
     """One decoding step, NumPy or torch: TensorScatter in place, then a read."""
-    acc = None
-    for c, new in zip(caches, news, strict=True):
-        og.tensor_scatter(c, new, starts, out=c)
-        s = _read(c, pos)
-        acc = s if acc is None else acc + s
-    return acc
+    return _in_place(_tensor_scatter_in_place, caches, news, starts, pos)
 
 
 def decode_native_slice(caches: Sequence[Any], news: Sequence[Any], _: Any, pos: Any) -> Any:
     """One decoding step, NumPy or torch: ``c[:, :, pos] = new``, then a read."""
-    acc = None
-    for c, new in zip(caches, news, strict=True):
-        c[:, :, pos] = new
-        s = _read(c, pos)
-        acc = s if acc is None else acc + s
-    return acc
+    return _in_place(_slice_assignment, caches, news, pos, pos)
 
 
 def decode_native_index_copy(caches: Sequence[Any], news: Sequence[Any], _: Any, pos: Any) -> Any:
     """One decoding step, torch: ``c.index_copy_(2, pos, new)``, then a read."""
-    acc = None
-    for c, new in zip(caches, news, strict=True):
-        c.index_copy_(2, pos, new)
-        s = _read(c, pos)
-        acc = s if acc is None else acc + s
-    return acc
+    return _in_place(_index_copy, caches, news, pos, pos)
 
 
 def decode_jax_ours_nd(caches: Sequence[Any], news: Sequence[Any], idx: Any, pos: Any) -> Any:
     """One decoding step, JAX: new caches from ScatterND, then a read."""
-    out, acc = [], None
-    for c, new in zip(caches, news, strict=True):
-        c = og.scatter_nd(c, idx, new)
-        s = _read(c, pos)
-        acc = s if acc is None else acc + s
-        out.append(c)
-    return out, acc
+    return _new_caches(og.scatter_nd, caches, news, idx, pos)
 
 
 def decode_jax_ours_elements(caches: Sequence[Any], news: Sequence[Any], idx: Any, pos: Any) -> Any:
     """One decoding step, JAX: new caches from ScatterElements, then a read."""
-    out, acc = [], None
-    for c, new in zip(caches, news, strict=True):
-        c = og.scatter_elements(c, idx, new, axis=2)
-        s = _read(c, pos)
-        acc = s if acc is None else acc + s
-        out.append(c)
-    return out, acc
+    return _new_caches(partial(og.scatter_elements, axis=2), caches, news, idx, pos)
 
 
 def decode_jax_ours_tensor(
     caches: Sequence[Any], news: Sequence[Any], starts: Any, pos: Any
 ) -> Any:
     """One decoding step, JAX: new caches from TensorScatter, then a read."""
-    out, acc = [], None
-    for c, new in zip(caches, news, strict=True):
-        c = og.tensor_scatter(c, new, starts)
-        s = _read(c, pos)
-        acc = s if acc is None else acc + s
-        out.append(c)
-    return out, acc
+    return _new_caches(_tensor_scatter, caches, news, starts, pos)
+
+
+def _tensor_scatter(c: Any, starts: Any, new: Any) -> Any:
+    return og.tensor_scatter(c, new, starts)
 
 
 def decode_jax_native_at(caches: Sequence[Any], news: Sequence[Any], _: Any, pos: Any) -> Any:
     """One decoding step, JAX: ``c.at[:, :, pos].set(new)``, then a read."""
-    out, acc = [], None
-    for c, new in zip(caches, news, strict=True):
-        c = c.at[:, :, pos].set(new)
-        s = _read(c, pos)
-        acc = s if acc is None else acc + s
-        out.append(c)
-    return out, acc
+    return _new_caches(lambda c, pos, new: c.at[:, :, pos].set(new), caches, news, pos, pos)
 
 
 def decode_jax_native_dus(caches: Sequence[Any], news: Sequence[Any], _: Any, pos: Any) -> Any:
     """One decoding step, JAX: ``lax.dynamic_update_slice``, then a read."""
     from jax import lax
 
-    out, acc = [], None
-    for c, new in zip(caches, news, strict=True):
-        c = lax.dynamic_update_slice(c, new, (0, 0, pos[0], 0))
-        s = _read(c, pos)
-        acc = s if acc is None else acc + s
-        out.append(c)
-    return out, acc
+    def write(c: Any, pos: Any, new: Any) -> Any:
+        return lax.dynamic_update_slice(c, new, (0, 0, pos[0], 0))
+
+    return _new_caches(write, caches, news, pos, pos)
 
 
 # --- inputs -------------------------------------------------------------------------------
