@@ -70,6 +70,17 @@ def test_an_update_that_is_a_view_of_out_is_read_first() -> None:
     assert_identical(cache, want)
 
 
+@pytest.mark.backend("numpy")
+def test_write_indices_that_are_a_view_of_out_are_read_first() -> None:
+    cache = np.zeros((2, 4), np.int64)
+    out = np.array([[2, 0, 0, 0], [9, 9, 9, 9]], np.int64)
+    starts = out[0, :2]  # (2, 0): overwritten by the cache's zeros when out receives it
+    want = oracle(cache, np.full((2, 1), 5, np.int64), np.array([2, 0]), axis=1)
+    got = og.tensor_scatter(cache, np.full((2, 1), 5, np.int64), starts, axis=1, out=out)
+    assert got is out
+    assert_identical(out, want)
+
+
 @pytest.mark.backend("torch")
 def test_torch_update_that_is_a_view_of_out_is_read_first() -> None:
     import torch

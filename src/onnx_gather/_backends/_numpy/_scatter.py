@@ -392,7 +392,8 @@ def tensor_scatter(
     The write indices are checked first (a failed check writes nothing); each batch
     entry's positions along the axis are distinct, so one advanced assignment writes every
     update (:meth:`~onnx_gather._spec.tensor_scatter.TensorScatterPlan.target`). ``out=data`` writes only
-    the new positions; updates that share memory with ``out`` are read (copied) first.
+    the new positions; updates or write indices that share memory with ``out`` are read
+    (copied) first.
     Unchecked, the writes outside the axis (all of a negative index's) are dropped.
     """
     starts = np.asarray(indices).astype(np.int64, copy=False).reshape(-1)
@@ -406,6 +407,8 @@ def tensor_scatter(
         result = out
     if np.may_share_memory(result, updates):
         updates = updates.copy()
+    if np.may_share_memory(result, starts):  # (integer data: read before it is written)
+        starts = starts.copy()
     if result is not data:
         result[...] = data
     same = plan.one_slice(starts)
