@@ -161,3 +161,18 @@ def test_compiled_duplicates_of_many_tuples_into_few_rows() -> None:
     assert "run_v1" not in _graph_of(lambda d, i, u: og.scatter_nd(d, i, u), data, nd, updates)
     got = _compile(lambda d, i, u: og.scatter_nd(d, i, u))(data, nd, updates)
     assert_identical(got.numpy(), want)
+
+
+@pytest.mark.parametrize("tuples", [1, 400])
+def test_a_compiled_write_out_of_range_raises_whatever_the_number_of_tuples(tuples: int) -> None:
+    """One tuple (no comparison) and many (each row's last by a buffer): the same guarantee."""
+    torch._dynamo.reset()  # a second shape would recompile with symbolic sizes: the fused op
+    rng = np.random.default_rng(7)
+    data = torch.zeros(100, 2)
+    nd = torch.from_numpy(rng.integers(-100, 100, (tuples, 1)))
+    nd[tuples // 2, 0] = 100
+    updates = torch.ones(tuples, 2)
+    f = _compile(lambda d, i, u: og.scatter_nd(d, i, u, out=d))
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        f(data, nd, updates)
+    assert not data.any()
