@@ -22,7 +22,7 @@ nox.options.error_on_missing_interpreters = True
 #: same environment (a fresh environment per backend cost a minute or more of installs).
 nox.options.sessions = [
     "tests", "oldest", "numpy_only", "bench", "lint", "typecheck", "replay", "no_compiler",
-    "triton_interpreter",
+    "triton_interpreter", "converters",
 ]  # fmt: skip
 
 ROOT = Path(__file__).parent
@@ -208,6 +208,24 @@ def replay(session: nox.Session) -> None:
                 **env,
             },
         )
+
+
+@nox.session
+def converters(session: nox.Session) -> None:
+    """The converter plug-ins: onnx2torch as it ships and plugged in, against ONNX Runtime.
+
+    onnx2torch is installed without its dependencies: it requires torchvision, whose
+    wheels on this machine's package index pull another torch build (the test module puts
+    a stand-in in its place; see its docstring).
+    """
+    install_backend(session, "torch")
+    session.install("--no-deps", "onnx2torch==1.5.15")
+    session.run(
+        "pytest",
+        "tests/test_torch_onnx2torch.py",
+        *session.posargs,
+        env={"ONNX_GATHER_BACKENDS": "torch", "ONNX_GATHER_TOOLS": "onnx2torch"},
+    )
 
 
 @nox.session

@@ -25,6 +25,7 @@ name through pytest's ``pythonpath`` setting in pyproject.toml.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from pathlib import Path
 
@@ -36,8 +37,9 @@ from onnx_gather._conformance.libraries import KNOWN
 NAMES = {lib.name for lib in LIBS}
 #: The tools this run installs (ONNX_GATHER_TOOLS, comma separated); each must import.
 TOOLS = {t.strip() for t in os.environ.get("ONNX_GATHER_TOOLS", "").split(",") if t.strip()}
-for _tool in TOOLS:
-    importlib.import_module(_tool)  # a named tool that is missing fails the run
+for _tool in TOOLS:  # a named tool that is not installed fails the run
+    if importlib.util.find_spec(_tool) is None:
+        raise ModuleNotFoundError(f"ONNX_GATHER_TOOLS names {_tool}, which is not installed")
 
 
 #: Library-independent tests by module: every test of the module (None) or these functions.
@@ -95,9 +97,20 @@ def pytest_report_header() -> str:
     return "onnx-gather backends under test: " + ", ".join(lib.name for lib in LIBS) + tools
 
 
+#: The modules whose every test needs a tool (``pytestmark = pytest.mark.tool(...)``): not
+#: even imported where the run does not name it (their imports would fail or skip).
+TOOL_MODULES = {
+    "test_torch_onnx2torch.py": "onnx2torch",
+    "test_torch_replay_dynamo.py": "onnxscript",
+    "test_torch_triton.py": "triton",
+}
+
+
 def pytest_ignore_collect(collection_path: Path) -> bool | None:
     library = collection_path.stem.removeprefix("test_").split("_")[0]
     if collection_path.suffix == ".py" and library in KNOWN and library not in NAMES:
+        return True
+    if TOOL_MODULES.get(collection_path.name, "") not in ("", *TOOLS):
         return True
     return None
 
