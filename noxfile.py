@@ -212,19 +212,28 @@ def replay(session: nox.Session) -> None:
 
 @nox.session
 def converters(session: nox.Session) -> None:
-    """The converter plug-ins: onnx2torch as it ships and plugged in, against ONNX Runtime.
+    """The converter plug-ins, each converter as it ships and plugged in, against ONNX Runtime.
 
-    onnx2torch is installed without its dependencies: it requires torchvision, whose
-    wheels on this machine's package index pull another torch build (the test module puts
-    a stand-in in its place; see its docstring).
+    onnx2torch (tests/test_torch_onnx2torch.py) and jaxonnxruntime
+    (tests/test_jax_jaxonnxruntime.py, with JAX's x64 mode for int64 data), installed
+    without their dependencies: onnx2torch requires torchvision, whose wheels on this
+    machine's package index pull another torch build (the test module puts a stand-in in
+    its place; see its docstring); jaxonnxruntime imports absl without declaring it.
     """
-    install_backend(session, "torch")
-    session.install("--no-deps", "onnx2torch==1.5.15")
+    session.install("-r", "backends/torch.txt", "-r", "backends/jax.txt")
+    session.install("-e", ".[test]")
+    session.install("--no-deps", "onnx2torch==1.5.15", "jaxonnxruntime==0.3.0")
+    session.install("absl-py")
     session.run(
         "pytest",
         "tests/test_torch_onnx2torch.py",
+        "tests/test_jax_jaxonnxruntime.py",
         *session.posargs,
-        env={"ONNX_GATHER_BACKENDS": "torch", "ONNX_GATHER_TOOLS": "onnx2torch"},
+        env={
+            "ONNX_GATHER_BACKENDS": "torch,jax",
+            "ONNX_GATHER_TOOLS": "onnx2torch,jaxonnxruntime",
+            "JAX_ENABLE_X64": "1",
+        },
     )
 
 

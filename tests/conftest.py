@@ -100,6 +100,7 @@ def pytest_report_header() -> str:
 #: The modules whose every test needs a tool (``pytestmark = pytest.mark.tool(...)``): not
 #: even imported where the run does not name it (their imports would fail or skip).
 TOOL_MODULES = {
+    "test_jax_jaxonnxruntime.py": "jaxonnxruntime",
     "test_torch_onnx2torch.py": "onnx2torch",
     "test_torch_replay_dynamo.py": "onnxscript",
     "test_torch_triton.py": "triton",

@@ -20,7 +20,6 @@ import io
 import sys
 import types
 import warnings
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -49,153 +48,12 @@ def _stand_in_torchvision() -> None:
 _stand_in_torchvision()
 import onnx  # noqa: E402  (conftest.py collects this module only where onnx2torch is named)
 import onnx2torch  # noqa: E402
-import onnxruntime as ort  # noqa: E402
-from onnx import TensorProto, helper  # noqa: E402
+from converter_models import MODELS as FAMILY  # noqa: E402
+from converter_models import Model, ort_outputs  # noqa: E402
+from onnx import helper  # noqa: E402
 
 from onnx_gather import _ops  # noqa: E402
 from onnx_gather.integrations import onnx2torch as plugin  # noqa: E402
-
-_ELEM = {"float32": TensorProto.FLOAT, "int64": TensorProto.INT64, "float16": TensorProto.FLOAT16}
-
-
-@dataclass(frozen=True)
-class Model:
-    """One model of the table and its inputs."""
-
-    name: str
-    model: Any
-    inputs: tuple[np.ndarray, ...]
-    #: Whether only the family is in question (every node of the graph is the family's).
-    family: bool = True
-
-
-def _node_model(
-    op_type: str,
-    opset: int,
-    inputs: tuple[np.ndarray, ...],
-    names: tuple[str, ...],
-    out_dtype: str,
-    **attributes: Any,
-) -> Any:
-    """One node whose inputs are graph inputs (``""`` in ``names``: an absent optional one)."""
-    node = helper.make_node(op_type, list(names), ["out"], **attributes)
-    given = [(n, x) for n, x in zip(names, inputs, strict=True) if n]
-    graph = helper.make_graph(
-        [node],
-        f"{op_type}_{opset}",
-        [helper.make_tensor_value_info(n, _ELEM[str(x.dtype)], list(x.shape)) for n, x in given],
-        [helper.make_tensor_value_info("out", _ELEM[out_dtype], None)],
-    )
-    opsets = [helper.make_opsetid("", opset)]
-    return helper.make_model(
-        graph, opset_imports=opsets, ir_version=min(helper.find_min_ir_version_for(opsets), 10)
-    )
-
-
-def _family_models() -> list[Model]:
-    """Every operator at each version, two dtypes, with what each version may be given."""
-    rng = np.random.default_rng(36)
-    models = []
-
-    def add(
-        op: _ops.Operator, version: int, label: str, arrays: tuple, names: tuple, **attrs: Any
-    ) -> None:
-        opset = max(version, 7)  # (ONNX Runtime runs opsets from 7; Gather-1 is still 1 there)
-        for dtype in ("float32", "int64"):
-            data = arrays[0].astype(dtype)
-            rest = tuple(
-                x.astype(dtype) if role == "updates" else x
-                for role, x in zip(op.inputs[1:], arrays[1:], strict=True)
-            )
-            name = f"{op.op_type}-{version} {label} {dtype}"
-            model = _node_model(op.op_type, opset, (data, *rest), names, dtype, **attrs)
-            models.append(
-                Model(name, model, tuple(x for x, n in zip((data, *rest), names, strict=True) if n))
-            )
-
-    x34 = rng.integers(-9, 9, (3, 4)).astype(np.float32)
-    for op in _ops.BY_ONNX_OP_TYPE.values():
-        for v in op.numbers:
-            if op.op_type == "Gather":
-                add(
-                    op,
-                    v,
-                    "axis 1, negatives",
-                    (x34, np.array([[0, -1], [-4, 2]])),
-                    ("data", "indices"),
-                    axis=1,
-                )
-            elif op.op_type == "GatherElements":
-                i = np.array([[0, -1, 3], [-4, 2, 2], [1, -2, 0]])
-                add(op, v, "axis 1, negatives", (x34, i), ("data", "indices"), axis=1)
-                add(op, v, "axis 0", (x34, np.array([[2, 0, 1, -1]])), ("data", "indices"), axis=0)
-            elif op.op_type == "GatherND":
-                i = np.array([[0, -1], [-3, 2]])
-                add(op, v, "negatives", (x34, i), ("data", "indices"))
-                if v >= 12:
-                    x234 = rng.integers(-9, 9, (2, 3, 4)).astype(np.float32)
-                    i = np.array([[[2], [-1]], [[0], [1]]])
-                    add(op, v, "batch_dims 1", (x234, i), ("data", "indices"), batch_dims=1)
-            elif op.op_type in ("ScatterElements", "Scatter"):
-                i = np.array([[0, -1], [2, 1], [-1, 0]])
-                u = np.arange(1, 7).reshape(3, 2)
-                add(op, v, "axis 1, negatives", (x34, i, u), ("data", "indices", "updates"), axis=1)
-                dup = np.array([[1, 1], [3, 1], [0, 0]])
-                for reduction in ("add", "mul") if v >= 16 else ():
-                    add(
-                        op,
-                        v,
-                        f"{reduction}, duplicates",
-                        (x34, dup, u),
-                        ("data", "indices", "updates"),
-                        axis=1,
-                        reduction=reduction,
-                    )
-                for reduction in ("max", "min") if v >= 18 else ():
-                    add(
-                        op,
-                        v,
-                        f"{reduction}, duplicates",
-                        (x34, dup, u),
-                        ("data", "indices", "updates"),
-                        axis=1,
-                        reduction=reduction,
-                    )
-            elif op.op_type == "ScatterND":
-                i = np.array([[0, -1], [-1, 2]])
-                u = np.array([5, 7])
-                add(op, v, "negatives", (x34, i, u), ("data", "indices", "updates"))
-                rows = np.array([[2], [0], [2]])
-                ur = np.arange(12).reshape(3, 4)
-                for reduction in ("add", "mul") if v >= 16 else ():
-                    add(
-                        op,
-                        v,
-                        f"{reduction}, duplicates",
-                        (x34, rows, ur),
-                        ("data", "indices", "updates"),
-                        reduction=reduction,
-                    )
-                for reduction in ("max", "min") if v >= 18 else ():
-                    add(
-                        op,
-                        v,
-                        f"{reduction}, duplicates",
-                        (x34, rows, ur),
-                        ("data", "indices", "updates"),
-                        reduction=reduction,
-                    )
-            elif op.op_type == "TensorScatter":
-                cache = rng.integers(-9, 9, (2, 3, 6, 4)).astype(np.float32)
-                update = rng.integers(-9, 9, (2, 3, 2, 4)).astype(np.float32)
-                starts = np.array([1, 4])
-                names = ("data", "updates", "indices")
-                add(op, v, "linear", (cache, update, starts), names)
-                add(op, v, "no write indices", (cache, update, starts), ("data", "updates", ""))
-                add(op, v, "circular", (cache, update, np.array([5, 0])), names, mode="circular")
-            else:  # pragma: no cover - a new operator needs its rows here
-                pytest.fail(f"no models for {op.op_type}")
-    return models
 
 
 def _exported(
@@ -269,21 +127,7 @@ def _torch_models() -> list[Model]:
     return models
 
 
-MODELS = _family_models() + _torch_models()
-
-
-def _ort(model: Model) -> list[np.ndarray]:
-    """ONNX Runtime's outputs; Scatter-11 (ORT refuses it) as ScatterElements-11, its twin."""
-    proto = model.model
-    if (
-        any(n.op_type == "Scatter" for n in proto.graph.node)
-        and proto.opset_import[0].version >= 11
-    ):
-        proto = onnx.ModelProto.FromString(proto.SerializeToString())
-        proto.graph.node[0].op_type = "ScatterElements"
-    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [v.name for v in session.get_inputs()]
-    return session.run(None, dict(zip(names, model.inputs, strict=True)))
+MODELS = FAMILY + _torch_models()
 
 
 def _converted(model: Model) -> list[np.ndarray]:
@@ -301,7 +145,7 @@ def _outcome(model: Model) -> str:
         got = _converted(model)
     except Exception as e:  # (the shipped converter's own failures are the point)
         return type(e).__name__
-    want = _ort(model)
+    want = ort_outputs(model)
     same = len(got) == len(want) and all(
         a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b)
         for a, b in zip(got, want, strict=True)
@@ -318,7 +162,7 @@ def plugged() -> Any:
 
 @pytest.mark.parametrize("model", MODELS, ids=[m.name for m in MODELS])
 def test_every_model_equals_onnx_runtime_with_the_plug_in(plugged: None, model: Model) -> None:
-    got, want = _converted(model), _ort(model)
+    got, want = _converted(model), ort_outputs(model)
     assert len(got) == len(want)
     for a, b in zip(got, want, strict=True):
         assert_identical(a, b)
@@ -382,7 +226,7 @@ def test_a_converted_model_compiles_and_traces(plugged: None, name: str) -> None
     model = next(m for m in MODELS if m.name == name)
     module = onnx2torch.convert(model.model)
     args = tuple(torch.from_numpy(x) for x in model.inputs)
-    want = _ort(model)[0]
+    want = ort_outputs(model)[0]
     compiled = torch.compile(module, fullgraph=True)
     assert_identical(compiled(*args).numpy(), want)
     with warnings.catch_warnings():
@@ -413,7 +257,7 @@ def test_exporting_a_converted_model_writes_the_node_back(plugged: None, name: s
         a.name: helper.get_attribute_value(a) for a in original.attribute
     }
     replay = Model(name, back, model.inputs)
-    for a, b in zip(_ort(replay), _ort(model), strict=True):
+    for a, b in zip(ort_outputs(replay), ort_outputs(model), strict=True):
         assert_identical(a, b)
 
 
