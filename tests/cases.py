@@ -18,12 +18,14 @@ from libs import BFLOAT16
 from scatter_cases import SCATTER_CASES
 
 from onnx_gather import _ops
+from onnx_gather._conformance import oracle as _oracle
 from onnx_gather._examples import EXAMPLES
 
 GATHER = _ops.GATHER.name
 ELEMENTS = _ops.GATHER_ELEMENTS.name
 OPENVINO = _ops.OPENVINO_GATHER_ELEMENTS.name
 ND = _ops.GATHER_ND.name
+OV_ND = _ops.OPENVINO_GATHER_ND.name
 
 
 def case(
@@ -509,6 +511,42 @@ def _gather_nd_cases() -> list[Case]:
     return cases
 
 
+def _openvino_gather_nd_cases() -> list[Case]:
+    """OpenVINO GatherND-5/8: GatherND-13's rules; version 5 flattens the output's batch dims."""
+    d2 = np.arange(10, dtype=np.float32).reshape(2, 5)
+    d4 = np.arange(2 * 3 * 4 * 2, dtype=np.float64).reshape(2, 3, 4, 2)
+    b2 = np.stack([RNG.integers(-4, 4, (2, 3)), RNG.integers(-2, 2, (2, 3))], -1)
+    flat = _oracle.gather_nd(d4, b2, 2).reshape(6)  # GatherND-13's (2, 3) batch dims flattened
+    msg = r"index {v} at position \({p}\) of indices is out of range for axis {ax} of size {n}"
+    return [
+        # Negatives count from the end per coordinate in both versions (the runtime's reading).
+        case("ov-nd-negative-per-coordinate", OV_ND, d2, i64([[-1, -5], [-2, 4], [1, -1]])),
+        case("ov-nd-5-negative", OV_ND, d2, i64([[-1, -5], [1, -1]]), opset=5),
+        case("ov-nd-int32", OV_ND, d2, i32([[1, 0], [0, -3]])),
+        case("ov-nd-8-batch-2-keeps-batch-dims", OV_ND, d4, b2, batch_dims=2),
+        case("ov-nd-5-batch-2-flattens", OV_ND, d4, b2, batch_dims=2, opset=5, expected=flat),
+        # Versions 6 and 7 are OpenVINO opsets that still hold GatherND-5.
+        case("ov-nd-opset-7-is-version-5", OV_ND, d4, b2, batch_dims=2, opset=7, expected=flat),
+        case("ov-nd-5-batch-1-same-shape", OV_ND, d4, i64([[1], [2]]), batch_dims=1, opset=5),
+        case("ov-nd-5-no-batch", OV_ND, d4, i64([[1, 2], [-1, 0]]), opset=5),
+        case("ov-nd-opset-4", OV_ND, d2, i64([[0, 0]]), opset=4, raises=ValueError,
+             match="opset 4 has no OpenVINO GatherND"),
+        case("ov-nd-version-not-an-int", OV_ND, d2, i64([[0, 0]]), opset=8.0, raises=TypeError,
+             match="version must be an int, got 8.0"),
+        case("ov-nd-unchecked-valid", OV_ND, d2, i64([[1, -1], [0, 0]]), check_bounds=False),
+        case("ov-nd-bounds", OV_ND, d2, i64([[1, 4], [0, -6]]), raises=IndexError,
+             match="OpenVINO GatherND-8: " + msg.format(v=-6, p="1, 1", ax=1, n=5)),
+        case("ov-nd-5-bounds-batch-axis", OV_ND, d4, i64([[[0, 0]], [[0, 4]]]), batch_dims=1,
+             opset=5, raises=IndexError,
+             match="OpenVINO GatherND-5: " + msg.format(v=4, p="1, 0, 1", ax=2, n=4)),
+        # The runtime refuses batch dims that differ, which GatherND-8's text calls broadcastable.
+        case("ov-nd-batch-dims-differ", OV_ND, d4, i64([[[0]]]), batch_dims=1, raises=ValueError,
+             match="batch_dims=1 dims of data and indices must be equal"),
+        case("ov-nd-batch-dims-out-of-range", OV_ND, d2, i64([[0], [1]]), batch_dims=2,
+             raises=ValueError, match="batch_dims 2 is out of range"),
+    ]  # fmt: skip
+
+
 def all_cases() -> list[Case]:
     cases = (
         _spec_examples()
@@ -520,6 +558,7 @@ def all_cases() -> list[Case]:
         + _dtype_cases()
         + _campaign_cases()
         + _gather_nd_cases()
+        + _openvino_gather_nd_cases()
         + SCATTER_CASES
     )
     ids = [c.id for c in cases]

@@ -347,3 +347,21 @@ def test_gpu(op: str) -> None:
     )
     assert err.get() is not None
     assert "index 5 at position (0, 0)" in err.get()
+
+
+def test_openvino_gather_nd_5_flattens_the_batch_dims_under_every_transform() -> None:
+    """GatherND-5's result shape holds under jit, grad and vmap (its own reshape)."""
+    d = np.arange(2 * 3 * 4 * 2, dtype=np.float32).reshape(2, 3, 4, 2)
+    i = np.array([[[1], [0], [-1]], [[0], [2], [3]]], np.int32)
+    want = oracle.gather_nd(d, i, 2).reshape(6, 2)  # GatherND-13's (2, 3) batch dims as one
+
+    def f(x: Any) -> Any:
+        return openvino.gather_nd(x, jnp.asarray(i), batch_dims=2, version=5)
+
+    assert_identical(np.asarray(jax.jit(f)(jnp.asarray(d))), want)
+    counts = np.zeros_like(d)
+    for b0, b1 in np.ndindex(2, 3):
+        counts[b0, b1, i[b0, b1, 0]] += 1
+    assert_identical(np.asarray(jax.grad(lambda x: f(x).sum())(jnp.asarray(d))), counts)
+    batched = jax.vmap(f)(jnp.stack([jnp.asarray(d)] * 2))
+    assert_identical(np.asarray(batched), np.stack([want] * 2))

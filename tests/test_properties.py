@@ -94,7 +94,7 @@ def _conforms(example: Example) -> None:
     want = check(example, LIBS, TALLY)
     if not example.check_bounds:  # the peers check: they answer the checked call
         want = expected(dataclasses.replace(example, check_bounds=True))
-    if example.op == OPENVINO:
+    if example.op in openvino_peer.ATTRIBUTE:
         _openvino_agrees(example, want)
     if want.error is not None:
         return
@@ -163,6 +163,12 @@ def test_openvino_gather_elements(example: Example) -> None:
 @BUDGET
 @given(examples(ND, HOLDS))
 def test_gather_nd(example: Example) -> None:
+    _conforms(example)
+
+
+@BUDGET
+@given(examples(_ops.OPENVINO_GATHER_ND.name, HOLDS))
+def test_openvino_gather_nd(example: Example) -> None:
     _conforms(example)
 
 

@@ -73,7 +73,7 @@ def test_every_dtype_compiled_keeps_every_bit(key: str) -> None:
     function = operator.function()  # (resolved here: Dynamo does not trace importlib)
     keywords: dict[str, Any] = {**first.attributes, "check_bounds": first.check_bounds}
     if operator.default_opset is not None and first.opset is not None:
-        keywords["opset"] = first.opset
+        keywords[operator.opset_keyword] = first.opset
 
     def run(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> list[torch.Tensor]:
         return [function(d, i, **keywords) for d, i in pairs]

@@ -7,6 +7,7 @@ Expected gradients come from grad_oracle's loops, never from a backend's output.
 
 from __future__ import annotations
 
+import importlib
 import re
 import warnings
 from collections.abc import Callable, Iterator
@@ -463,3 +464,29 @@ def test_cuda_compile(op: str) -> None:
         with pytest.raises(IndexError) as info:
             c(x, bad)
     assert str(info.value) == want
+
+
+def test_openvino_gather_nd_5_flattens_the_batch_dims_under_every_transform() -> None:
+    """GatherND-5's result shape holds under compile, autograd and vmap (its own reshape)."""
+    from onnx_gather._conformance.oracle import gather_nd
+
+    d = np.arange(2 * 3 * 4 * 2, dtype=np.float32).reshape(2, 3, 4, 2)
+    i = np.array([[[1], [0], [-1]], [[0], [2], [3]]])
+    want = gather_nd(d, i, 2).reshape(6, 2)  # GatherND-13's (2, 3) batch dims as one
+
+    def f(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        return openvino.gather_nd(x, idx, batch_dims=2, version=5)
+
+    x = torch.from_numpy(d).requires_grad_()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "`torch.jit.script_method` is deprecated")
+        importlib.import_module("torch._inductor.compile_fx")
+    got = torch.compile(f, fullgraph=True)(x, torch.from_numpy(i))
+    np.testing.assert_array_equal(got.detach().numpy(), want)
+    got.backward(torch.ones_like(got))
+    counts = np.zeros_like(d)
+    for b0, b1 in np.ndindex(2, 3):
+        counts[b0, b1, i[b0, b1, 0]] += 1
+    np.testing.assert_array_equal(x.grad.numpy(), counts)
+    batched = torch.func.vmap(lambda y: f(y, torch.from_numpy(i)))(torch.stack([x.detach()] * 2))
+    np.testing.assert_array_equal(batched.numpy(), np.stack([want] * 2))

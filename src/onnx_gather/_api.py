@@ -110,7 +110,10 @@ def _run(
     if out is not None:
         _checked_out(backend, plan, arrays[0], out)
     if known is None:  # (kept only now: the key holds out, which is checked above)
-        known = Known(plan, backend.bind(op.method, plan, arrays), owned)
+        call = backend.bind(op.method, plan, arrays)
+        if plan.result_shape is not None:
+            call = backend.reshaping(call, plan.result_shape)
+        known = Known(plan, call, owned)
         if key is not None:
             _CALLS.put(key, known)
     return known.call(arrays, out if write else None)

@@ -16,6 +16,7 @@ from onnx_gather._ops import (
     GATHER_ELEMENTS,
     GATHER_ND,
     OPENVINO_GATHER_ELEMENTS,
+    OPENVINO_GATHER_ND,
     SCATTER,
     SCATTER_ELEMENTS,
     SCATTER_ND,
@@ -65,6 +66,13 @@ def _elements(
 
 def _openvino(name: str, data: Any, indices: Any, axis: int, expected: Any) -> Example:
     return Example(name, OPENVINO_GATHER_ELEMENTS.name, data, indices, {"axis": axis}, expected)
+
+
+def _openvino_nd(
+    name: str, data: Any, indices: Any, batch_dims: int, expected: Any, version: int
+) -> Example:
+    op = OPENVINO_GATHER_ND.name
+    return Example(name, op, data, indices, {"batch_dims": batch_dims}, expected, version)
 
 
 def _nd(
@@ -117,6 +125,9 @@ _ND2_UPDATES = [
 ]
 _ND2_OUT = [_ND2_UPDATES[0], _ND2_DATA[1], _ND2_UPDATES[1], _ND2_DATA[3]]
 
+_OV24 = np.arange(1, 25).reshape(2, 3, 4)
+_OV_B2 = [[[[1]], [[0]], [[2]]], [[[0]], [[2]], [[2]]]]  # (2, 3, 1, 1)
+
 EXAMPLES: tuple[Example, ...] = (
     _gather("Gather example 1", _f(_G1), _i([[0, 1], [1, 2]]), 0, _f(_G1_OUT)),
     _gather("Gather example 2", _f(_G2), _i([[0, 2]]), 1, _f([[[1.0, 1.9]], [[2.3, 3.9]], [[4.5, 5.9]]])),
@@ -137,6 +148,16 @@ EXAMPLES: tuple[Example, ...] = (
     _nd("GatherND example 5", _f(_CUBE), _i([[1], [0]]), 1, _f([[2, 3], [4, 5]])),
     _nd("GatherND-11 example 1", _i([[0, 1], [2, 3]]), _i([[0, 0], [1, 1]]), 0, _i([0, 3]), opset=11),
     _nd("GatherND-12 example 5", _f(_CUBE), _i([[1], [0]]), 1, _f([[2, 3], [4, 5]]), opset=12),
+    _openvino_nd("OpenVINO GatherND-8 example 1", _i([[1, 2], [3, 4]]), _i([[0, 0], [1, 0]]), 0, _i([1, 3]), 8),
+    _openvino_nd("OpenVINO GatherND-8 example 2", _i([[1, 2], [3, 4]]), _i([[1], [0]]), 0, _i([[3, 4], [1, 2]]), 8),
+    _openvino_nd("OpenVINO GatherND-8 example 3", _i([[1, 2], [3, 4]]), _i([[[1]], [[0]]]), 0, _i([[[3, 4]], [[1, 2]]]), 8),
+    _openvino_nd("OpenVINO GatherND-8 example 4", _i([[1, 2], [3, 4]]), _i([[1], [0]]), 1, _i([2, 3]), 8),
+    _openvino_nd("OpenVINO GatherND-8 example 5", _i(_OV24), _i([[1], [0]]), 1, _i([[5, 6, 7, 8], [13, 14, 15, 16]]), 8),
+    _openvino_nd("OpenVINO GatherND-8 example 6", _i(_OV24), _i(_OV_B2), 2, _i([[[2], [5], [11]], [[13], [19], [23]]]), 8),
+    _openvino_nd("OpenVINO GatherND-8 example 7", _i(np.arange(1, 17).reshape(1, 2, 2, 4)), _i([[[[1], [0]], [[3], [2]]]]), 3, _i([[[2, 5], [12, 15]]]), 8),
+    _openvino_nd("OpenVINO GatherND-5 example 4", _i([[1, 2], [3, 4]]), _i([[1], [0]]), 1, _i([2, 3]), 5),
+    _openvino_nd("OpenVINO GatherND-5 example 5", _i(_OV24), _i([[1], [0]]), 1, _i([[5, 6, 7, 8], [13, 14, 15, 16]]), 5),
+    _openvino_nd("OpenVINO GatherND-5 example 6", _i(_OV24), _i(_OV_B2), 2, _i([[2], [5], [11], [13], [19], [23]]), 5),
     _scatter_elements("ScatterElements example 1", _f(np.zeros((3, 3))), _i([[1, 0, 2], [0, 2, 1]]),
                       _f([[1.0, 1.1, 1.2], [2.0, 2.1, 2.2]]), 0,
                       _f([[2.0, 1.1, 0.0], [1.0, 0.0, 2.2], [0.0, 2.1, 1.2]])),

@@ -80,6 +80,9 @@ class Operator:
         operator takes its indices as the widest of these.
     optional_inputs : tuple of str
         The roles of inputs an ONNX node may leave out (TensorScatter's write indices).
+    opset_keyword : str
+        The public function's keyword that selects the version: ``opset``, or
+        ``version`` for OpenVINO's (its opset).
     """
 
     name: str
@@ -101,6 +104,9 @@ class Operator:
     onnx_index_types: tuple[str, ...] = ("int32", "int64")
     #: Inputs an ONNX node may leave out (TensorScatter's write_indices: zeros).
     optional_inputs: tuple[str, ...] = ()
+    #: The public function's keyword for the version to run: ``opset`` (OpenVINO's
+    #: functions with versions say ``version``, the OpenVINO opset).
+    opset_keyword: str = "opset"
     #: The version each opset resolves to: a table made once, for opsets that exist and
     #: some to come (every call asks; any other opset takes :meth:`resolve`'s checking path).
     newest: dict[int | None, int] = field(init=False, repr=False)
@@ -200,12 +206,14 @@ class Operator:
         if known is not None:
             return known
         if isinstance(opset, bool):
-            msg = f"opset must be an int, got {opset!r}"
+            msg = f"{self.opset_keyword} must be an int, got {opset!r}"
             raise TypeError(msg)
         try:
             number: int = operator.index(opset)
         except TypeError:
-            msg = f"opset must be an int, got {opset!r} of type {type(opset).__name__}"
+            msg = (
+                f"{self.opset_keyword} must be an int, got {opset!r} of type {type(opset).__name__}"
+            )
             raise TypeError(msg) from None
         usable = [v for v in self.numbers if v <= number]
         if not usable:
@@ -360,6 +368,27 @@ GATHER_ND = Operator(
     adjoint="scatter_nd",
     onnx_index_types=("int64",),
 )
+OPENVINO_GATHER_ND = Operator(
+    name="openvino.gather_nd",
+    op_type="GatherND",
+    label="OpenVINO GatherND",
+    versions={
+        5: "the operator (OpenVINO opset 5): the output's batch dims flattened into one",
+        8: "the output keeps the batch dims (OpenVINO opset 8), as ONNX GatherND",
+    },
+    bfloat16_from=5,  # OpenVINO lists "any supported type"
+    default_opset=8,
+    inputs=("data", "indices"),
+    attributes=(("batch_dims", 0),),
+    planner=_gather_nd.openvino_plan,
+    method="gather_nd",
+    oracle=_ORACLE + "OPENVINO_GATHER_ND",
+    strategy=_STRATEGY + "openvino_gather_nd_examples",
+    adjoint=None,
+    onnx_opset=13,
+    onnx_index_types=("int64",),
+    opset_keyword="version",
+)
 
 SCATTER_ELEMENTS = Operator(
     name="scatter_elements",
@@ -447,6 +476,7 @@ OPERATORS: tuple[Operator, ...] = (
     GATHER_ELEMENTS,
     OPENVINO_GATHER_ELEMENTS,
     GATHER_ND,
+    OPENVINO_GATHER_ND,
     SCATTER_ELEMENTS,
     SCATTER_ND,
     SCATTER,
@@ -497,7 +527,7 @@ def call(
     keywords: dict[str, Any] = dict(attributes)
     keywords["check_bounds"] = check_bounds
     if operator_.default_opset is not None and opset is not None:
-        keywords["opset"] = opset
+        keywords[operator_.opset_keyword] = opset
     return operator_.function()(*arrays, **keywords)
 
 

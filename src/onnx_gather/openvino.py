@@ -7,7 +7,7 @@ from typing import Any
 from onnx_gather import _ops
 from onnx_gather._api import run
 
-__all__ = ["gather_elements"]
+__all__ = ["gather_elements", "gather_nd"]
 
 
 def gather_elements(data: Any, indices: Any, /, axis: int, *, check_bounds: bool = True) -> Any:
@@ -57,3 +57,71 @@ def gather_elements(data: Any, indices: Any, /, axis: int, *, check_bounds: bool
     array([[13, 10]])
     """
     return run(_ops.OPENVINO_GATHER_ELEMENTS, None, (data, indices), (axis,), check_bounds)
+
+
+def gather_nd(
+    data: Any, indices: Any, /, *, batch_dims: int = 0, version: int = 8, check_bounds: bool = True
+) -> Any:
+    """OpenVINO ``GatherND-5`` and ``GatherND-8``.
+
+    ONNX GatherND's values: each index tuple of ``indices``' last dim reads a slice of
+    ``data`` after its ``batch_dims`` leading dims, which data and indices share. Negative
+    coordinates count from the end in both versions, as OpenVINO's CPU runtime reads them
+    (the texts say ``[-s, s-1]`` for version 8, nothing for version 5). The versions differ
+    in the output's shape when ``batch_dims > 0``: version 8 keeps the batch dims,
+    ``indices.shape[:-1] + data.shape[batch_dims + k:]``; version 5 flattens them into
+    one of their product.
+
+    Parameters
+    ----------
+    data : array
+        An array of any supported library, rank >= 1.
+    indices : array or sequence of ints
+        int32 or int64 index tuples: the last dim holds ``k`` coordinates, ``k`` in
+        ``[1, rank(data) - batch_dims]``.
+    batch_dims : int, optional
+        Leading dims that data and indices share, in ``[0, min(rank(data), rank(indices)))``.
+        Default 0.
+    version : int, optional
+        The OpenVINO opset: 5 to 7 run GatherND-5, 8 and later GatherND-8. Default 8.
+    check_bounds : bool, optional
+        Raise IndexError for a coordinate outside ``[-s, s-1]`` of the axis it addresses.
+        Default True.
+
+    Returns
+    -------
+    array
+        Of ``data``'s library, dtype and device.
+
+    Raises
+    ------
+    IndexError
+        A coordinate is out of range; the message names the operator, the value, its
+        position, the axis and its size.
+    TypeError
+        Disallowed index type, or ``indices`` from another array library.
+    ValueError
+        0-d data or indices, ``batch_dims`` out of range, batch dims of data and indices
+        that differ (OpenVINO's runtime refuses them too), ``k`` out of range, or a
+        ``version`` older than 5.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onnx_gather import openvino
+    >>> data = np.arange(1, 25).reshape(2, 3, 4)
+    >>> openvino.gather_nd(data, [[1], [0]], batch_dims=1)
+    array([[ 5,  6,  7,  8],
+           [13, 14, 15, 16]])
+    >>> openvino.gather_nd(data, [[0, -1], [2, 0]], batch_dims=1)
+    array([ 4, 21])
+    >>> openvino.gather_nd(data.reshape(2, 3, 4, 1), [[[1], [0], [2]], [[0], [2], [2]]],
+    ...                    batch_dims=2, version=5)
+    array([[ 2],
+           [ 5],
+           [11],
+           [13],
+           [19],
+           [23]])
+    """
+    return run(_ops.OPENVINO_GATHER_ND, version, (data, indices), (batch_dims,), check_bounds)

@@ -107,6 +107,15 @@ class Backend:
 
         return call
 
+    def reshaping(self, call: Call, shape: tuple[int, ...], /) -> Call:
+        """``call`` whose result is given ``shape`` (a plan's ``result_shape``)."""
+
+        def reshaped(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
+            result = call(arrays, out)
+            return self.namespace(result).reshape(result, shape)
+
+        return reshaped
+
     def shape(self, x: Array, /) -> tuple[int, ...]:
         """The shape of ``x`` as a tuple of ints."""
         return tuple(x.shape)

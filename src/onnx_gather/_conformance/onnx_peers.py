@@ -99,6 +99,23 @@ def _text(x: Any) -> str:
     return x.decode("latin-1") if isinstance(x, bytes) else str(x)
 
 
+def _as_planned(example: Example, value: np.ndarray) -> np.ndarray:
+    """The ONNX node's ``value`` in the shape the operator's plan gives its result.
+
+    A variant may give the ONNX node's elements another shape (OpenVINO GatherND-5
+    flattens the batch dims: the plan's ``result_shape``); every other value as it is.
+    """
+    op = _ops.get(example.op)
+    if op.onnx_opset is None:
+        return value
+    shapes = (tuple(example.data.shape), tuple(example.indices.shape))
+    dtypes = (example.dtype_name, str(example.indices.dtype))
+    attributes = tuple(example.attributes[name] for name, _ in op.attributes)
+    version = op.resolve(example.opset)
+    plan = op.plan(version, shapes, dtypes, attributes, example.check_bounds, kept=False)
+    return value if plan.result_shape is None else value.reshape(plan.result_shape)
+
+
 def comparable(want: np.ndarray) -> np.ndarray:
     """The oracle's value in the form the ONNX peers return it (strings as Python str)."""
     if want.dtype.kind in "OUST":
@@ -139,7 +156,7 @@ class _Cached:
             value = self._run(runner, _feed(example))
         except Exception as exc:
             return Outcome(error=exc)
-        return Outcome(value=np.asarray(value))
+        return Outcome(value=_as_planned(example, np.asarray(value)))
 
     def _run(self, runner: Any, feed: dict[str, np.ndarray]) -> Any:
         raise NotImplementedError

@@ -1,4 +1,4 @@
-"""OpenVINO's own runtime (CPU plugin) running GatherElements-6, as a second oracle.
+"""OpenVINO's own runtime (CPU plugin) running GatherElements-6 and GatherND-5/8, a second oracle.
 
 The runtime decides what a real OpenVINO model does; this module only feeds it and reads
 the result back as NumPy.
@@ -16,7 +16,10 @@ from onnx_gather._conformance.onnx_peers import Gap
 from onnx_gather._conformance.runner import Outcome
 from onnx_gather._conformance.strategies import Example
 from onnx_gather._memo import Memo
-from onnx_gather._ops import OPENVINO_GATHER_ELEMENTS
+from onnx_gather._ops import OPENVINO_GATHER_ELEMENTS, OPENVINO_GATHER_ND
+
+#: The operators the runtime runs, by registry name: each one's attribute.
+ATTRIBUTE = {OPENVINO_GATHER_ELEMENTS.name: "axis", OPENVINO_GATHER_ND.name: "batch_dims"}
 
 #: ONNX type name -> OpenVINO element type name (``openvino.Type.<name>``).
 _OV_TYPES = {
@@ -29,16 +32,34 @@ _OV_TYPES = {
 NARROWED = frozenset({"int64", "uint64", "float64"})
 
 
+def _coordinates_in_range(data: np.ndarray, indices: np.ndarray, batch_dims: int) -> bool:
+    """Whether every coordinate of GatherND ``indices`` lies in ``[-s, s-1]`` of its axis."""
+    if indices.ndim < 1 or not 0 <= batch_dims < min(data.ndim, indices.ndim):
+        return True  # (a shape the runtime rejects before it reads anything)
+    k = indices.shape[-1]
+    if not 1 <= k <= data.ndim - batch_dims:
+        return True
+    sizes = np.array(data.shape[batch_dims : batch_dims + k], dtype=np.int64)
+    wide = indices.astype(np.int64, copy=False).reshape(-1, k)
+    return bool(((wide >= -sizes) & (wide < sizes)).all())
+
+
+def _shape(ov: Any, rank: int | tuple[int, ...]) -> Any:
+    """A parameter's shape: ``rank`` dynamic dims, or the static dims given."""
+    return ov.PartialShape.dynamic(rank) if isinstance(rank, int) else ov.PartialShape(list(rank))
+
+
 def _type_name(array: np.ndarray) -> str:
     return "string" if array.dtype.kind in "OUST" else str(array.dtype.name)
 
 
 class OpenVINO:
-    """OpenVINO's CPU plugin running one GatherElements-6 node.
+    """OpenVINO's CPU plugin running one GatherElements-6 or GatherND-5/8 node.
 
-    One single-node model per (data type, index type, data rank, indices rank, axis),
-    with dynamic dims, built with ``openvino.opset6.gather_elements`` (the operator's one
-    version; the newer opset modules re-export it), compiled for CPU with one thread and
+    One single-node model per (operator, version, data type, index type, data rank,
+    indices rank, attribute), with dynamic dims, built with ``openvino.opset6``'s
+    ``gather_elements`` (the operator's one version; the newer opset modules re-export it)
+    or ``opset5``/``opset8``'s ``gather_nd``, compiled for CPU with
     ``EXECUTION_MODE_HINT=ACCURACY``, and cached.
     """
 
@@ -54,6 +75,7 @@ class OpenVINO:
             sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
         self.ov = importlib.import_module("openvino")
         self.ops = importlib.import_module("openvino.opset6")
+        self.opsets = {v: importlib.import_module(f"openvino.opset{v}") for v in (5, 8)}
         hint = importlib.import_module("openvino.properties.hint")
         self.core = self.ov.Core()
         # Accuracy mode: no lowering of float32 to bfloat16/float16 on CPUs that have them.
@@ -78,36 +100,62 @@ class OpenVINO:
         return getattr(self.ov.Type, _OV_TYPES[name])
 
     def compiled(
-        self, data_type: str, index_type: str, rank: int, index_rank: int, axis: int
+        self,
+        data_type: str,
+        index_type: str,
+        rank: int | tuple[int, ...],
+        index_rank: int | tuple[int, ...],
+        attribute: int,
+        op: str = OPENVINO_GATHER_ELEMENTS.name,
+        version: int = 6,
     ) -> Any:
         """The compiled model for this signature (cached; a rejection is cached and raised)."""
-        key = (data_type, index_type, rank, index_rank, axis)
+        key = (data_type, index_type, rank, index_rank, attribute, op, version)
         compiled = self._cache.get_or_make(key, lambda: self._built(key))
         if isinstance(compiled, Exception):
             raise compiled
         return compiled
 
-    def _built(self, key: tuple[str, str, int, int, int]) -> Any:
+    def _built(self, key: tuple[Any, ...]) -> Any:
         """The compiled model for ``key``, or the runtime's own rejection of it."""
         try:
             return self._build(*key)
         except Exception as exc:  # recorded as the runtime's answer
             return exc
 
-    def _build(self, data_type: str, index_type: str, rank: int, index_rank: int, axis: int) -> Any:
+    def _build(
+        self,
+        data_type: str,
+        index_type: str,
+        rank: int | tuple[int, ...],
+        index_rank: int | tuple[int, ...],
+        attribute: int,
+        op: str,
+        version: int,
+    ) -> Any:
         ov, ops = self.ov, self.ops
-        data = ops.parameter(
-            ov.PartialShape.dynamic(rank), self._element_type(data_type), name="data"
-        )
+        data = ops.parameter(_shape(ov, rank), self._element_type(data_type), name="data")
         indices = ops.parameter(
-            ov.PartialShape.dynamic(index_rank), self._element_type(index_type), name="indices"
+            _shape(ov, index_rank), self._element_type(index_type), name="indices"
         )
-        node = ops.gather_elements(data, indices, axis)
-        model = ov.Model([node], [data, indices], "gather_elements_6")
+        if op == OPENVINO_GATHER_ND.name:
+            node = self.opsets[version].gather_nd(data, indices, attribute)
+        else:
+            node = ops.gather_elements(data, indices, attribute)
+        model = ov.Model([node], [data, indices], f"{op}_{version}")
         return self.core.compile_model(model, "CPU", self.config)
 
-    def run(self, data: np.ndarray, indices: np.ndarray, axis: int) -> np.ndarray:
-        """Run GatherElements-6 on OpenVINO; its exceptions propagate.
+    def run(
+        self,
+        data: np.ndarray,
+        indices: np.ndarray,
+        attribute: int,
+        op: str = OPENVINO_GATHER_ELEMENTS.name,
+        version: int = 6,
+    ) -> np.ndarray:
+        """Run GatherElements-6 or GatherND-``version`` on OpenVINO; its exceptions propagate.
+
+        ``attribute``: GatherElements' axis, or GatherND's batch_dims.
 
         A compiled model that raised while running is dropped from the cache: after an
         out-of-range error the CPU plugin returns the failed call's output shape, filled
@@ -115,7 +163,12 @@ class OpenVINO:
         call gets a model no earlier call has left in such a state.
         """
         data_type, index_type = _type_name(data), _type_name(indices)
-        key = (data_type, index_type, data.ndim, indices.ndim, axis)
+        # GatherND's CPU node needs static shapes (2026.4.1: "doesn't support GatherND
+        # operation with dynamic rank" for dynamic dims): one model per shape.
+        nd = op == OPENVINO_GATHER_ND.name
+        rank = tuple(data.shape) if nd else data.ndim
+        index_rank = tuple(indices.shape) if nd else indices.ndim
+        key = (data_type, index_type, rank, index_rank, attribute, op, version)
         compiled = self.compiled(*key)
         try:
             return self._infer(compiled, data, indices)
@@ -141,12 +194,21 @@ class OpenVINO:
 
     def __call__(self, example: Example) -> Outcome:
         """Run an OpenVINO example; an exception the runtime raises is the outcome's error."""
-        if example.op != OPENVINO_GATHER_ELEMENTS.name:
-            msg = f"OpenVINO runs only {OPENVINO_GATHER_ELEMENTS.name} examples, not {example.op}"
+        if example.op not in ATTRIBUTE:
+            msg = f"OpenVINO runs only {', '.join(ATTRIBUTE)} examples, not {example.op}"
             raise ValueError(msg)
         try:
-            axis = example.attributes["axis"]
-            return Outcome(value=self.run(example.data, example.indices, axis))
+            attribute = example.attributes[ATTRIBUTE[example.op]]
+            version = 6
+            if example.op == OPENVINO_GATHER_ND.name:
+                opset = example.opset
+                version = OPENVINO_GATHER_ND.resolve(8 if opset is None else opset)
+                if not _coordinates_in_range(example.data, example.indices, attribute):
+                    # Never run: the CPU plugin does not check them, and reads outside
+                    # data (a segmentation fault in this process, 2026.4.1).
+                    raise Gap("its CPU plugin reads out-of-range GatherND coordinates unchecked")
+            value = self.run(example.data, example.indices, attribute, example.op, version)
+            return Outcome(value=value)
         except Exception as exc:
             return Outcome(error=exc)
 
@@ -170,6 +232,8 @@ def known_divergence(example: Example, cls: str) -> str | None:
     """
     if cls.startswith("gap: "):
         return cls
+    if example.op == OPENVINO_GATHER_ND.name:
+        return _gather_nd_divergence(example, cls)
     if example.dtype_name in NARROWED and cls.startswith(("WRONG values", "NaN payload")):
         return f"the CPU plugin computes {example.dtype_name} in 32 bits"
     if example.dtype_name == "float16" and cls == "NaN payload changed":
@@ -179,6 +243,20 @@ def known_divergence(example: Example, cls: str) -> str | None:
         return "an empty axis is not range-checked: the output holds uninitialised memory"
     if cls == "ACCEPTS: out-of-range index" and reads_as_int32(example.indices, size):
         return "int64 indices are read as int32 (modulo 2**32)"
+    return None
+
+
+def _gather_nd_divergence(example: Example, cls: str) -> str | None:
+    """GatherND-5/8's known divergences (the 64-bit and float16 ones as GatherElements')."""
+    if example.dtype_name in NARROWED and cls.startswith(("WRONG values", "NaN payload")):
+        return f"the CPU plugin computes {example.dtype_name} in 32 bits"
+    if example.dtype_name == "float16" and cls == "NaN payload changed":
+        return "float16 goes through float32 (CPUs without AVX512-FP16): signalling NaNs come back quiet"
+    if cls == "ACCEPTS: indices.shape[-1] out of range" and example.indices.shape[-1:] == (0,):
+        return (
+            "the runtime takes tuples of no coordinates (k = 0: each reads all of data), "
+            "which the library refuses as ONNX GatherND does (the text asks k <= rank only)"
+        )
     return None
 
 

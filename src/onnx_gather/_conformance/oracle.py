@@ -281,6 +281,26 @@ def gather_nd(
     return out
 
 
+def openvino_gather_nd(
+    data: Any,
+    indices: Any,
+    batch_dims: int = 0,
+    opset: Any = 8,
+    check_bounds: bool = True,
+    fill: bool = False,
+) -> np.ndarray:
+    """OpenVINO GatherND-5/8: GatherND-13's values; version 5 flattens the batch dims."""
+    opset = 8 if opset is None else opset
+    if isinstance(opset, bool) or not isinstance(opset, int | np.integer):
+        raise _rule(TypeError, "version type", f"version {opset!r}")
+    version = _version(int(opset), (5, 8))
+    out = gather_nd(data, indices, batch_dims, 13, check_bounds, fill)
+    b = int(batch_dims)
+    if version < 8 and b:
+        out = out.reshape((int(np.prod(out.shape[:b], dtype=np.int64)), *out.shape[b:]))
+    return out
+
+
 #: Each reduction and the version of the scatters that adds it.
 #: max and min from 16 too, as decided (_spec/reductions.py): the exported models ONNX
 #: Runtime and the reference evaluator run.
@@ -614,6 +634,7 @@ GATHER = Oracle(gather, _size_along_axis, clamps=True)
 GATHER_ELEMENTS = Oracle(gather_elements, _size_along_axis, clamps=True)
 OPENVINO_GATHER_ELEMENTS = Oracle(openvino_gather_elements, _size_along_axis, clamps=True)
 GATHER_ND = Oracle(gather_nd, _size_of_coordinate, clamps=True)
+OPENVINO_GATHER_ND = Oracle(openvino_gather_nd, _size_of_coordinate, clamps=True)
 SCATTER_ELEMENTS = Oracle(scatter_elements, _size_along_axis, drops=True)
 SCATTER = Oracle(scatter, _size_along_axis, drops=True)
 TENSOR_SCATTER = Oracle(tensor_scatter, _size_along_axis, drops=True, valid=_tensor_scatter_range)

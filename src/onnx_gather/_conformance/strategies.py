@@ -589,6 +589,11 @@ def gather_nd_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
     return _examples(_ops.GATHER_ND, _gather_nd_shapes, dtypes)
 
 
+def openvino_gather_nd_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
+    """OpenVINO GatherND-5/8 examples (the registry's strategy for it): GatherND's shapes."""
+    return _examples(_ops.OPENVINO_GATHER_ND, _gather_nd_shapes, dtypes)
+
+
 def scatter_elements_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
     """ScatterElements examples (the registry's strategy for it)."""
     return _examples(_ops.SCATTER_ELEMENTS, _scatter_elements_shapes, dtypes)

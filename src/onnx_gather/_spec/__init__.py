@@ -111,6 +111,10 @@ class Plan:
     size: int
     #: Whether the last dim of ``indices`` enumerates coordinates of different axes.
     coordinates = False
+    #: The shape the result is given after the kernel, where it is not ``out_shape``
+    #: (OpenVINO's GatherND-5 flattens the batch dims: the same elements, in the same
+    #: order); None for every other call.
+    result_shape: tuple[int, ...] | None = None
 
     def attributes(self) -> tuple[Any, ...]:
         """The attributes that plan this call again (normalised), in the registry's order.

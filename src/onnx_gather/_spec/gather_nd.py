@@ -1,7 +1,8 @@
-"""ONNX GatherND (versions 11, 12, 13): the shape rules and the plan."""
+"""ONNX GatherND (versions 11, 12, 13) and OpenVINO's GatherND-5/8: the shape rules and the plan."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 from onnx_gather import _spec
@@ -15,6 +16,7 @@ class _Fields(NamedTuple):
     size: int  # the smallest of sizes (0 for none)
     sizes: tuple[int, ...]
     batch_dims: int
+    result_shape: tuple[int, ...] | None = None  # (OpenVINO GatherND-5: see Plan)
 
 
 class GatherNDPlan(_Fields, _spec.Plan):
@@ -68,7 +70,7 @@ def plan(
         raise _spec.rank_0(name)
     _spec.check_types(name, version, op.bfloat16_from, data_dtype, indices_dtype)
     b = _spec.integer(name, "batch_dims", attributes[0])
-    since = op.attribute_since["batch_dims"]
+    since = op.attribute_since.get("batch_dims", 0)
     if b != 0 and version < since:
         msg = (
             f"{name}: batch_dims {b} needs version {since} or newer (opset {since}); "
@@ -102,3 +104,28 @@ def plan(
     sizes = tuple(data_shape[b : b + k])
     out_shape = tuple(indices_shape[:-1]) + tuple(data_shape[b + k :])
     return GatherNDPlan(name, check_bounds, out_shape, b, min(sizes), sizes, b)
+
+
+def openvino_plan(
+    op: _spec.Rules,
+    version: int,
+    shapes: tuple[tuple[int, ...], ...],
+    dtypes: tuple[str, ...],
+    attributes: tuple[Any, ...],
+    check_bounds: bool,
+) -> GatherNDPlan:
+    """Check an OpenVINO GatherND-5/8 call and return its plan.
+
+    The rules and values of ONNX GatherND-13 (OpenVINO's runtime also refuses batch dims
+    that differ, which GatherND-8's text calls broadcastable, and counts negative indices
+    from the end in both versions). Version 5 flattens the ``b`` batch dims of the output
+    into one of their product (its text: ``indices.shape[:b]`` "flattened"); version 8
+    keeps them. The same elements in the same order: the kernel computes GatherND-13's
+    ``out_shape``, and the result is given the plan's ``result_shape``.
+    """
+    planned = plan(op, version, shapes, dtypes, attributes, check_bounds)
+    b = planned.batch_dims
+    if version >= 8 or b < 2:
+        return planned
+    out = planned.out_shape
+    return planned._replace(result_shape=(math.prod(out[:b]), *out[b:]))
