@@ -235,6 +235,8 @@ def converters(session: nox.Session) -> None:
             "JAX_ENABLE_X64": "1",
         },
     )
+    # The converted-graph benchmark runs too: its table is in docs/converters.md.
+    session.run("python", "-m", "benchmarks.converted_graph")
 
 
 @nox.session
