@@ -9,6 +9,7 @@ tests/test_jax_jaxonnxruntime.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,3 +180,30 @@ def ort_outputs(model: Model) -> list[np.ndarray]:
     session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [v.name for v in session.get_inputs()]
     return session.run(None, dict(zip(names, model.inputs, strict=True)))
+
+
+def outcome(model: Model, run: Callable[[Model], list[np.ndarray]]) -> str:
+    """``"equal"`` (to ONNX Runtime), ``"differs"``, or the exception ``run(model)`` raised.
+
+    ``run``: a converter running the model (as it ships, its own failures are the point).
+    """
+    try:
+        got = run(model)
+    except Exception as e:
+        return type(e).__name__
+    want = ort_outputs(model)
+    same = len(got) == len(want) and all(
+        a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b)
+        for a, b in zip(got, want, strict=True)
+    )
+    return "equal" if same else "differs"
+
+
+def assert_equals_ort(model: Model, run: Callable[[Model], list[np.ndarray]]) -> None:
+    """``run(model)`` gives ONNX Runtime's outputs bit for bit."""
+    from helpers import assert_identical
+
+    got, want = run(model), ort_outputs(model)
+    assert len(got) == len(want)
+    for a, b in zip(got, want, strict=True):
+        assert_identical(a, b)

@@ -14,8 +14,7 @@ from typing import Any
 import jax
 import numpy as np
 import pytest
-from converter_models import MODELS, Model, ort_outputs
-from helpers import assert_identical
+from converter_models import MODELS, Model, assert_equals_ort, outcome
 
 from onnx_gather import _ops
 from onnx_gather.integrations import jaxonnxruntime as plugin
@@ -37,17 +36,7 @@ def _run(model: Model) -> list[np.ndarray]:
 
 
 def _outcome(model: Model) -> str:
-    """``"equal"``, ``"differs"`` or the exception jaxonnxruntime raised."""
-    try:
-        got = _run(model)
-    except Exception as e:  # (the shipped runtime's own failures are the point)
-        return type(e).__name__
-    want = ort_outputs(model)
-    same = len(got) == len(want) and all(
-        a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b)
-        for a, b in zip(got, want, strict=True)
-    )
-    return "equal" if same else "differs"
+    return outcome(model, _run)
 
 
 @pytest.fixture
@@ -59,10 +48,7 @@ def plugged() -> Any:
 
 @pytest.mark.parametrize("model", MODELS, ids=[m.name for m in MODELS])
 def test_every_model_equals_onnx_runtime_with_the_plug_in(plugged: None, model: Model) -> None:
-    got, want = _run(model), ort_outputs(model)
-    assert len(got) == len(want)
-    for a, b in zip(got, want, strict=True):
-        assert_identical(a, b)
+    assert_equals_ort(model, _run)
 
 
 #: What jaxonnxruntime 0.3.0 as shipped makes of the models (all others: equal to ORT).

@@ -49,7 +49,7 @@ _stand_in_torchvision()
 import onnx  # noqa: E402  (conftest.py collects this module only where onnx2torch is named)
 import onnx2torch  # noqa: E402
 from converter_models import MODELS as FAMILY  # noqa: E402
-from converter_models import Model, ort_outputs  # noqa: E402
+from converter_models import Model, assert_equals_ort, ort_outputs, outcome  # noqa: E402
 from onnx import helper  # noqa: E402
 
 from onnx_gather import _ops  # noqa: E402
@@ -140,17 +140,7 @@ def _converted(model: Model) -> list[np.ndarray]:
 
 
 def _outcome(model: Model) -> str:
-    """``"equal"``, ``"differs"`` or the exception onnx2torch raised."""
-    try:
-        got = _converted(model)
-    except Exception as e:  # (the shipped converter's own failures are the point)
-        return type(e).__name__
-    want = ort_outputs(model)
-    same = len(got) == len(want) and all(
-        a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b)
-        for a, b in zip(got, want, strict=True)
-    )
-    return "equal" if same else "differs"
+    return outcome(model, _converted)
 
 
 @pytest.fixture
@@ -162,10 +152,7 @@ def plugged() -> Any:
 
 @pytest.mark.parametrize("model", MODELS, ids=[m.name for m in MODELS])
 def test_every_model_equals_onnx_runtime_with_the_plug_in(plugged: None, model: Model) -> None:
-    got, want = _converted(model), ort_outputs(model)
-    assert len(got) == len(want)
-    for a, b in zip(got, want, strict=True):
-        assert_identical(a, b)
+    assert_equals_ort(model, _converted)
 
 
 #: What onnx2torch 1.5.15 as shipped makes of the family models (all others: equal to ORT).
