@@ -58,6 +58,14 @@ def _node_model(
     )
 
 
+#: Each reduction the scatters' models use, and the version whose text first has it.
+_REDUCTIONS = {"add": 16, "mul": 16, "max": 18, "min": 18}
+
+
+def _reductions(version: int) -> list[str]:
+    return [r for r, since in _REDUCTIONS.items() if version >= since]
+
+
 def family_models() -> list[Model]:
     """Every operator at each version, two dtypes, with what each version may be given."""
     rng = np.random.default_rng(36)
@@ -107,17 +115,7 @@ def family_models() -> list[Model]:
                 u = np.arange(1, 7).reshape(3, 2)
                 add(op, v, "axis 1, negatives", (x34, i, u), ("data", "indices", "updates"), axis=1)
                 dup = np.array([[1, 1], [3, 1], [0, 0]])
-                for reduction in ("add", "mul") if v >= 16 else ():
-                    add(
-                        op,
-                        v,
-                        f"{reduction}, duplicates",
-                        (x34, dup, u),
-                        ("data", "indices", "updates"),
-                        axis=1,
-                        reduction=reduction,
-                    )
-                for reduction in ("max", "min") if v >= 18 else ():
+                for reduction in _reductions(v):
                     add(
                         op,
                         v,
@@ -133,16 +131,7 @@ def family_models() -> list[Model]:
                 add(op, v, "negatives", (x34, i, u), ("data", "indices", "updates"))
                 rows = np.array([[2], [0], [2]])
                 ur = np.arange(12).reshape(3, 4)
-                for reduction in ("add", "mul") if v >= 16 else ():
-                    add(
-                        op,
-                        v,
-                        f"{reduction}, duplicates",
-                        (x34, rows, ur),
-                        ("data", "indices", "updates"),
-                        reduction=reduction,
-                    )
-                for reduction in ("max", "min") if v >= 18 else ():
+                for reduction in _reductions(v):
                     add(
                         op,
                         v,

@@ -232,12 +232,12 @@ def known_divergence(example: Example, cls: str) -> str | None:
     """
     if cls.startswith("gap: "):
         return cls
-    if example.op == OPENVINO_GATHER_ND.name:
-        return _gather_nd_divergence(example, cls)
     if example.dtype_name in NARROWED and cls.startswith(("WRONG values", "NaN payload")):
         return f"the CPU plugin computes {example.dtype_name} in 32 bits"
     if example.dtype_name == "float16" and cls == "NaN payload changed":
         return "float16 goes through float32 (CPUs without AVX512-FP16): signalling NaNs come back quiet"
+    if example.op == OPENVINO_GATHER_ND.name:
+        return _gather_nd_divergence(example, cls)
     size = example.data.shape[example.attributes["axis"]]
     if cls == "ACCEPTS: out-of-range index" and size == 0:
         return "an empty axis is not range-checked: the output holds uninitialised memory"
@@ -247,11 +247,7 @@ def known_divergence(example: Example, cls: str) -> str | None:
 
 
 def _gather_nd_divergence(example: Example, cls: str) -> str | None:
-    """GatherND-5/8's known divergences (the 64-bit and float16 ones as GatherElements')."""
-    if example.dtype_name in NARROWED and cls.startswith(("WRONG values", "NaN payload")):
-        return f"the CPU plugin computes {example.dtype_name} in 32 bits"
-    if example.dtype_name == "float16" and cls == "NaN payload changed":
-        return "float16 goes through float32 (CPUs without AVX512-FP16): signalling NaNs come back quiet"
+    """GatherND-5/8's own known divergence (the types' are :func:`known_divergence`'s)."""
     if cls == "ACCEPTS: indices.shape[-1] out of range" and example.indices.shape[-1:] == (0,):
         return (
             "the runtime takes tuples of no coordinates (k = 0: each reads all of data), "
