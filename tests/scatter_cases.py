@@ -140,6 +140,12 @@ RULES = [
     scatter("snd-unchecked-drops", SN, a([[1, 2], [3, 4]], np.int32),
             a([[0, 2], [5, 0], [-3, 1], [1, -1]]), a([10, 20, 30, 40], np.int32),
             {"reduction": "add"}, check_bounds=False, expected=a([[1, 2], [3, 44]], np.int32)),
+    # Unchecked into empty data: every update is dropped (found on a GPU, where JAX's
+    # scatter first finds each target's winner: it read row -1 of nothing).
+    scatter("snd-unchecked-into-empty-data", SN, np.zeros(0, np.int32), a([0]),
+            a(5, np.int32), check_bounds=False, expected=np.zeros(0, np.int32)),
+    scatter("se-unchecked-into-empty-data", SE, np.zeros((2, 0), F32), np.zeros((2, 0), np.int64),
+            np.zeros((2, 0), F32), check_bounds=False, expected=np.zeros((2, 0), F32)),
     scatter("se-opset-11", SE, a([1, 2], np.int64), a([1, 1]), a([5, 6], np.int64), opset=11,
             expected=a([1, 6], np.int64)),
     # Subnormal operands and a subnormal result of normal ones (2**-125 + 2**-148 minus
@@ -291,6 +297,9 @@ TENSOR = [
     # circular mode; the ones below 0 in linear mode).
     ts("ts-unchecked-past-the-end", np.zeros((1, 3), F32), a([[1.0, 2.0]], F32), [2], axis=1,
        check_bounds=False, expected=a([[0.0, 0.0, 1.0]], F32)),
+    # (uint16: torch on CUDA has no mask indexing of it; found on a GPU)
+    ts("ts-unchecked-uint16-drops", np.zeros((2, 3), np.uint16), a([[7, 8], [9, 10]], np.uint16),
+       [1, 2], axis=1, check_bounds=False, expected=a([[0, 7, 8], [0, 0, 9]], np.uint16)),
     ts("ts-unchecked-negative-linear", np.zeros((1, 3), F32), a([[1.0, 2.0]], F32), [-1],
        axis=1, check_bounds=False, expected=a([[2.0, 0.0, 0.0]], F32)),
     ts("ts-unchecked-negative-circular", np.zeros((1, 3), F32), a([[1.0, 2.0]], F32), [-1],

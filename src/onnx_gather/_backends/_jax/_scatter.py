@@ -109,7 +109,7 @@ def _write(
       derivatives: :func:`_on_host` or :func:`_rounds` directly).
     """
     n, m = target.shape[0], rows.shape[0]
-    if m == 0:
+    if m == 0 or n == 0:  # no update, or every one dropped (no row to find a winner in)
         return target
     position = jnp.arange(m)
     if reduction == "none":

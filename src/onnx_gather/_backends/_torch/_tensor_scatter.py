@@ -10,7 +10,8 @@ import torch
 if TYPE_CHECKING:
     from onnx_gather._spec.tensor_scatter import TensorScatterPlan
 
-#: Types ``index_put`` has no kernel for: written as the signed integers of their width.
+#: Types ``index_put`` has no kernel for (nor, on CUDA, boolean-mask indexing: "index_cuda"
+#: not implemented for 'UInt16'): written as the signed integers of their width.
 _AS_SIGNED = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
 
 
@@ -49,15 +50,15 @@ def write(
         written = same[plan.axis]
         result.narrow(plan.axis, written.start, plan.length).copy_(updates)
         return
+    signed = _AS_SIGNED.get(result.dtype)
+    if signed is not None:  # (before any indexing: CUDA lacks the unsigned kernels of both)
+        result, updates = result.view(signed), updates.view(signed)
     positions, keep = plan.positions(starts, np.arange(plan.length), np)
     batch = np.arange(starts.size)[:, None]
     source = updates.movedim(plan.axis, 1)  # (batch, length, *others): the update's
     if not plan.check_bounds:
         batch, positions = np.broadcast_to(batch, positions.shape)[keep], positions[keep]
         source = source[torch.from_numpy(keep).to(source.device)]
-    signed = _AS_SIGNED.get(result.dtype)
-    if signed is not None:
-        result, source = result.view(signed), source.view(signed)
     device = result.device
     index = plan.target(torch.from_numpy(batch).to(device), torch.from_numpy(positions).to(device))
     result[index] = source
