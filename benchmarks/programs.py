@@ -1,7 +1,7 @@
 """Programs, not calls: ours against the same program written with native calls.
 
-``python -m benchmarks.programs [--smoke] [--rounds N] [--backends ...] [--modes ...]
-[--programs ...] [--out DIR]``
+``python -m benchmarks.programs [--smoke] [--device cpu|cuda] [--rounds N] [--backends ...]
+[--modes ...] [--programs ...] [--out DIR]``
 
 A program calls the library many times, so its cost is judged per program. Two workloads,
 each written twice, once with ``og.*`` and once with the native calls a careful user writes,
@@ -42,6 +42,10 @@ caches, ours ``og.scatter_nd(c, idx, new)``, native ``c.at[:, :, pos].set(new)``
 ``lax.dynamic_update_slice``; under ``jax.jit`` with the caches donated
 (``donate_argnums``), eagerly as copies. JAX results are waited for
 (``block_until_ready``) on both sides.
+
+``--device cuda`` puts torch's tensors on the GPU and makes each torch program wait for
+its kernels (``torch.cuda.synchronize``); JAX's arrays go to JAX's default device (the GPU
+where JAX has one); NumPy stays on the host.
 
 For ``torch.compile`` the table also gives the compile time (the first call's wall time)
 and the recompiles: after the first calls, ours is called eagerly on NumPy and JAX arrays
@@ -93,6 +97,9 @@ MODE_NAMES = {
     ("numpy", "eager"): "eager NumPy",
 }
 PROGRAMS = ("graph", "decode")
+#: Where torch's tensors live (``--device``); NumPy's and JAX's arrays stay where their
+#: library puts them.
+DEVICES = ("cpu", "cuda")
 
 
 @dataclass(frozen=True)
@@ -289,7 +296,13 @@ def graph_inputs(sizes: Sizes) -> tuple[np.ndarray, list[Any], list[Any], list[A
 
 
 def decode_inputs(sizes: Sizes) -> dict[str, Any]:
-    """Caches, new entries and the position as ScatterND, ScatterElements and plain indices."""
+    """Caches, new entries and the position as ScatterND, ScatterElements and plain indices.
+
+    The values are small whole numbers in float32, so the step's read (a sum) is exact in
+    any order: compiled programs sum in the order of their own fused kernels (inductor's
+    CUDA reductions differ from one program to the next), and ours must still equal native
+    bit for bit.
+    """
     rng = np.random.default_rng(20261126)
     b, h, _, d = sizes.cache
     idx = np.zeros((b, h, 1, 3), np.int64)
@@ -297,9 +310,11 @@ def decode_inputs(sizes: Sizes) -> dict[str, Any]:
     idx[..., 2] = sizes.pos
     return {
         "caches": [
-            rng.standard_normal(sizes.cache).astype(np.float32) for _ in range(sizes.layers)
+            rng.integers(-64, 64, sizes.cache).astype(np.float32) for _ in range(sizes.layers)
         ],
-        "news": [rng.standard_normal((b, h, 1, d)).astype(np.float32) for _ in range(sizes.layers)],
+        "news": [
+            rng.integers(-64, 64, (b, h, 1, d)).astype(np.float32) for _ in range(sizes.layers)
+        ],
         "idx": idx,
         "idx_e": np.full((b, h, 1, d), sizes.pos, np.int64),
         "starts": np.full(b, sizes.pos, np.int64),
@@ -355,6 +370,10 @@ def _apply(ready: Callable[[Any], Any], fn: Callable[..., Any], *args: Any) -> A
     return ready(fn(*args))
 
 
+def _identity(out: Any) -> Any:
+    return out
+
+
 def _first(items: list[Any]) -> Any:
     return items[0]
 
@@ -377,7 +396,22 @@ def _holding(
     return call, result
 
 
-def _graph_group(backend: str, mode: str, sizes: Sizes) -> Group:
+def _torch_on(device: str) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
+    """Tensors from NumPy arrays (copies) on ``device``, and what waits for a result there."""
+    import torch
+
+    def convert(a: Any) -> Any:
+        return torch.from_numpy(np.array(a)).to(device)
+
+    def ready(out: Any) -> Any:
+        if device != "cpu":
+            torch.cuda.synchronize(device)
+        return out
+
+    return convert, ready
+
+
+def _graph_group(backend: str, mode: str, sizes: Sizes, device: str = "cpu") -> Group:
     x, ge, g, nd = graph_inputs(sizes)
     native: Callable[..., Any]
     if backend == "numpy":
@@ -387,7 +421,8 @@ def _graph_group(backend: str, mode: str, sizes: Sizes) -> Group:
     elif backend == "torch":
         import torch
 
-        convert, native, ready, ours = torch.from_numpy, graph_torch, (lambda out: out), graph_ours
+        convert, ready = _torch_on(device)
+        native, ours = graph_torch, graph_ours
         if mode == "compile":
             ours = torch.compile(graph_ours, fullgraph=True)
             native = torch.compile(graph_torch, fullgraph=True)
@@ -413,7 +448,7 @@ def _graph_group(backend: str, mode: str, sizes: Sizes) -> Group:
     return Group(name, backend, mode, contenders, [Pair(name, "ours", "native", form)])
 
 
-def _decode_group(backend: str, mode: str, sizes: Sizes) -> Group:
+def _decode_group(backend: str, mode: str, sizes: Sizes, device: str = "cpu") -> Group:
     inputs = decode_inputs(sizes)
     steps: dict[str, tuple[Callable[..., Any], str]]
     contenders: dict[str, Contender] = {}
@@ -425,13 +460,12 @@ def _decode_group(backend: str, mode: str, sizes: Sizes) -> Group:
             "c[:, :, pos] = new": (decode_native_slice, "pos"),
         }
         convert: Callable[[Any], Any] = np.array  # a copy: every contender has its caches
+        ready: Callable[[Any], Any] = _identity
         if backend == "torch":
             import torch
 
             steps["index_copy_"] = (decode_native_index_copy, "pos")
-
-            def convert(a: Any) -> Any:
-                return torch.from_numpy(np.array(a))
+            convert, ready = _torch_on(device)
 
         for label, (step, where) in steps.items():
             caches = [convert(c) for c in inputs["caches"]]
@@ -439,7 +473,9 @@ def _decode_group(backend: str, mode: str, sizes: Sizes) -> Group:
             index, pos = convert(inputs[where]), convert(inputs["pos"])
             if mode == "compile":
                 step = torch.compile(step, fullgraph=True)
-            call, result = _holding(partial(step, caches, news, index, pos), partial(list, caches))
+            call, result = _holding(
+                partial(_apply, ready, step, caches, news, index, pos), partial(list, caches)
+            )
             contenders[label] = Contender(label, call, result)
     else:
         import jax
@@ -669,10 +705,11 @@ def run(
     rounds: int,
     sample: float,
     log: Callable[[str], None] = print,
+    device: str = "cpu",
 ) -> tuple[list[Row], list[str]]:
     """Every selected program in every selected mode; the rows and the notes."""
     groups = [
-        GROUPS[program](backend, mode, sizes)
+        GROUPS[program](backend, mode, sizes, device)
         for backend, mode in MODES
         if backend in backends and mode in modes
         for program in programs
@@ -779,7 +816,9 @@ def markdown(rows: Sequence[Row], info: dict[str, str], command: str, notes: Seq
     return "\n".join(lines) + "\n"
 
 
-def _info(backends: Sequence[str], rounds: int, sample: float) -> dict[str, str]:
+def _info(
+    backends: Sequence[str], rounds: int, sample: float, device: str = "cpu"
+) -> dict[str, str]:
     info = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "cpu": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores online",
@@ -795,6 +834,10 @@ def _info(backends: Sequence[str], rounds: int, sample: float) -> dict[str, str]
     for name in backends:
         if name != "numpy":
             info[name] = str(importlib.import_module(name).__version__)
+    if device != "cpu":
+        info["gpu"] = str(importlib.import_module("torch").cuda.get_device_name(device))
+    if "jax" in backends:
+        info["jax devices"] = str(importlib.import_module("jax").devices())
     if "torch" in backends:
         info["torch threads"] = str(importlib.import_module("torch").get_num_threads())
     info["rounds"] = str(rounds)
@@ -808,6 +851,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m benchmarks.programs", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--smoke", action="store_true", help="small programs, few rounds")
+    parser.add_argument("--device", default="cpu", choices=DEVICES, help="torch's device")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--sample", type=float, default=None, help="seconds per sample")
     parser.add_argument("--backends", default=",".join(BACKENDS), help="comma-separated")
@@ -847,8 +891,8 @@ def main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings():
             # torch.compile's and JAX's (unusable donations) would bury the table.
             warnings.simplefilter("ignore")
-            info = _info(backends, rounds, sample)
-            rows, notes = run(backends, modes, programs, sizes, rounds, sample)
+            info = _info(backends, rounds, sample, args.device)
+            rows, notes = run(backends, modes, programs, sizes, rounds, sample, device=args.device)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
         if saved is None:
