@@ -5,9 +5,11 @@ dependencies; torchvision is stood in as in tests/test_torch_onnx2torch.py): the
 gathers of :mod:`benchmarks.programs` written as one ONNX model (opset 13, the indices as
 initializers), converted with ``onnx_gather.integrations.onnx2torch`` registered, against
 the same program written with torch's calls; eagerly and under
-``torch.compile(fullgraph=True)``, and compiled again with Dynamo's guard evaluation
-skipped (``torch.compiler.set_stance(skip_guard_eval_unsafe=True)``): what the guards on
-the converted module's attributes cost.
+``torch.compile(fullgraph=True)``, as converted and flattened
+(``onnx_gather.integrations.onnx2torch.flatten``: onnx2torch's modules inlined, each family
+node a direct call), and the converted module compiled again with Dynamo's guard
+evaluation skipped (``torch.compiler.set_stance(skip_guard_eval_unsafe=True)``): what the
+guards on its modules' attributes cost.
 """
 
 from __future__ import annotations
@@ -103,17 +105,31 @@ def main() -> None:
     compiled = torch.compile(module, fullgraph=True)
     compiled(tx)
     compile_ours = time.perf_counter() - start
+    flat = plugin.flatten(module)
+    start = time.perf_counter()
+    compiled_flat = torch.compile(flat, fullgraph=True)
+    compiled_flat(tx)
+    compile_flat = time.perf_counter() - start
     start = time.perf_counter()
     native = torch.compile(programs.graph_torch, fullgraph=True)
     native(tx, *args)
     compile_native = time.perf_counter() - start
-    assert all(torch.equal(u, v) for u, v in zip(compiled(tx), want, strict=True))
+    for got in (compiled(tx), flat(tx), compiled_flat(tx)):
+        assert all(torch.equal(u, v) for u, v in zip(got, want, strict=True))
     rows = {
         "eager": (
             _median_us(lambda: module(tx)),
             _median_us(lambda: programs.graph_torch(tx, *args)),
         ),
+        "eager, flattened": (
+            _median_us(lambda: flat(tx)),
+            _median_us(lambda: programs.graph_torch(tx, *args)),
+        ),
         "torch.compile": (_median_us(lambda: compiled(tx)), _median_us(lambda: native(tx, *args))),
+        "torch.compile, flattened": (
+            _median_us(lambda: compiled_flat(tx)),
+            _median_us(lambda: native(tx, *args)),
+        ),
     }
     with torch.compiler.set_stance("default", skip_guard_eval_unsafe=True):
         rows["torch.compile, guards skipped"] = (
@@ -124,7 +140,10 @@ def main() -> None:
     print("| --- | ---: | ---: | ---: |")
     for mode, (ours, theirs) in rows.items():
         print(f"| {mode} | {ours:.1f} | {theirs:.1f} | {ours / theirs:.2f} |")
-    print(f"\ncompile s, converted / native: {compile_ours:.1f} / {compile_native:.1f}")
+    print(
+        f"\ncompile s, converted / flattened / native: {compile_ours:.1f} / {compile_flat:.1f}"
+        f" / {compile_native:.1f}"
+    )
 
 
 if __name__ == "__main__":

@@ -248,6 +248,48 @@ def test_exporting_a_converted_model_writes_the_node_back(plugged: None, name: s
         assert_identical(a, b)
 
 
+def _flattened(model: Model) -> list[np.ndarray]:
+    module = plugin.flatten(onnx2torch.convert(model.model))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Using a non-tuple sequence", UserWarning)
+        out = module(*(torch.from_numpy(x) for x in model.inputs))
+    return [t.detach().numpy() for t in (out if isinstance(out, (tuple, list)) else [out])]
+
+
+@pytest.mark.parametrize("model", MODELS, ids=[m.name for m in MODELS])
+def test_a_flattened_model_equals_onnx_runtime(plugged: None, model: Model) -> None:
+    assert_equals_ort(model, _flattened)
+
+
+def test_flattening_leaves_calls_of_the_family_and_few_modules() -> None:
+    """The attention block: onnx2torch's modules inlined but those that branch on values
+    (Reshape, Slice, Expand, ConstantOfShape), each family node a function call."""
+    plugin.register()
+    try:
+        model = next(m for m in MODELS if not m.family and "attention" in m.name)
+        module = onnx2torch.convert(model.model)
+        flat = plugin.flatten(module)
+    finally:
+        plugin.unregister()
+    assert any(isinstance(m, plugin.FamilyModule) for m in module.modules())
+    kept = {type(m).__name__ for m in flat.modules() if m is not flat}
+    # (plain Modules hold the initializers as buffers: containers, no forward)
+    assert kept == {"Module", "OnnxReshape", "OnnxSlice", "OnnxExpand", "OnnxConstantOfShape"}
+    assert sum(1 for _ in module.modules()) == 50
+    called = {n.target for n in flat.graph.nodes if n.op == "call_function"}
+    assert any(getattr(f, "__module__", "") == "onnx_gather" for f in called), called
+
+
+def test_a_flattened_model_compiles_whole(plugged: None) -> None:
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "`torch.jit.script_method` is deprecated")
+        import torch._inductor.compile_fx
+    model = next(m for m in MODELS if m.name == "GatherND-13 batch_dims 1 float32")
+    compiled = torch.compile(plugin.flatten(onnx2torch.convert(model.model)), fullgraph=True)
+    args = tuple(torch.from_numpy(x) for x in model.inputs)
+    assert_identical(compiled(*args).numpy(), ort_outputs(model)[0])
+
+
 def test_an_out_of_range_index_raises_the_library_s_error(plugged: None) -> None:
     model = next(m for m in MODELS if m.name == "GatherElements-13 axis 1, negatives float32")
     module = onnx2torch.convert(model.model)

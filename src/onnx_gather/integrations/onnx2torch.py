@@ -22,7 +22,7 @@ import torch
 
 from onnx_gather import _ops
 
-__all__ = ["FamilyModule", "register", "registered", "unregister"]
+__all__ = ["FamilyModule", "flatten", "register", "registered", "unregister"]
 
 #: The converters :func:`register` replaced, by onnx2torch's key (None: it had none);
 #: None while unregistered.
@@ -78,6 +78,90 @@ def unregister() -> None:
 def registered() -> bool:
     """Whether onnx2torch converts the family with ``onnx_gather`` now."""
     return _REPLACED is not None
+
+
+class _Inliner(torch.fx.Tracer):  # type: ignore[misc]
+    """Traces a converted model through every module whose Python traces symbolically.
+
+    ``FamilyModule`` stays a call (:func:`flatten` makes it a call of the function), and
+    so does a module that cannot be traced (onnx2torch's Reshape and Slice branch on
+    tensor values); with ``inline=False`` every module does.
+    """
+
+    def __init__(self, inline: bool) -> None:
+        super().__init__()
+        self._inline = inline
+        self._traceable: dict[int, bool] = {}
+
+    def is_leaf_module(self, m: torch.nn.Module, qualname: str) -> bool:
+        if isinstance(m, FamilyModule) or not self._inline:
+            return True
+        if id(m) not in self._traceable:
+            self._traceable[id(m)] = _traces(m)
+        return not self._traceable[id(m)]
+
+
+#: What symbolic tracing raises for Python that needs a value (a branch, a conversion).
+_UNTRACEABLE = (torch.fx.proxy.TraceError, TypeError, ValueError, RuntimeError)
+
+
+def _traces(m: torch.nn.Module) -> bool:
+    """Whether ``m`` alone traces symbolically (its family modules kept as calls)."""
+    try:
+        _Inliner(inline=False).trace(m)
+    except _UNTRACEABLE:
+        return False
+    return True
+
+
+def flatten(module: torch.nn.Module) -> torch.fx.GraphModule:
+    """A converted model as one graph of plain calls, for ``torch.compile``.
+
+    onnx2torch makes each node a module. Dynamo guards on every module's attributes each
+    time a compiled model is called (about 1600 guards for 39 small gathers), which cost a
+    third of the compiled call, and traces each module's Python when it compiles. Here
+    onnx2torch's modules are inlined (``torch.fx`` symbolic tracing) and each node of the
+    family becomes a direct call of its ``onnx_gather`` function, with its attributes and
+    version as arguments. The results are the same, bit for bit.
+
+    A module of onnx2torch's that cannot be traced symbolically (its Reshape and Slice
+    branch on tensor values) stays a module; the rest of the graph is still inlined.
+
+    Export (``torch.onnx.export``) the module onnx2torch made, not this one: its family
+    modules write their nodes back.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        What ``onnx2torch.convert`` returned, with :func:`register` in effect.
+
+    Returns
+    -------
+    torch.fx.GraphModule
+        The same computation; its buffers are the model's initializers.
+
+    Examples
+    --------
+    >>> from onnx_gather.integrations import onnx2torch as plugin
+    >>> plugin.register()  # doctest: +SKIP
+    >>> model = torch.compile(plugin.flatten(onnx2torch.convert(proto)), fullgraph=True)  # doctest: +SKIP
+    """
+    try:
+        graph = _Inliner(inline=True).trace(module)
+    except _UNTRACEABLE:  # (a module traced alone but not where it is called)
+        graph = _Inliner(inline=False).trace(module)
+    flat = torch.fx.GraphModule(module, graph)
+    for node in flat.graph.nodes:
+        if node.op != "call_module":
+            continue
+        called = flat.get_submodule(node.target)
+        if isinstance(called, FamilyModule):
+            node.op, node.target = "call_function", called._function
+            node.args = tuple(node.args)[: len(called._op.inputs)]
+            node.kwargs = dict(called._keywords)
+    flat.delete_all_unused_submodules()
+    flat.recompile()
+    return flat
 
 
 def _converter(op: _ops.Operator, version: int) -> Any:
