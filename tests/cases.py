@@ -529,6 +529,9 @@ def _openvino_gather_nd_cases() -> list[Case]:
         case("ov-nd-opset-7-is-version-5", OV_ND, d4, b2, batch_dims=2, opset=7, expected=flat),
         case("ov-nd-5-batch-1-same-shape", OV_ND, d4, i64([[1], [2]]), batch_dims=1, opset=5),
         case("ov-nd-5-no-batch", OV_ND, d4, i64([[1, 2], [-1, 0]]), opset=5),
+        # Empty batch dims flattened (Dask's reshape of an empty array in several chunks).
+        case("ov-nd-5-empty-batch", OV_ND, np.zeros((0, 0, 0, 0), np.int32),
+             np.zeros((0, 0, 3, 2), np.int64), batch_dims=2, opset=5),
         case("ov-nd-opset-4", OV_ND, d2, i64([[0, 0]]), opset=4, raises=ValueError,
              match="opset 4 has no OpenVINO GatherND"),
         case("ov-nd-version-not-an-int", OV_ND, d2, i64([[0, 0]]), opset=8.0, raises=TypeError,

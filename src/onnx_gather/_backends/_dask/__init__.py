@@ -18,7 +18,7 @@ from dask.array.utils import meta_from_array
 
 from onnx_gather import _spec
 from onnx_gather._backends import _numpy as numpy_kernels
-from onnx_gather._backends._base import Backend
+from onnx_gather._backends._base import Backend, Call
 from onnx_gather._backends._dask import _chunks as chunking
 from onnx_gather._backends._dask import _scatter as scatters
 from onnx_gather._host import checked
@@ -215,6 +215,22 @@ class DaskBackend(Backend):
             )
             raise ValueError(msg)
         return tuple(int(n) for n in x.shape)
+
+    def reshaping(self, call: Call, shape: tuple[int, ...], /) -> Call:
+        """``call`` whose result is given ``shape``; an empty one in one chunk first.
+
+        Dask's reshape fails on an empty array with a dim in several chunks (``reduce() of
+        empty iterable``, dask 2026.8.0: ``reshape_rechunk`` multiplies an empty run of
+        dims); one chunk of nothing reshapes.
+        """
+
+        def reshaped(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
+            result = call(arrays, out)
+            if 0 in result.shape:
+                result = result.rechunk(-1)
+            return result.reshape(shape)
+
+        return reshaped
 
     def gather(self, data: da.Array, indices: Array, plan: Plan, /) -> da.Array:
         """Gather: output blocks of data's off-axis blocks around one indices block each.
