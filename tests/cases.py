@@ -26,6 +26,7 @@ ELEMENTS = _ops.GATHER_ELEMENTS.name
 OPENVINO = _ops.OPENVINO_GATHER_ELEMENTS.name
 ND = _ops.GATHER_ND.name
 OV_ND = _ops.OPENVINO_GATHER_ND.name
+OV_GATHER = _ops.OPENVINO_GATHER.name
 
 
 def case(
@@ -120,6 +121,8 @@ def _dtype_cases() -> list[Case]:
             ),
             case(f"dtype-{name}-elements-axis0", ELEMENTS, data, i32([[1, 0, 1, 0]]), axis=0),
             case(f"dtype-{name}-openvino", OPENVINO, data, i64([[3, -3, 1], [0, -1, 2]]), axis=1),
+            # (out of range: zeros of the type)
+            case(f"dtype-{name}-openvino-gather", OV_GATHER, data, i64([[3, -4], [9, -5]]), axis=1),
         ]
     string_kinds = [("U", a(["a", "bb", "ccc"])), ("S", a([b"a", b"bb", b"ccc"]))]
     if hasattr(np, "dtypes") and hasattr(np.dtypes, "StringDType"):
@@ -130,6 +133,13 @@ def _dtype_cases() -> list[Case]:
         cases += [
             case(f"dtype-string-{label}-gather", GATHER, data, i64([2, -3])),
             case(f"dtype-string-{label}-elements", ELEMENTS, data, i64([2, 0, -1, 1])),
+            case(
+                f"dtype-string-{label}-openvino-gather",
+                OV_GATHER,
+                data,
+                i64([2, 3, -4, -1]),
+                axis=0,
+            ),
         ]
     if BFLOAT16 is not None:
         bf = _special_values("bfloat16").reshape(2, 4)
@@ -550,6 +560,61 @@ def _openvino_gather_nd_cases() -> list[Case]:
     ]  # fmt: skip
 
 
+def _openvino_gather_cases() -> list[Case]:
+    """OpenVINO Gather-7/8: zeros for an index out of range, batch dims up to the axis."""
+    d2 = np.arange(10, dtype=np.float32).reshape(2, 5)
+    d4 = np.arange(2 * 3 * 4 * 2, dtype=np.float64).reshape(2, 3, 4, 2)
+    d3 = np.arange(2 * 3 * 4, dtype=np.int32).reshape(2, 3, 4)
+    return [
+        case("ov-gather-8-out-of-range-zeros", OV_GATHER, d2, i64([[3, 10, -20], [-1, -5, 5]]),
+             axis=1, expected=a([[[3, 0, 0], [4, 0, 0]], [[8, 0, 0], [9, 5, 0]]], np.float32)),
+        # Gather-7's text says [0, s-1]; the runtime reads a negative index as out of range.
+        case("ov-gather-7-negatives-zeros", OV_GATHER, d2, i64([3, -1, -5, 5]), axis=1, opset=7,
+             expected=a([[3, 0, 0, 0], [8, 0, 0, 0]], np.float32)),
+        case("ov-gather-0d-index", OV_GATHER, d2, i64(-2), axis=1),
+        case("ov-gather-int32", OV_GATHER, d2, i32([[1, -1], [7, 0]]), axis=0),
+        case("ov-gather-axis-negative", OV_GATHER, d4, i64([1, -4, 4]), axis=-2),
+        case("ov-gather-batch-1-axis-2", OV_GATHER, d4, RNG.integers(-6, 6, (2, 5)), axis=2,
+             batch_dims=1),
+        case("ov-gather-batch-2-axis-2", OV_GATHER, d3, RNG.integers(-5, 5, (2, 3, 2)), axis=2,
+             batch_dims=2),
+        case("ov-gather-batch-1-axis-3", OV_GATHER, d4, RNG.integers(-3, 3, (2, 2, 3)), axis=3,
+             batch_dims=1),
+        # batch_dims equal to the indices' rank: one index per batch.
+        case("ov-gather-batch-is-all-of-indices", OV_GATHER, d3, i64([[1, -1, 9], [0, 3, -4]]),
+             axis=2, batch_dims=2),
+        case("ov-gather-negative-batch-dims", OV_GATHER, d2, i64([[0, 0, 4], [4, 0, 9]]), axis=1,
+             batch_dims=-1, expected=a([[0, 0, 4], [9, 5, 0]], np.float32)),
+        case("ov-gather-empty-axis-zeros", OV_GATHER, np.zeros((2, 0), np.float32), i64([0, -1]),
+             axis=1, expected=np.zeros((2, 2), np.float32)),
+        case("ov-gather-empty-axis-strings", OV_GATHER, np.zeros((0, 2), object), i64([0, -1]),
+             axis=0, expected=np.full((2, 2), "", object)),
+        case("ov-gather-empty-indices", OV_GATHER, d2, np.zeros((0, 3), np.int64), axis=0),
+        # Python ints beyond int32 (JAX without 64-bit types narrows them on the device).
+        case("ov-gather-beyond-int32", OV_GATHER, d2, i64([2**40, -(2**40), 1]), axis=1,
+             written=[2**40, -(2**40), 1]),
+        case("ov-gather-unchecked-flag-ignored", OV_GATHER, d2, i64([9, 1]), axis=1,
+             check_bounds=False),
+        case("ov-gather-opset-6", OV_GATHER, d2, i64([0]), axis=0, opset=6, raises=ValueError,
+             match="opset 6 has no OpenVINO Gather"),
+        case("ov-gather-version-not-an-int", OV_GATHER, d2, i64([0]), axis=0, opset=8.0,
+             raises=TypeError, match="version must be an int, got 8.0"),
+        case("ov-gather-batch-dims-above-axis", OV_GATHER, d2, i64([[0], [1]]), axis=0,
+             batch_dims=1, raises=ValueError, match="batch_dims 1 .normalised 1. must not exceed axis 0"),
+        case("ov-gather-batch-dims-differ", OV_GATHER, d2, i64([[0], [1], [1]]), axis=1,
+             batch_dims=1, raises=ValueError,
+             match="batch_dims=1 dims of data and indices must be equal"),
+        case("ov-gather-batch-dims-out-of-range", OV_GATHER, d2, i64([[0], [1]]), axis=1,
+             batch_dims=-3, raises=ValueError, match="batch_dims -3 is out of range"),
+        case("ov-gather-axis-out-of-range", OV_GATHER, d2, i64([0]), axis=2, raises=ValueError,
+             match="axis 2 is out of range"),
+        case("ov-gather-rank-0-data", OV_GATHER, a(1.0, np.float32), i64([0]), axis=0,
+             raises=ValueError, match="rank >= 1"),
+        case("ov-gather-float-indices", OV_GATHER, d2, a([0.0]), axis=0, raises=TypeError,
+             match="indices must be int32 or int64, got float64"),
+    ]  # fmt: skip
+
+
 def all_cases() -> list[Case]:
     cases = (
         _spec_examples()
@@ -562,6 +627,7 @@ def all_cases() -> list[Case]:
         + _campaign_cases()
         + _gather_nd_cases()
         + _openvino_gather_nd_cases()
+        + _openvino_gather_cases()
         + SCATTER_CASES
     )
     ids = [c.id for c in cases]

@@ -365,3 +365,31 @@ def test_openvino_gather_nd_5_flattens_the_batch_dims_under_every_transform() ->
     assert_identical(np.asarray(jax.grad(lambda x: f(x).sum())(jnp.asarray(d))), counts)
     batched = jax.vmap(f)(jnp.stack([jnp.asarray(d)] * 2))
     assert_identical(np.asarray(batched), np.stack([want] * 2))
+
+
+def test_openvino_gather_zeros_and_batches_under_every_transform() -> None:
+    """Gather-8 with a batch dim before the axis under jit, grad (zero gradient where an
+    index is out of range) and vmap; bfloat16 NaN payloads kept under jit."""
+    d = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    i = np.array([[1, -1, 9], [-5, 0, 3]], np.int32)
+    want = oracle.openvino_gather(d, i, axis=2, batch_dims=1)
+
+    def f(x: Any) -> Any:
+        return openvino.gather(x, jnp.asarray(i), axis=2, batch_dims=1)
+
+    assert_identical(np.asarray(jax.jit(f)(jnp.asarray(d))), want)
+    counts = np.zeros_like(d)
+    for b, j in np.ndindex(2, 3):
+        if -4 <= i[b, j] < 4:
+            counts[b, :, i[b, j]] += 1
+    assert_identical(np.asarray(jax.grad(lambda x: f(x).sum())(jnp.asarray(d))), counts)
+    batched = jax.vmap(f)(jnp.stack([jnp.asarray(d)] * 2))
+    assert_identical(np.asarray(batched), np.stack([want] * 2))
+    payloads = np.array([0x7FC1, 0xFF81, 0x0001, 0x3F80], np.uint16).view(jnp.bfloat16)
+    got = jax.jit(lambda x: openvino.gather(x, jnp.asarray([3, 0, 7, -3]), axis=0))(payloads)
+    want16 = oracle.openvino_gather(payloads, np.array([3, 0, 7, -3]), axis=0)
+    assert_identical(np.asarray(got), want16)
+    grad16 = jax.grad(
+        lambda x: openvino.gather(x, jnp.asarray([3, 9]), axis=0).astype(jnp.float32).sum()
+    )(jnp.ones(4, jnp.bfloat16))
+    assert_identical(np.asarray(grad16), np.array([0, 0, 0, 1], np.float32).astype(jnp.bfloat16))

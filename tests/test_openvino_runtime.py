@@ -20,7 +20,7 @@ from helpers import assert_identical, expected
 
 from onnx_gather import _ops
 from onnx_gather._conformance.onnx_peers import Gap
-from onnx_gather._conformance.openvino_peer import OpenVINO
+from onnx_gather._conformance.openvino_peer import OpenVINO, stale_fill
 
 RUNTIME = OpenVINO()  # openvino is a test dependency: no skip
 
@@ -185,3 +185,77 @@ def test_gather_nd_5_flattens_and_8_keeps_the_batch_dims() -> None:
     indices = np.array([[[1], [0], [2]], [[0], [2], [-1]]], np.int64)
     assert RUNTIME.run(data, indices, 2, OV_ND, 5).shape == (6, 1)
     assert RUNTIME.run(data, indices, 2, OV_ND, 8).shape == (2, 3, 1)
+
+
+# OpenVINO Gather-7/8: every case of the table the runtime can run, bit for bit (zeros for
+# an index out of range); those it cannot run or reads otherwise, by name.
+#: Not run: compiling a Gather with an empty output stops the process (SIGFPE, 2026.4.1);
+#: the runtime has no complex types; strings are not fed to it.
+GATHER_GAPS = {
+    "ov-gather-empty-indices": "an empty output: compiling it stops the process (SIGFPE)",
+    "dtype-complex64-openvino-gather": "no complex element types",
+    "dtype-complex128-openvino-gather": "no complex element types",
+    "dtype-string-openvino-gather": "strings are not fed to the runtime",
+    "ov-gather-empty-axis-strings": "strings are not fed to the runtime",
+    # (uninitialised memory: zeros at times, so no comparison can fail reliably)
+    "ov-gather-empty-axis-zeros": "an empty axis: the output holds uninitialised memory",
+    "dtype-string-U-openvino-gather": "strings are not fed to the runtime",
+    "dtype-string-S-openvino-gather": "strings are not fed to the runtime",
+    "dtype-string-StringDType-openvino-gather": "strings are not fed to the runtime",
+    # (the library's API: the runtime has an opset, not an argument)
+    "ov-gather-opset-6": "a version argument", "ov-gather-version-not-an-int": "a version argument",
+    # (TypeErrors of the library's planner: the runtime builds no model of a float index)
+    "ov-gather-float-indices": "a float index type",
+    "ov-gather-rank-0-data": "0-d data: the runtime's Gather takes it",
+    # (the runtime normalises batch_dims by the indices' rank only)
+    "ov-gather-batch-dims-out-of-range": "batch_dims -3 with indices of rank 2: it reads 0-d",
+}  # fmt: skip
+GATHER_DIVERGES = {
+    "ov-gather-beyond-int32": "int64 indices are read as int32: 2**40 reads element 0",
+    "dtype-int64-openvino-gather": "the CPU plugin computes int64 data as int32",
+    "dtype-float64-openvino-gather": "the CPU plugin computes float64 as float32",
+}
+OV_GATHER_CASES = [c for c in CASES if c.op == _ops.OPENVINO_GATHER.name]
+#: Not run either: integer data with an index out of range, which the CPU plugin fills
+#: with stale memory at times (not zeros: a flaky comparison).
+GATHER_STALE = {
+    c.id for c in OV_GATHER_CASES
+    if c.raises is None and c.id not in GATHER_GAPS and stale_fill(
+        c.data, c.indices, c.attributes["axis"],
+        _ops.OPENVINO_GATHER.resolve(8 if c.opset is None else c.opset),
+    )
+}  # fmt: skip
+
+
+def _gather(case: Case) -> np.ndarray:
+    op = _ops.OPENVINO_GATHER
+    version = op.resolve(op.default_opset if case.opset is None else case.opset)
+    attribute = (case.attributes["axis"], case.attributes["batch_dims"])
+    return RUNTIME.run(case.data, case.indices, attribute, op.name, version)
+
+
+def _gather_param(case: Case) -> object:
+    marks = []
+    if case.id in GATHER_DIVERGES:
+        marks.append(pytest.mark.xfail(strict=True, reason=GATHER_DIVERGES[case.id]))
+    return pytest.param(case, id=case.id, marks=marks)
+
+
+def test_every_openvino_gather_case_is_covered() -> None:
+    ids = {c.id for c in OV_GATHER_CASES}
+    assert len(ids) > 30
+    assert set(GATHER_GAPS) | set(GATHER_DIVERGES) <= ids
+    assert {"spec-openvino-gather-8-example-7", "dtype-int8-openvino-gather"} <= GATHER_STALE
+    assert len(ids - set(GATHER_GAPS) - GATHER_STALE) > 20  # (what the runtime does run)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [_gather_param(c) for c in OV_GATHER_CASES if c.id not in GATHER_GAPS.keys() | GATHER_STALE],
+)
+def test_gather_case_on_openvino(case: Case) -> None:
+    if case.raises is not None:
+        with pytest.raises(RuntimeError):
+            _gather(case)
+        return
+    assert_identical(_gather(case), expected(case))

@@ -490,3 +490,34 @@ def test_openvino_gather_nd_5_flattens_the_batch_dims_under_every_transform() ->
     np.testing.assert_array_equal(x.grad.numpy(), counts)
     batched = torch.func.vmap(lambda y: f(y, torch.from_numpy(i)))(torch.stack([x.detach()] * 2))
     np.testing.assert_array_equal(batched.numpy(), np.stack([want] * 2))
+
+
+def test_openvino_gather_zeros_and_batches_under_every_transform() -> None:
+    """Gather-8 with a batch dim before the axis: compile, autograd (zero gradient where an
+    index is out of range), vmap; and complex data compiled (one recorded operator)."""
+    from onnx_gather._conformance.oracle import openvino_gather
+
+    d = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    i = np.array([[1, -1, 9], [-5, 0, 3]])
+    want = openvino_gather(d, i, axis=2, batch_dims=1)
+
+    def f(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        return openvino.gather(x, idx, axis=2, batch_dims=1)
+
+    x = torch.from_numpy(d).requires_grad_()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "`torch.jit.script_method` is deprecated")
+        importlib.import_module("torch._inductor.compile_fx")
+    got = torch.compile(f, fullgraph=True)(x, torch.from_numpy(i))
+    np.testing.assert_array_equal(got.detach().numpy(), want)
+    got.backward(torch.ones_like(got))
+    counts = np.zeros_like(d)
+    for b, j in np.ndindex(2, 3):
+        if -4 <= i[b, j] < 4:
+            counts[b, :, i[b, j]] += 1
+    np.testing.assert_array_equal(x.grad.numpy(), counts)
+    batched = torch.func.vmap(lambda y: f(y, torch.from_numpy(i)))(torch.stack([x.detach()] * 2))
+    np.testing.assert_array_equal(batched.numpy(), np.stack([want] * 2))
+    z = torch.complex(torch.from_numpy(d), -torch.from_numpy(d))
+    compiled = torch.compile(f, fullgraph=True)(z, torch.from_numpy(i))
+    np.testing.assert_array_equal(compiled.numpy(), openvino_gather(z.numpy(), i, 2, 1))

@@ -48,7 +48,12 @@ from onnx_gather._conformance.strategies import DTYPES, Example, examples
 
 OPS = _ops.OPS
 #: Peers that run only some operators (the others run every one).
-ONLY = {"openvino (CPU)": {_ops.OPENVINO_GATHER_ELEMENTS.name, _ops.OPENVINO_GATHER_ND.name}}
+ONLY = {
+    "openvino (CPU)": {
+        _ops.OPENVINO_GATHER_ELEMENTS.name, _ops.OPENVINO_GATHER_ND.name,
+        _ops.OPENVINO_GATHER.name,
+    }
+}  # fmt: skip
 Peer = Callable[[Example], Outcome]
 #: The naive native call of each operator per library: ``call(module, data, indices,
 #: attributes)`` with the library's module (numpy, torch, jax.numpy). An operator without

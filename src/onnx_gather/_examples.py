@@ -15,6 +15,7 @@ from onnx_gather._ops import (
     GATHER,
     GATHER_ELEMENTS,
     GATHER_ND,
+    OPENVINO_GATHER,
     OPENVINO_GATHER_ELEMENTS,
     OPENVINO_GATHER_ND,
     SCATTER,
@@ -73,6 +74,27 @@ def _openvino_nd(
 ) -> Example:
     op = OPENVINO_GATHER_ND.name
     return Example(name, op, data, indices, {"batch_dims": batch_dims}, expected, version)
+
+
+def _openvino_gather(
+    name: str, data: Any, indices: Any, axis: int, batch_dims: int, expected: Any, version: int
+) -> Example:
+    attributes = {"axis": axis, "batch_dims": batch_dims}
+    return Example(name, OPENVINO_GATHER.name, data, indices, attributes, expected, version)
+
+
+#: OpenVINO Gather's examples 1-5, printed alike on the Gather-7 and Gather-8 pages:
+#: (data, indices, axis, batch_dims, output).
+_OV_GATHER = (
+    ([1, 2, 3, 4, 5], [0, 0, 4], 0, 0, [1, 1, 5]),
+    ([[1, 2, 3, 4, 5], [6, 7, 8, 9, 10]], [[0, 0, 4], [4, 0, 0]], 1, 1, [[1, 1, 5], [10, 6, 6]]),
+    (np.arange(1, 21).reshape(2, 2, 5), [[[0, 0, 4], [4, 0, 0]], [[1, 2, 4], [4, 3, 2]]], 2, 2,
+     [[[1, 1, 5], [10, 6, 6]], [[12, 13, 15], [20, 19, 18]]]),
+    (np.arange(1, 41).reshape(2, 1, 5, 4), [[1, 2, 4], [4, 3, 2]], 2, 1,
+     [[[[5, 6, 7, 8], [9, 10, 11, 12], [17, 18, 19, 20]]],
+      [[[37, 38, 39, 40], [33, 34, 35, 36], [29, 30, 31, 32]]]]),
+    ([[1, 2, 3, 4, 5], [6, 7, 8, 9, 10]], [[0, 0, 4], [4, 0, 0]], 1, -1, [[1, 1, 5], [10, 6, 6]]),
+)  # fmt: skip
 
 
 def _nd(
@@ -155,6 +177,13 @@ EXAMPLES: tuple[Example, ...] = (
     _openvino_nd("OpenVINO GatherND-8 example 5", _i(_OV24), _i([[1], [0]]), 1, _i([[5, 6, 7, 8], [13, 14, 15, 16]]), 8),
     _openvino_nd("OpenVINO GatherND-8 example 6", _i(_OV24), _i(_OV_B2), 2, _i([[[2], [5], [11]], [[13], [19], [23]]]), 8),
     _openvino_nd("OpenVINO GatherND-8 example 7", _i(np.arange(1, 17).reshape(1, 2, 2, 4)), _i([[[[1], [0]], [[3], [2]]]]), 3, _i([[[2, 5], [12, 15]]]), 8),
+    *(
+        _openvino_gather(f"OpenVINO Gather-{v} example {n}", _i(d), _i(i), a, b, _i(o), v)
+        for v in (7, 8)
+        for n, (d, i, a, b, o) in enumerate(_OV_GATHER, 1)
+    ),
+    _openvino_gather("OpenVINO Gather-8 example 6", _i([1, 2, 3, 4, 5]), _i([0, -2, -1]), 0, 0, _i([1, 4, 5]), 8),
+    _openvino_gather("OpenVINO Gather-8 example 7", _i([1, 2, 3, 4, 5]), _i([3, 10, -20]), 0, 0, _i([4, 0, 0]), 8),
     _openvino_nd("OpenVINO GatherND-5 example 4", _i([[1, 2], [3, 4]]), _i([[1], [0]]), 1, _i([2, 3]), 5),
     _openvino_nd("OpenVINO GatherND-5 example 5", _i(_OV24), _i([[1], [0]]), 1, _i([[5, 6, 7, 8], [13, 14, 15, 16]]), 5),
     _openvino_nd("OpenVINO GatherND-5 example 6", _i(_OV24), _i(_OV_B2), 2, _i([[2], [5], [11], [13], [19], [23]]), 5),

@@ -83,6 +83,10 @@ class Operator:
     opset_keyword : str
         The public function's keyword that selects the version: ``opset``, or
         ``version`` for OpenVINO's (its opset).
+    bounded : bool
+        Whether an index can be out of range (the public function takes ``check_bounds``);
+        False where the operator defines a value for every index (OpenVINO's Gather:
+        zeros).
     """
 
     name: str
@@ -107,6 +111,9 @@ class Operator:
     #: The public function's keyword for the version to run: ``opset`` (OpenVINO's
     #: functions with versions say ``version``, the OpenVINO opset).
     opset_keyword: str = "opset"
+    #: Whether the public function takes ``check_bounds`` (OpenVINO's Gather does not:
+    #: an index out of range gives zeros).
+    bounded: bool = True
     #: The version each opset resolves to: a table made once, for opsets that exist and
     #: some to come (every call asks; any other opset takes :meth:`resolve`'s checking path).
     newest: dict[int | None, int] = field(init=False, repr=False)
@@ -389,6 +396,27 @@ OPENVINO_GATHER_ND = Operator(
     onnx_index_types=("int64",),
     opset_keyword="version",
 )
+OPENVINO_GATHER = Operator(
+    name="openvino.gather",
+    op_type="Gather",
+    label="OpenVINO Gather",
+    versions={
+        7: "the operator (OpenVINO opset 7), batch_dims; indices in [0, s-1], others give zeros",
+        8: "negative indices (OpenVINO opset 8): [-s, s-1], others give zeros",
+    },
+    bfloat16_from=7,  # OpenVINO lists "any supported type"
+    default_opset=8,
+    inputs=("data", "indices"),
+    attributes=(("axis", None), ("batch_dims", 0)),
+    planner=_gather.openvino_plan,
+    method="openvino_gather",
+    oracle=_ORACLE + "OPENVINO_GATHER",
+    strategy=_STRATEGY + "openvino_gather_examples",
+    adjoint=None,
+    onnx_opset=13,  # (ONNX Gather-13 computes it where batch_dims is 0 and no index is invalid)
+    opset_keyword="version",
+    bounded=False,
+)
 
 SCATTER_ELEMENTS = Operator(
     name="scatter_elements",
@@ -477,6 +505,7 @@ OPERATORS: tuple[Operator, ...] = (
     OPENVINO_GATHER_ELEMENTS,
     GATHER_ND,
     OPENVINO_GATHER_ND,
+    OPENVINO_GATHER,
     SCATTER_ELEMENTS,
     SCATTER_ND,
     SCATTER,
@@ -525,7 +554,8 @@ def call(
     """
     operator_ = get(op)
     keywords: dict[str, Any] = dict(attributes)
-    keywords["check_bounds"] = check_bounds
+    if operator_.bounded:
+        keywords["check_bounds"] = check_bounds
     if operator_.default_opset is not None and opset is not None:
         keywords[operator_.opset_keyword] = opset
     return operator_.function()(*arrays, **keywords)

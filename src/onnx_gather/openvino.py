@@ -7,7 +7,67 @@ from typing import Any
 from onnx_gather import _ops
 from onnx_gather._api import run
 
-__all__ = ["gather_elements", "gather_nd"]
+__all__ = ["gather", "gather_elements", "gather_nd"]
+
+
+def gather(data: Any, indices: Any, /, axis: int, *, batch_dims: int = 0, version: int = 8) -> Any:
+    """OpenVINO ``Gather-7`` and ``Gather-8``.
+
+    Slices of ``data`` along ``axis`` at ``indices``, per batch:
+    ``out[p_0, ..., p_{axis-1}, i_b, ..., i_{M-1}, p_{axis+1}, ...] = data[p_0, ...,
+    p_{axis-1}, indices[p_0, ..., p_{b-1}, i_b, ..., i_{M-1}], p_{axis+1}, ...]`` with
+    ``b = batch_dims``: the first ``b`` dims of data and indices are batches, and each
+    batch reads only its own data. The output's shape is ``data.shape[:axis] +
+    indices.shape[b:] + data.shape[axis+1:]``.
+
+    Gather-8 takes indices in ``[-s, s-1]`` (``s = data.shape[axis]``), negative ones
+    counting from the end; Gather-7 in ``[0, s-1]``. Any other index gives zeros in its
+    place (empty strings for strings): the operator defines that value (Gather-8's text,
+    its Example 7; OpenVINO's runtime reads Gather-7's negatives so too), so it is never
+    an error, and there is no ``check_bounds``.
+
+    Parameters
+    ----------
+    data : array
+        An array of any supported library, rank >= 1.
+    indices : array or sequence of ints
+        int32 or int64 indices, any shape (0-d too).
+    axis : int
+        The axis to gather along, in ``[-r, r-1]``.
+    batch_dims : int, optional
+        Leading dims that data and indices share, in ``[-q, q]`` for indices of rank ``q``
+        (negative: counted from ``q``), at most ``axis`` once both are normalised.
+        Default 0.
+    version : int, optional
+        The OpenVINO opset: 7 runs Gather-7, 8 and later Gather-8. Default 8.
+
+    Returns
+    -------
+    array
+        Of ``data``'s library, dtype and device.
+
+    Raises
+    ------
+    TypeError
+        Disallowed index type, or ``indices`` from another array library.
+    ValueError
+        0-d data, ``axis`` or ``batch_dims`` out of range, ``batch_dims`` above ``axis``,
+        batch dims of data and indices that differ, or a ``version`` older than 7.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onnx_gather import openvino
+    >>> openvino.gather(np.array([1, 2, 3, 4, 5]), [3, 10, -20, -1], axis=0)
+    array([4, 0, 0, 5])
+    >>> openvino.gather(np.array([1, 2, 3, 4, 5]), [3, -1], axis=0, version=7)
+    array([4, 0])
+    >>> data = np.array([[1, 2, 3, 4, 5], [6, 7, 8, 9, 10]])
+    >>> openvino.gather(data, [[0, 0, 4], [4, 0, 0]], axis=1, batch_dims=1)
+    array([[ 1,  1,  5],
+           [10,  6,  6]])
+    """
+    return run(_ops.OPENVINO_GATHER, version, (data, indices), (axis, batch_dims), False)
 
 
 def gather_elements(data: Any, indices: Any, /, axis: int, *, check_bounds: bool = True) -> Any:

@@ -16,10 +16,11 @@ from onnx_gather import _host
 from onnx_gather._backends._positions import element_positions, tuple_rows
 from onnx_gather._dtypes import numpy_dtype_name
 from onnx_gather._indices import BoundsPolicy, default_extremes, normalise_indices
+from onnx_gather._spec.gather import GatherPlan
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
-    from onnx_gather._spec.gather import GatherPlan
+    from onnx_gather._spec.gather import OpenVINOGatherPlan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
     from onnx_gather._spec.gather_nd import GatherNDPlan
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
@@ -172,6 +173,20 @@ class Backend:
             # On a device (CuPy refuses both above): array-api-compat's copy to the host.
             return np.asarray(to_device(x, "cpu"))
 
+    def zeros(self, shape: tuple[int, ...], like: Array, /) -> Any:
+        """Zeros of ``like``'s dtype on its device: empty strings for strings (NumPy's)."""
+        xp = self.namespace(like)
+        if isinstance(like.dtype, np.dtype) and like.dtype.kind in "OUST":
+            return xp.asarray(np.full(shape, "", dtype=like.dtype))
+        return xp.zeros(shape, dtype=like.dtype, device=device(like))
+
+    def keep(self, where: Array, x: Array, /) -> Any:
+        """``x`` where ``where`` (broadcast) holds, zero (an empty string) elsewhere.
+
+        Every kept element's bits as they are.
+        """
+        return self.namespace(x).where(where, x, self.zeros((), x))
+
     def checked_or_clamped(self, indices: Array, data: Array, plan: Any, /) -> Any:
         """Indices on ``data``'s device in ``[0, s)`` per component: checked, or clamped.
 
@@ -221,6 +236,39 @@ class Backend:
         xp = self.namespace(data)
         indices = self.checked_or_clamped(indices, data, plan)
         return nd_take(xp, data, indices, plan)
+
+    def openvino_gather(self, data: Array, indices: Array, plan: OpenVINOGatherPlan, /) -> Any:
+        """OpenVINO Gather-7/8: :meth:`gather` or :meth:`gather_nd`, zeros where invalid.
+
+        The valid indices are read by ``plan.inner``. The inner call gets in-range indices (an invalid one reads element 0 of the axis,
+        then replaced), so each library's own kernel and its exact moves serve.
+        """
+        xp = self.namespace(data)
+        s = plan.size
+        if s == 0:  # every index is out of range
+            return self.zeros(plan.out_shape, data)
+        if isinstance(indices, np.ndarray):
+            # On the host, before they travel: a library may narrow them (JAX without
+            # 64-bit types wraps an int64 index into int32).
+            valid, safe = _valid_and_safe(np, indices, plan)
+            valid = xp.asarray(valid, device=device(data))
+            safe = xp.asarray(safe, device=device(data))
+        else:
+            if s > _INT32_MAX and indices.dtype == xp.int32:
+                indices = xp.astype(indices, xp.int64)
+            valid, safe = _valid_and_safe(xp, indices, plan)
+        inner = plan.inner
+        if isinstance(inner, GatherPlan):  # (batch_dims 0)
+            out = self.gather(data, safe, inner)
+        else:
+            b, axis = plan.batch_dims, plan.axis
+            if axis > b:  # the gathered axis right after the batch dims
+                order = (*range(b), axis, *range(b, axis), *range(axis + 1, data.ndim))
+                data = xp.permute_dims(data, order)
+            out = self.gather_nd(data, xp.expand_dims(safe, axis=-1), inner)
+            if plan.moved is not None:
+                out = xp.permute_dims(out, plan.moved)
+        return self.keep(xp.reshape(valid, plan.mask_shape), out)
 
     def scatter_elements(
         self,
@@ -272,6 +320,18 @@ class Backend:
             return result
         out[...] = result
         return out
+
+
+_INT32_MAX = 2**31 - 1
+
+
+def _valid_and_safe(xp: Any, indices: Array, plan: OpenVINOGatherPlan) -> tuple[Any, Any]:
+    """Where OpenVINO Gather's ``indices`` are valid; them counted into ``[0, s)``, else 0."""
+    s = plan.size
+    low = -s if plan.negatives else 0
+    valid = (indices >= low) & (indices < s)
+    counted = xp.where(indices < 0, indices + s, indices) if plan.negatives else indices
+    return valid, xp.where(valid, counted, xp.zeros_like(indices))
 
 
 def strided_layout(x: Array) -> tuple[tuple[int, ...], tuple[int, ...], int] | None:

@@ -1,4 +1,4 @@
-"""OpenVINO's own runtime (CPU plugin) running GatherElements-6 and GatherND-5/8, a second oracle.
+"""OpenVINO's own runtime (CPU plugin) running GatherElements-6, GatherND-5/8 and Gather-7/8.
 
 The runtime decides what a real OpenVINO model does; this module only feeds it and reads
 the result back as NumPy.
@@ -16,10 +16,14 @@ from onnx_gather._conformance.onnx_peers import Gap
 from onnx_gather._conformance.runner import Outcome
 from onnx_gather._conformance.strategies import Example
 from onnx_gather._memo import Memo
-from onnx_gather._ops import OPENVINO_GATHER_ELEMENTS, OPENVINO_GATHER_ND
+from onnx_gather._ops import OPENVINO_GATHER, OPENVINO_GATHER_ELEMENTS, OPENVINO_GATHER_ND
 
-#: The operators the runtime runs, by registry name: each one's attribute.
-ATTRIBUTE = {OPENVINO_GATHER_ELEMENTS.name: "axis", OPENVINO_GATHER_ND.name: "batch_dims"}
+#: The operators the runtime runs, by registry name: each one's attribute (Gather: two).
+ATTRIBUTE: dict[str, str | tuple[str, ...]] = {
+    OPENVINO_GATHER_ELEMENTS.name: "axis",
+    OPENVINO_GATHER_ND.name: "batch_dims",
+    OPENVINO_GATHER.name: ("axis", "batch_dims"),
+}
 
 #: ONNX type name -> OpenVINO element type name (``openvino.Type.<name>``).
 _OV_TYPES = {
@@ -42,6 +46,38 @@ def _coordinates_in_range(data: np.ndarray, indices: np.ndarray, batch_dims: int
     sizes = np.array(data.shape[batch_dims : batch_dims + k], dtype=np.int64)
     wide = indices.astype(np.int64, copy=False).reshape(-1, k)
     return bool(((wide >= -sizes) & (wide < sizes)).all())
+
+
+def _crashing_gather(data: np.ndarray, indices: np.ndarray, axis: int, batch_dims: int) -> bool:
+    """Whether the CPU plugin stops the process on this Gather (2026.4.1).
+
+    An empty output (no index, or an empty dim of data off ``axis``) when it compiles
+    (SIGFPE); a batch dim of size 1, or a ``batch_dims`` below ``-rank(indices)`` (which
+    the library refuses), when it runs (a segmentation fault: data (1, 5, 2), indices
+    (1, 4), axis 1, batch_dims 1).
+    """
+    if not -data.ndim <= axis < data.ndim:
+        return False  # (rejected before it is compiled)
+    if batch_dims < -indices.ndim:
+        return True
+    off_axis = [n for d, n in enumerate(data.shape) if d != axis % data.ndim]
+    b = batch_dims + indices.ndim if batch_dims < 0 else batch_dims
+    return indices.size == 0 or 0 in off_axis or 1 in indices.shape[: max(b, 0)]
+
+
+def stale_fill(data: np.ndarray, indices: np.ndarray, axis: int, version: int) -> bool:
+    """Whether the CPU plugin's Gather may answer with stale memory, not zeros.
+
+    Integer or bool data and an index out of range: 2026.4.1 gives zeros for float data,
+    and for integer data only at times (``[1, 2, 3, 4, 5]`` int64 at ``[3, 10, -20]`` came
+    back ``[4, -20, 8]``).
+    """
+    if data.dtype.kind not in "biu" or not -data.ndim <= axis < data.ndim or not indices.size:
+        return False
+    size = data.shape[axis]
+    wide = indices.astype(np.int64, copy=False)
+    low = -size if version >= 8 else 0
+    return bool(((wide < low) | (wide >= size)).any())
 
 
 def _shape(ov: Any, rank: int | tuple[int, ...]) -> Any:
@@ -75,7 +111,7 @@ class OpenVINO:
             sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
         self.ov = importlib.import_module("openvino")
         self.ops = importlib.import_module("openvino.opset6")
-        self.opsets = {v: importlib.import_module(f"openvino.opset{v}") for v in (5, 8)}
+        self.opsets = {v: importlib.import_module(f"openvino.opset{v}") for v in (5, 7, 8)}
         hint = importlib.import_module("openvino.properties.hint")
         self.core = self.ov.Core()
         # Accuracy mode: no lowering of float32 to bfloat16/float16 on CPUs that have them.
@@ -91,7 +127,7 @@ class OpenVINO:
 
     def _element_type(self, name: str) -> Any:
         if name == "string":
-            raise Gap("its CPU plugin has no string GatherElements")
+            raise Gap("strings are not run (its CPU plugin has no string GatherElements)")
         if name.startswith("complex"):
             raise Gap("no complex element types")
         if name not in _OV_TYPES:
@@ -105,7 +141,7 @@ class OpenVINO:
         index_type: str,
         rank: int | tuple[int, ...],
         index_rank: int | tuple[int, ...],
-        attribute: int,
+        attribute: Any,
         op: str = OPENVINO_GATHER_ELEMENTS.name,
         version: int = 6,
     ) -> Any:
@@ -129,7 +165,7 @@ class OpenVINO:
         index_type: str,
         rank: int | tuple[int, ...],
         index_rank: int | tuple[int, ...],
-        attribute: int,
+        attribute: Any,
         op: str,
         version: int,
     ) -> Any:
@@ -140,6 +176,10 @@ class OpenVINO:
         )
         if op == OPENVINO_GATHER_ND.name:
             node = self.opsets[version].gather_nd(data, indices, attribute)
+        elif op == OPENVINO_GATHER.name:
+            axis, batch_dims = attribute
+            gather = self.opsets[version].gather
+            node = gather(data, indices, ops.constant(np.int64(axis)), batch_dims=batch_dims)
         else:
             node = ops.gather_elements(data, indices, attribute)
         model = ov.Model([node], [data, indices], f"{op}_{version}")
@@ -149,13 +189,14 @@ class OpenVINO:
         self,
         data: np.ndarray,
         indices: np.ndarray,
-        attribute: int,
+        attribute: Any,
         op: str = OPENVINO_GATHER_ELEMENTS.name,
         version: int = 6,
     ) -> np.ndarray:
-        """Run GatherElements-6 or GatherND-``version`` on OpenVINO; its exceptions propagate.
+        """Run GatherElements-6, GatherND-``version`` or Gather-``version`` on OpenVINO.
 
-        ``attribute``: GatherElements' axis, or GatherND's batch_dims.
+        Its exceptions propagate. ``attribute``: GatherElements' axis, GatherND's
+        batch_dims, or Gather's ``(axis, batch_dims)``.
 
         A compiled model that raised while running is dropped from the cache: after an
         out-of-range error the CPU plugin returns the failed call's output shape, filled
@@ -165,7 +206,7 @@ class OpenVINO:
         data_type, index_type = _type_name(data), _type_name(indices)
         # GatherND's CPU node needs static shapes (2026.4.1: "doesn't support GatherND
         # operation with dynamic rank" for dynamic dims): one model per shape.
-        nd = op == OPENVINO_GATHER_ND.name
+        nd = op in (OPENVINO_GATHER_ND.name, OPENVINO_GATHER.name)
         rank = tuple(data.shape) if nd else data.ndim
         index_rank = tuple(indices.shape) if nd else indices.ndim
         key = (data_type, index_type, rank, index_rank, attribute, op, version)
@@ -198,8 +239,27 @@ class OpenVINO:
             msg = f"OpenVINO runs only {', '.join(ATTRIBUTE)} examples, not {example.op}"
             raise ValueError(msg)
         try:
-            attribute = example.attributes[ATTRIBUTE[example.op]]
+            named = ATTRIBUTE[example.op]
+            attribute: Any = (
+                tuple(example.attributes[n] for n in named)
+                if isinstance(named, tuple)
+                else example.attributes[named]
+            )
             version = 6
+            if example.op == OPENVINO_GATHER.name:
+                opset = example.opset
+                version = OPENVINO_GATHER.resolve(8 if opset is None else opset)
+                if _crashing_gather(example.data, example.indices, *attribute):
+                    # Never run: it stops this process.
+                    raise Gap(
+                        "its CPU plugin crashes on a Gather with an empty output or a batch "
+                        "dim of size 1"
+                    )
+                if stale_fill(example.data, example.indices, attribute[0], version):
+                    raise Gap(
+                        "its CPU plugin fills an invalid index of integer data with stale "
+                        "memory, not zeros"
+                    )
             if example.op == OPENVINO_GATHER_ND.name:
                 opset = example.opset
                 version = OPENVINO_GATHER_ND.resolve(8 if opset is None else opset)
@@ -238,11 +298,26 @@ def known_divergence(example: Example, cls: str) -> str | None:
         return "float16 goes through float32 (CPUs without AVX512-FP16): signalling NaNs come back quiet"
     if example.op == OPENVINO_GATHER_ND.name:
         return _gather_nd_divergence(example, cls)
+    if example.op == OPENVINO_GATHER.name:
+        return _gather_divergence(example, cls)
     size = example.data.shape[example.attributes["axis"]]
     if cls == "ACCEPTS: out-of-range index" and size == 0:
         return "an empty axis is not range-checked: the output holds uninitialised memory"
     if cls == "ACCEPTS: out-of-range index" and reads_as_int32(example.indices, size):
         return "int64 indices are read as int32 (modulo 2**32)"
+    return None
+
+
+def _gather_divergence(example: Example, cls: str) -> str | None:
+    """Gather-7/8's own known divergences: an empty axis, int64 indices read as int32."""
+    if not cls.startswith("WRONG values"):
+        return None
+    axis = example.attributes["axis"]
+    if -example.data.ndim <= axis < example.data.ndim and example.data.shape[axis] == 0:
+        return "an empty axis: the output holds uninitialised memory, not zeros"
+    wide = example.indices.astype(np.int64, copy=False)
+    if example.indices.dtype == np.int64 and wide.size and (np.abs(wide) > 2**31 - 1).any():
+        return "int64 indices are read as int32 (modulo 2**32): an invalid one may read a value"
     return None
 
 

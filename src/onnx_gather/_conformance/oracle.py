@@ -52,6 +52,14 @@ def _version(opset: int, versions: tuple[int, ...]) -> int:
     return usable[-1]
 
 
+def _openvino_version(opset: Any, versions: tuple[int, ...]) -> int:
+    """The version an OpenVINO opset (``version``; None: 8) runs; TypeError for a non-int."""
+    opset = 8 if opset is None else opset
+    if isinstance(opset, bool) or not isinstance(opset, int | np.integer):
+        raise _rule(TypeError, "version type", f"version {opset!r}")
+    return _version(int(opset), versions)
+
+
 def _check_common(data: np.ndarray, indices: np.ndarray, axis: int, bf16: bool) -> int:
     if data.ndim < 1:
         raise _rule(ValueError, "data of rank 0", "rank >= 1")
@@ -290,14 +298,50 @@ def openvino_gather_nd(
     fill: bool = False,
 ) -> np.ndarray:
     """OpenVINO GatherND-5/8: GatherND-13's values; version 5 flattens the batch dims."""
-    opset = 8 if opset is None else opset
-    if isinstance(opset, bool) or not isinstance(opset, int | np.integer):
-        raise _rule(TypeError, "version type", f"version {opset!r}")
-    version = _version(int(opset), (5, 8))
+    version = _openvino_version(opset, (5, 8))
     out = gather_nd(data, indices, batch_dims, 13, check_bounds, fill)
     b = int(batch_dims)
     if version < 8 and b:
         out = out.reshape((int(np.prod(out.shape[:b], dtype=np.int64)), *out.shape[b:]))
+    return out
+
+
+def openvino_gather(
+    data: Any,
+    indices: Any,
+    axis: int,
+    batch_dims: int = 0,
+    opset: Any = 8,
+    check_bounds: bool = True,
+) -> np.ndarray:
+    """OpenVINO Gather-7/8, read from the texts' formula element by element.
+
+    Indices valid in ``[-s, s-1]`` (8) or ``[0, s-1]`` (7); any other reads zero (an empty
+    string for strings), checked or not: the operator defines that value.
+    """
+    data, indices = np.asarray(data), np.asarray(indices)
+    version = _openvino_version(opset, (7, 8))
+    axis = _check_common(data, indices, axis, True)
+    q = indices.ndim
+    if isinstance(batch_dims, bool) or not isinstance(batch_dims, int | np.integer):
+        raise _rule(TypeError, "batch_dims type", f"batch_dims {batch_dims!r}")
+    if not -q <= batch_dims <= q:
+        raise _rule(ValueError, "batch_dims out of range", f"batch_dims {batch_dims}")
+    b = int(batch_dims) + q if batch_dims < 0 else int(batch_dims)
+    if b > axis:
+        raise _rule(ValueError, "batch_dims above axis", f"batch_dims {batch_dims}", "axis")
+    if indices.shape[:b] != data.shape[:b]:
+        raise _rule(ValueError, "batch dims differ", "batch_dims")
+    size = data.shape[axis]
+    low = -size if version >= 8 else 0
+    out_shape = data.shape[:axis] + indices.shape[b:] + data.shape[axis + 1 :]
+    zero = "" if data.dtype.kind in "OUST" else 0
+    out = np.full(out_shape, zero, dtype=data.dtype)
+    m = q - b  # the indices' own dims in the output
+    for pos in itertools.product(*map(range, out_shape)):
+        i = int(indices[(*pos[:b], *pos[axis : axis + m])])
+        if low <= i < size:
+            out[pos] = data[(*pos[:axis], i % size, *pos[axis + m :])]
     return out
 
 
@@ -635,6 +679,8 @@ GATHER_ELEMENTS = Oracle(gather_elements, _size_along_axis, clamps=True)
 OPENVINO_GATHER_ELEMENTS = Oracle(openvino_gather_elements, _size_along_axis, clamps=True)
 GATHER_ND = Oracle(gather_nd, _size_of_coordinate, clamps=True)
 OPENVINO_GATHER_ND = Oracle(openvino_gather_nd, _size_of_coordinate, clamps=True)
+#: (Neither clamps nor drops: an invalid index reads zero, checked or not.)
+OPENVINO_GATHER = Oracle(openvino_gather, _size_along_axis)
 SCATTER_ELEMENTS = Oracle(scatter_elements, _size_along_axis, drops=True)
 SCATTER = Oracle(scatter, _size_along_axis, drops=True)
 TENSOR_SCATTER = Oracle(tensor_scatter, _size_along_axis, drops=True, valid=_tensor_scatter_range)

@@ -397,6 +397,27 @@ def _gather_nd_shapes(draw: Draw, op: _ops.Operator) -> Shapes:
     return Shapes(tuple(data_shape), index_shape, {"batch_dims": b}, sizes)
 
 
+def _openvino_gather_shapes(draw: Draw, op: _ops.Operator) -> Shapes:
+    """OpenVINO Gather: ``batch_dims`` mostly 0, else up to the axis, sometimes negative.
+
+    About one example in twelve breaks a batch rule (batch dims that differ, or a
+    ``batch_dims`` above the axis or below ``-rank(indices)``).
+    """
+    axis, ax, data_shape, _, outer = _axis_and_data(draw)
+    b = draw(_weighted((0, 3), (min(1, ax), 1), (ax, 1)))
+    batch = list(data_shape[:b])
+    extra = _dims(draw, draw(st.integers(0, 2)), MAX_DIM, BUDGET // max(outer, 1))
+    q = b + len(extra)
+    given = b - q if q and draw(_weighted((False, 3), (True, 1))) else b
+    if draw(_weighted((False, 11), (True, 1))):
+        if batch and draw(st.booleans()):
+            batch[-1] += 1  # batch dims that differ
+        else:
+            given = draw(st.sampled_from([ax + 1, -q - 1]))
+    index_shape = (*batch, *extra)
+    return Shapes(data_shape, index_shape, {"axis": axis, "batch_dims": given}, (data_shape[ax],))
+
+
 def _updates_shape(draw: Draw, shape: tuple[int, ...]) -> tuple[int, ...]:
     """``shape``, the one the rule asks for; about one example in fifteen breaks it."""
     if not draw(_weighted((False, 14), (True, 1))):
@@ -592,6 +613,11 @@ def gather_nd_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
 def openvino_gather_nd_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
     """OpenVINO GatherND-5/8 examples (the registry's strategy for it): GatherND's shapes."""
     return _examples(_ops.OPENVINO_GATHER_ND, _gather_nd_shapes, dtypes)
+
+
+def openvino_gather_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
+    """OpenVINO Gather-7/8 examples (the registry's strategy for it)."""
+    return _examples(_ops.OPENVINO_GATHER, _openvino_gather_shapes, dtypes)
 
 
 def scatter_elements_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:

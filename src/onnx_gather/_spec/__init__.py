@@ -258,6 +258,18 @@ def check_types(
         raise TypeError(msg)
 
 
+def check_batch_dims(
+    op: str, b: int, data_shape: tuple[int, ...], indices_shape: tuple[int, ...]
+) -> None:
+    """ValueError unless data and indices share their first ``b`` dims (GatherND, Gather-8)."""
+    if indices_shape[:b] != data_shape[:b]:
+        msg = (
+            f"{op}: the first batch_dims={b} dims of data and indices must be equal, got "
+            f"data {data_shape} and indices {indices_shape}"
+        )
+        raise ValueError(msg)
+
+
 def rank_0(op: str) -> ValueError:
     """The ValueError for 0-d data."""
     return ValueError(f"{op}: data must have rank >= 1, got a rank-0 array")

@@ -87,12 +87,7 @@ def plan(
             f"(data {r}, indices {q})"
         )
         raise ValueError(msg)
-    if indices_shape[:b] != data_shape[:b]:
-        msg = (
-            f"{name}: the first batch_dims={b} dims of data and indices must be equal, got "
-            f"data {data_shape} and indices {indices_shape}"
-        )
-        raise ValueError(msg)
+    _spec.check_batch_dims(name, b, data_shape, indices_shape)
     k = indices_shape[-1]
     if not 1 <= k <= r - b:
         msg = (

@@ -216,6 +216,12 @@ class DaskBackend(Backend):
             raise ValueError(msg)
         return tuple(int(n) for n in x.shape)
 
+    def zeros(self, shape: tuple[int, ...], like: Array, /) -> da.Array:
+        """Zeros of ``like``'s dtype; strings empty, in one chunk (Dask sizes none of them)."""
+        if like.dtype.kind in "OUST":
+            return da.from_array(np.full(shape, "", dtype=like.dtype), chunks=-1)
+        return da.zeros(shape, dtype=like.dtype)
+
     def reshaping(self, call: Call, shape: tuple[int, ...], /) -> Call:
         """``call`` whose result is given ``shape``; an empty one in one chunk first.
 

@@ -19,6 +19,7 @@ from onnx_gather._backends._jax._check import with_index_check
 from onnx_gather._backends._jax._take import (
     BITS,
     Take,
+    exact_keep,
     exact_take,
     fill_take,
     nan_bits,
@@ -251,6 +252,10 @@ class JaxBackend(Backend):
     def gather(self, data: jax.Array, indices: Array, plan: GatherPlan, /) -> jax.Array:
         """ONNX Gather: ``jnp.take`` in fill mode (:func:`_run`)."""
         return _run(take, data, indices, plan, None)
+
+    def keep(self, where: Array, x: jax.Array, /) -> jax.Array:
+        """``x`` where ``where`` holds, else zero; bfloat16 as its bits (:func:`._take.exact_keep`)."""
+        return exact_keep(where, x)
 
     def gather_elements(
         self, data: jax.Array, indices: Array, plan: GatherElementsPlan, /

@@ -176,3 +176,26 @@ def exact_take(
         return bits_take(x, i), fill_take(kernel, tangents[0], i, plan, 0)
 
     return bits_take(data, indices)
+
+
+def exact_keep(where: jax.Array, x: jax.Array) -> jax.Array:
+    """``jnp.where(where, x, 0)``, bit for bit: bfloat16 selected as its int16 bits.
+
+    XLA's CPU select rewrites bfloat16 NaN payloads as its gather does (:func:`exact_take`);
+    the derivative is the select's own (a :func:`jax.custom_jvp`).
+    """
+    bits = BITS.get(x.dtype)
+    if bits is None:
+        return jnp.where(where, x, jnp.zeros((), x.dtype))
+
+    @jax.custom_jvp
+    def bits_keep(a: jax.Array) -> jax.Array:
+        raw = jax.lax.optimization_barrier(jax.lax.bitcast_convert_type(a, bits))
+        out = jax.lax.optimization_barrier(jnp.where(where, raw, jnp.zeros((), bits)))
+        return jax.lax.bitcast_convert_type(out, a.dtype)
+
+    @bits_keep.defjvp
+    def _keep_jvp(primals: Any, tangents: Any) -> Any:
+        return bits_keep(*primals), jnp.where(where, tangents[0], 0)
+
+    return bits_keep(x)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from onnx_gather._backends._base import Call
     from onnx_gather._spec import Plan
-    from onnx_gather._spec.gather import GatherPlan
+    from onnx_gather._spec.gather import GatherPlan, OpenVINOGatherPlan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
     from onnx_gather._spec.gather_nd import GatherNDPlan
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
@@ -316,6 +316,32 @@ class TorchBackend(Backend):
     def dtype_name(self, x: torch.Tensor, /) -> str:
         return _dtypes.dtype_name(x)
 
+    def openvino_gather(
+        self, data: torch.Tensor, indices: Array, plan: OpenVINOGatherPlan, /
+    ) -> torch.Tensor:
+        """OpenVINO Gather-7/8: the base's (the valid indices read, then :meth:`keep`).
+
+        Under ``torch.compile`` complex data is one ``onnx_gather::run_v1`` operator:
+        inductor generates no code for complex types.
+        """
+        if data.is_complex() and torch.compiler.is_compiling():
+            return _fused.call(data, _on(data, indices), plan=plan)
+        return Backend.openvino_gather(self, data, indices, plan)
+
+    def keep(self, where: torch.Tensor, x: torch.Tensor, /) -> torch.Tensor:
+        """``x`` where ``where`` holds, else zero; compiled, as the bits of its type.
+
+        Under ``torch.compile`` floats and unsigned types go as the signed integers of
+        their bits. Inductor computes float16 and bfloat16 in float32, which would quiet signalling
+        NaNs, and refuses to promote unsigned types above 8 bits; an integer view of the
+        same bits moves every one as it is. Not where a gradient flows: a bit view has none.
+        """
+        bits = _SAME_BITS.get(x.dtype)
+        if bits is None or not torch.compiler.is_compiling() or x.requires_grad:
+            return torch.where(where, x, torch.zeros((), dtype=x.dtype, device=x.device))
+        zero = torch.zeros((), dtype=bits, device=x.device)
+        return torch.where(where, x.view(bits), zero).view(x.dtype)
+
     @_recordable(numpy_kernels.gather, _compiled_wins, _fused_wins_on_short_rows)
     def gather(self, data: torch.Tensor, indices: Array, plan: GatherPlan, /) -> torch.Tensor:
         """ONNX Gather: the compiled kernel on CPU views, Triton on large CUDA calls.
@@ -533,6 +559,13 @@ def _scatter_compiled(
     )
 
 
+#: The signed integer type of each float and unsigned type's width (:meth:`TorchBackend.keep`).
+_SAME_BITS = {
+    torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32,
+    torch.float64: torch.int64, torch.uint16: torch.int16, torch.uint32: torch.int32,
+    torch.uint64: torch.int64,
+}  # fmt: skip
+
 #: Types whose ``index_put`` torch lacks (unsigned above 8 bits) or inductor does not
 #: generate code for (complex): their compiled scatters stay ``run_v1``.
 _NO_INDEX_PUT = (torch.uint16, torch.uint32, torch.uint64, torch.complex64, torch.complex128)
@@ -646,3 +679,16 @@ def _on_numpy(
 
 
 backend = TorchBackend()
+
+
+def _openvino_gather_when_the_graph_runs(
+    data: torch.Tensor, indices: torch.Tensor, plan: OpenVINOGatherPlan
+) -> torch.Tensor:
+    """The base's OpenVINO Gather, dense as ``run_v1``'s fake kernel says.
+
+    (A batch dim before the axis leaves the result's dims permuted.)
+    """
+    return Backend.openvino_gather(backend, data, indices, plan).contiguous()
+
+
+_fused.register("openvino_gather", _openvino_gather_when_the_graph_runs)
