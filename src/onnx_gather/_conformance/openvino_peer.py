@@ -316,7 +316,8 @@ def _gather_divergence(example: Example, cls: str) -> str | None:
     if -example.data.ndim <= axis < example.data.ndim and example.data.shape[axis] == 0:
         return "an empty axis: the output holds uninitialised memory, not zeros"
     wide = example.indices.astype(np.int64, copy=False)
-    if example.indices.dtype == np.int64 and wide.size and (np.abs(wide) > 2**31 - 1).any():
+    beyond = (wide > 2**31 - 1) | (wide < -(2**31))  # (not np.abs: -2**63 stays negative)
+    if example.indices.dtype == np.int64 and beyond.any():
         return "int64 indices are read as int32 (modulo 2**32): an invalid one may read a value"
     return None
 
