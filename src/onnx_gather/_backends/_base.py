@@ -180,6 +180,14 @@ class Backend:
             return xp.asarray(np.full(shape, "", dtype=like.dtype))
         return xp.zeros(shape, dtype=like.dtype, device=device(like))
 
+    def all_known(self, flags: Array, /) -> bool:
+        """Whether every entry of ``flags`` is known now to be True.
+
+        False where one is not, or where reading them would wait for a device or break a
+        trace (here: always).
+        """
+        return False
+
     def keep(self, where: Array, x: Array, /) -> Any:
         """``x`` where ``where`` (broadcast) holds, zero (an empty string) elsewhere.
 
@@ -240,23 +248,29 @@ class Backend:
     def openvino_gather(self, data: Array, indices: Array, plan: OpenVINOGatherPlan, /) -> Any:
         """OpenVINO Gather-7/8: :meth:`gather` or :meth:`gather_nd`, zeros where invalid.
 
-        The valid indices are read by ``plan.inner``. The inner call gets in-range indices (an invalid one reads element 0 of the axis,
-        then replaced), so each library's own kernel and its exact moves serve.
+        The valid indices are read by ``plan.inner``. The inner call gets in-range indices
+        (an invalid one reads element 0 of the axis, then replaced by :meth:`keep`), so
+        each library's own kernel and its exact moves serve. Indices known to be all valid
+        (host ones; :meth:`all_known`) need no :meth:`keep`, a pass over the whole output
+        into a second one of its size (1.4 ms of 2.7 for 4096 rows of 256 float32).
         """
         xp = self.namespace(data)
         s = plan.size
         if s == 0:  # every index is out of range
             return self.zeros(plan.out_shape, data)
+        every = False  # whether every index is known to be valid
         if isinstance(indices, np.ndarray):
             # On the host, before they travel: a library may narrow them (JAX without
             # 64-bit types wraps an int64 index into int32).
             valid, safe = _valid_and_safe(np, indices, plan)
+            every = bool(valid.all())
             valid = xp.asarray(valid, device=device(data))
             safe = xp.asarray(safe, device=device(data))
         else:
             if s > _INT32_MAX and indices.dtype == xp.int32:
                 indices = xp.astype(indices, xp.int64)
             valid, safe = _valid_and_safe(xp, indices, plan)
+            every = self.all_known(valid)
         inner = plan.inner
         if isinstance(inner, GatherPlan):  # (batch_dims 0)
             out = self.gather(data, safe, inner)
@@ -268,7 +282,7 @@ class Backend:
             out = self.gather_nd(data, xp.expand_dims(safe, axis=-1), inner)
             if plan.moved is not None:
                 out = xp.permute_dims(out, plan.moved)
-        return self.keep(xp.reshape(valid, plan.mask_shape), out)
+        return out if every else self.keep(xp.reshape(valid, plan.mask_shape), out)
 
     def scatter_elements(
         self,

@@ -328,6 +328,13 @@ class TorchBackend(Backend):
             return _fused.call(data, _on(data, indices), plan=plan)
         return Backend.openvino_gather(self, data, indices, plan)
 
+    def all_known(self, flags: torch.Tensor, /) -> bool:
+        """Whether every entry of ``flags`` is True: read on the CPU, outside any trace.
+
+        One reduction, no device to wait for.
+        """
+        return flags.device.type == "cpu" and not values_unknown(flags) and bool(flags.all())
+
     def keep(self, where: torch.Tensor, x: torch.Tensor, /) -> torch.Tensor:
         """``x`` where ``where`` holds, else zero; compiled, as the bits of its type.
 
