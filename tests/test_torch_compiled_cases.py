@@ -71,11 +71,7 @@ def test_every_dtype_compiled_keeps_every_bit(key: str) -> None:
 
     operator = get(first.op)
     function = operator.function()  # (resolved here: Dynamo does not trace importlib)
-    keywords: dict[str, Any] = dict(first.attributes)
-    if operator.bounded:
-        keywords["check_bounds"] = first.check_bounds
-    if operator.default_opset is not None and first.opset is not None:
-        keywords[operator.opset_keyword] = first.opset
+    keywords = operator.keywords(first.attributes, first.opset, first.check_bounds)
 
     def run(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> list[torch.Tensor]:
         return [function(d, i, **keywords) for d, i in pairs]

@@ -288,6 +288,22 @@ class Operator:
         module, _, attribute = getattr(self, what).partition(":")
         return getattr(importlib.import_module(module), attribute)
 
+    def keywords(
+        self, attributes: Mapping[str, Any], opset: int | None, check_bounds: bool
+    ) -> dict[str, Any]:
+        """The public function's keywords for a call.
+
+        The attributes, ``check_bounds`` where it takes one (:attr:`bounded`), and the
+        version keyword for ``opset`` (None: the function's default; ignored by an
+        operator without versions to choose from).
+        """
+        keywords: dict[str, Any] = dict(attributes)
+        if self.bounded:
+            keywords["check_bounds"] = check_bounds
+        if self.default_opset is not None and opset is not None:
+            keywords[self.opset_keyword] = opset
+        return keywords
+
     def function(self) -> Callable[..., Any]:
         """The public function that runs this operator."""
         module, _, name = f"onnx_gather.{self.name}".rpartition(".")
@@ -553,12 +569,7 @@ def call(
     function's default (ignored by an operator without versions to choose from).
     """
     operator_ = get(op)
-    keywords: dict[str, Any] = dict(attributes)
-    if operator_.bounded:
-        keywords["check_bounds"] = check_bounds
-    if operator_.default_opset is not None and opset is not None:
-        keywords[operator_.opset_keyword] = opset
-    return operator_.function()(*arrays, **keywords)
+    return operator_.function()(*arrays, **operator_.keywords(attributes, opset, check_bounds))
 
 
 #: ``AttributeProto.AttributeType`` by number, for messages (no onnx import needed).

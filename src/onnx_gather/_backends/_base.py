@@ -15,7 +15,7 @@ from array_api_compat import array_namespace, device, to_device
 from onnx_gather import _host
 from onnx_gather._backends._positions import element_positions, tuple_rows
 from onnx_gather._dtypes import numpy_dtype_name
-from onnx_gather._indices import BoundsPolicy, default_extremes, normalise_indices
+from onnx_gather._indices import INT32_MAX, BoundsPolicy, default_extremes, normalise_indices
 from onnx_gather._spec.gather import GatherPlan
 
 if TYPE_CHECKING:
@@ -264,10 +264,11 @@ class Backend:
             # 64-bit types wraps an int64 index into int32).
             valid, safe = _valid_and_safe(np, indices, plan)
             every = bool(valid.all())
-            valid = xp.asarray(valid, device=device(data))
+            if not every:
+                valid = xp.asarray(valid, device=device(data))
             safe = xp.asarray(safe, device=device(data))
         else:
-            if s > _INT32_MAX and indices.dtype == xp.int32:
+            if s > INT32_MAX and indices.dtype == xp.int32:
                 indices = xp.astype(indices, xp.int64)
             valid, safe = _valid_and_safe(xp, indices, plan)
             every = self.all_known(valid)
@@ -334,9 +335,6 @@ class Backend:
             return result
         out[...] = result
         return out
-
-
-_INT32_MAX = 2**31 - 1
 
 
 def _valid_and_safe(xp: Any, indices: Array, plan: OpenVINOGatherPlan) -> tuple[Any, Any]:

@@ -326,7 +326,7 @@ class TorchBackend(Backend):
         """
         if data.is_complex() and torch.compiler.is_compiling():
             return _fused.call(data, _on(data, indices), plan=plan)
-        return Backend.openvino_gather(self, data, indices, plan)
+        return super().openvino_gather(data, indices, plan)
 
     def all_known(self, flags: torch.Tensor, /) -> bool:
         """Whether every entry of ``flags`` is True: read on the CPU, outside any trace.
@@ -339,9 +339,10 @@ class TorchBackend(Backend):
         """``x`` where ``where`` holds, else zero; compiled, as the bits of its type.
 
         Under ``torch.compile`` floats and unsigned types go as the signed integers of
-        their bits. Inductor computes float16 and bfloat16 in float32, which would quiet signalling
-        NaNs, and refuses to promote unsigned types above 8 bits; an integer view of the
-        same bits moves every one as it is. Not where a gradient flows: a bit view has none.
+        their bits. Inductor computes float16 and bfloat16 in float32, which would quiet
+        signalling NaNs, and refuses to promote unsigned types above 8 bits; an integer
+        view of the same bits moves every one as it is. Not where a gradient flows: a bit
+        view has none.
         """
         bits = _SAME_BITS.get(x.dtype)
         if bits is None or not torch.compiler.is_compiling() or x.requires_grad:
@@ -569,8 +570,7 @@ def _scatter_compiled(
 #: The signed integer type of each float and unsigned type's width (:meth:`TorchBackend.keep`).
 _SAME_BITS = {
     torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32,
-    torch.float64: torch.int64, torch.uint16: torch.int16, torch.uint32: torch.int32,
-    torch.uint64: torch.int64,
+    torch.float64: torch.int64, **_tensor_scatter.AS_SIGNED,
 }  # fmt: skip
 
 #: Types whose ``index_put`` torch lacks (unsigned above 8 bits) or inductor does not

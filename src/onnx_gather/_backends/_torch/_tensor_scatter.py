@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 #: Types ``index_put`` has no kernel for (nor, on CUDA, boolean-mask indexing: "index_cuda"
 #: not implemented for 'UInt16'): written as the signed integers of their width.
-_AS_SIGNED = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
+AS_SIGNED = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
 
 
 def eager(
@@ -50,7 +50,7 @@ def write(
         written = same[plan.axis]
         result.narrow(plan.axis, written.start, plan.length).copy_(updates)
         return
-    signed = _AS_SIGNED.get(result.dtype)
+    signed = AS_SIGNED.get(result.dtype)
     if signed is not None:  # (before any indexing: CUDA lacks the unsigned kernels of both)
         result, updates = result.view(signed), updates.view(signed)
     positions, keep = plan.positions(starts, np.arange(plan.length), np)
@@ -75,7 +75,7 @@ def in_graph(
     Unchecked, the writes that fall outside go to one extra position past the axis, cut
     off afterwards (a mask would give the graph a data-dependent shape).
     """
-    signed = _AS_SIGNED.get(data.dtype)
+    signed = AS_SIGNED.get(data.dtype)
     if signed is not None:
         unsigned = data.dtype
         return in_graph(data.view(signed), updates.view(signed), indices, plan).view(unsigned)
