@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from case_type import Case
 from libs import BFLOAT16
+from openvino_scatter_cases import OPENVINO_SCATTER_CASES
 from scatter_cases import SCATTER_CASES
 
 from onnx_gather import _ops
@@ -629,6 +630,7 @@ def all_cases() -> list[Case]:
         + _openvino_gather_nd_cases()
         + _openvino_gather_cases()
         + SCATTER_CASES
+        + OPENVINO_SCATTER_CASES
     )
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "duplicate case ids"

@@ -199,8 +199,11 @@ def _key(
     accepted, and whether it is data (an in-place call).
     """
     # One int or str attribute (the gathers', a scatter's reduction), the common case first.
-    if (len(attributes) != 1 or type(attributes[0]) not in _PLAIN) and not _keyable(attributes):
-        return None
+    if len(attributes) != 1 or type(attributes[0]) not in _PLAIN:
+        keyed = _keyed(attributes)
+        if keyed is None:
+            return None
+        attributes = keyed
     try:
         key: tuple[Any, ...]
         data, indices = arrays[0], arrays[1]
@@ -281,6 +284,18 @@ def _planned(
 _PLAIN = (int, str)
 
 
-def _keyable(attributes: tuple[Any, ...]) -> bool:
-    """Whether every attribute is a plain int or str: values that may key the cache."""
-    return all(type(a) is int or type(a) is str for a in attributes)
+def _keyed(attributes: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The attributes as a key holds them; None where one may not key the cache.
+
+    Plain ints and strs as they are; a bool (a flag: OpenVINO's ``use_init_val``) as a
+    1-tuple, since ``True == 1`` would make a call with an int find it.
+    """
+    keyed: list[Any] = []
+    for a in attributes:
+        if type(a) is int or type(a) is str:
+            keyed.append(a)
+        elif type(a) is bool:
+            keyed.append((a,))
+        else:
+            return None
+    return tuple(keyed)

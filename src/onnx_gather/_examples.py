@@ -130,6 +130,39 @@ def _scatter_nd(name: str, data: Any, indices: Any, updates: Any, expected: Any)
                    updates=updates)  # fmt: skip
 
 
+def _ov_scatter(
+    name: str, op: str, data: Any, indices: Any, updates: Any, attributes: dict[str, Any],
+    expected: Any, version: int | None = None,
+) -> Example:  # fmt: skip
+    return Example(name, op, data, indices, attributes, expected, version, updates=updates)
+
+
+_OV_SU = "openvino.scatter_update"
+_OV_SEU = "openvino.scatter_elements_update"
+_OV_SNDU = "openvino.scatter_nd_update"
+#: ScatterElementsUpdate-12's examples 1, 2 (1-D) and 3-5 (3x4): (use_init_val, reduction,
+#: data, indices, updates, axis, output).
+_OV_SEU12 = (
+    (True, "sum", [2, 3, 4, 6], [1, 0, 0, -2, -1, 2], [10, 20, 30, 40, 70, 60], 0,
+     [52, 13, 104, 76]),
+    (False, "sum", [2, 3, 4, 6], [1, 0, 0, 2, 3, 2], [10, 20, 30, 40, 70, 60], 0,
+     [50, 10, 100, 70]),
+    (True, "none", np.zeros((3, 4)), [[1, 2], [0, 3]], [[11, 12], [13, 14]], 1,
+     [[0, 11, 12, 0], [13, 0, 0, 14], [0, 0, 0, 0]]),
+    (True, "sum", np.ones((3, 4)), [[1, 1], [0, 3]], [[11, 12], [13, 14]], 1,
+     [[1, 24, 1, 1], [14, 1, 1, 15], [1, 1, 1, 1]]),
+    (True, "prod", np.full((3, 4), 2), [[1, 1], [0, 3]], [[11, 12], [13, 14]], 1,
+     [[2, 264, 2, 2], [26, 2, 2, 28], [2, 2, 2, 2]]),
+)  # fmt: skip
+#: ScatterNDUpdate-15's XML examples 1-4, with the outputs the rule gives (its printed
+#: ones for none and prod hold arithmetic slips: DESIGN.md, spec/openvino/README.md).
+_OV_SNDU15 = (
+    ("none", [50, 40, 20, 4]),
+    ("sum", [61, 72, 23, 4]),
+    ("sub", [-59, -68, -17, 4]),
+    ("prod", [500, 2400, 60, 4]),
+)
+
 _G1 = [[1.0, 1.2], [2.3, 3.4], [4.5, 5.7]]
 _G2 = [[1.0, 1.2, 1.9], [2.3, 3.4, 3.9], [4.5, 5.7, 5.9]]
 _G1_OUT = [[[1.0, 1.2], [2.3, 3.4]], [[2.3, 3.4], [4.5, 5.7]]]
@@ -201,6 +234,30 @@ EXAMPLES: tuple[Example, ...] = (
              _f([[2.0, 1.1, 0.0], [1.0, 0.0, 2.2], [0.0, 2.1, 1.2]]), 9),
     _scatter("Scatter-9 example 2", _f([[1, 2, 3, 4, 5]]), _i([[1, 3]]), _f([[1.1, 2.1]]), 1,
              _f([[1.0, 1.1, 3.0, 2.1, 5.0]]), 9),
+    _ov_scatter("OpenVINO ScatterUpdate-3 example 2", _OV_SU,
+                _f([[-1, 1, -1, 3, 4], [-1, 6, -1, 8, 9], [-1, 11, 1, 13, 14]]), _i([0, 2]),
+                _f([[1, 1], [1, 1], [1, 2]]), {"axis": 1},
+                _f([[1, 1, 1, 3, 4], [1, 6, 1, 8, 9], [1, 11, 2, 13, 14]])),
+    *(
+        _ov_scatter(f"OpenVINO ScatterElementsUpdate-12 example {n}", _OV_SEU, _f(d), _i(i),
+                    _f(u), {"axis": ax, "reduction": r, "use_init_val": init}, _f(o), 12)
+        for n, (init, r, d, i, u, ax, o) in enumerate(_OV_SEU12, 1)
+    ),
+    _ov_scatter("OpenVINO ScatterNDUpdate-3 example 1", _OV_SNDU, _f([1, 2, 3, 4, 5, 6, 7, 8]),
+                _i([[4], [3], [1], [7]]), _f([9, 10, 11, 12]), {"reduction": "none"},
+                _f([1, 11, 3, 10, 9, 6, 7, 12]), 3),
+    _ov_scatter("OpenVINO ScatterNDUpdate-3 example 2", _OV_SNDU, _f(_ND2_DATA), _i([[0], [2]]),
+                _f(_ND2_UPDATES), {"reduction": "none"}, _f(_ND2_OUT), 3),
+    # (Its text prints 4 at position 4, which index -4 writes 14 to: the -14 page prints 14.)
+    _ov_scatter("OpenVINO ScatterNDUpdate-15 example 1", _OV_SNDU, _f([1, 2, 3, 4, 5, 6, 7, 8]),
+                _i([[4], [3], [1], [7], [-2], [-4]]), _f([9, 10, 11, 12, 13, 14]),
+                {"reduction": "none"}, _f([1, 11, 3, 10, 14, 6, 13, 12]), 15),
+    *(
+        _ov_scatter(f"OpenVINO ScatterNDUpdate-15 XML example {n} ({r})", _OV_SNDU,
+                    _f([1, 2, 3, 4]), _i([[0], [2], [-3], [-3], [0]]), _f([10, 20, 30, 40, 50]),
+                    {"reduction": r}, _f(o), 15)
+        for n, (r, o) in enumerate(_OV_SNDU15, 1)
+    ),
     _tensor_scatter("TensorScatter decode step", _f(np.zeros((2, 4))), _f([[1], [2]]),
                     _i([3, 1]), 1, "linear", _f([[0, 0, 0, 1], [0, 2, 0, 0]])),
     _tensor_scatter("TensorScatter circular", _f(np.zeros((1, 3))), _f([[7, 8]]), _i([2]), 1,

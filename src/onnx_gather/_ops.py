@@ -14,6 +14,7 @@ from onnx_gather._memo import Memo
 from onnx_gather._spec import gather as _gather
 from onnx_gather._spec import gather_elements as _gather_elements
 from onnx_gather._spec import gather_nd as _gather_nd
+from onnx_gather._spec import openvino_scatter as _openvino_scatter
 from onnx_gather._spec import scatter as _scatter
 from onnx_gather._spec import scatter_elements as _scatter_elements
 from onnx_gather._spec import scatter_nd as _scatter_nd
@@ -114,6 +115,9 @@ class Operator:
     #: Whether the public function takes ``check_bounds`` (OpenVINO's Gather does not:
     #: an index out of range gives zeros).
     bounded: bool = True
+    #: Whether an ONNX node computes it (False: OpenVINO's scatters, which ``op_type``
+    #: names as OpenVINO does; no ONNX node has their reductions).
+    onnx_node: bool = True
     #: The version each opset resolves to: a table made once, for opsets that exist and
     #: some to come (every call asks; any other opset takes :meth:`resolve`'s checking path).
     newest: dict[int | None, int] = field(init=False, repr=False)
@@ -497,6 +501,62 @@ SCATTER = Operator(
     adjoint="gather_elements",
 )
 
+OPENVINO_SCATTER_UPDATE = Operator(
+    name="openvino.scatter_update",
+    op_type="ScatterUpdate",
+    label="OpenVINO ScatterUpdate",
+    versions={3: "the operator (OpenVINO opset 3): slices along axis, indices in [0, s-1]"},
+    bfloat16_from=3,  # OpenVINO lists "any numeric type"
+    default_opset=None,
+    inputs=("data", "indices", "updates"),
+    attributes=(("axis", None),),
+    planner=_openvino_scatter.update_plan,
+    method="openvino_scatter_update",
+    oracle=_ORACLE + "OPENVINO_SCATTER_UPDATE",
+    strategy=_STRATEGY + "openvino_scatter_update_examples",
+    onnx_node=False,
+)
+OPENVINO_SCATTER_ELEMENTS_UPDATE = Operator(
+    name="openvino.scatter_elements_update",
+    op_type="ScatterElementsUpdate",
+    label="OpenVINO ScatterElementsUpdate",
+    versions={
+        3: "the operator (OpenVINO opset 3): overwrite only",
+        12: "reduction sum, prod, min, max, mean; use_init_val (OpenVINO opset 12)",
+    },
+    bfloat16_from=3,  # OpenVINO lists "any supported type"
+    default_opset=12,
+    inputs=("data", "indices", "updates"),
+    attributes=(("axis", None), ("reduction", "none"), ("use_init_val", True)),
+    attribute_since={"reduction": 12, "use_init_val": 12},
+    planner=_openvino_scatter.elements_plan,
+    method="openvino_scatter_elements_update",
+    oracle=_ORACLE + "OPENVINO_SCATTER_ELEMENTS_UPDATE",
+    strategy=_STRATEGY + "openvino_scatter_elements_update_examples",
+    opset_keyword="version",
+    onnx_node=False,
+)
+OPENVINO_SCATTER_ND_UPDATE = Operator(
+    name="openvino.scatter_nd_update",
+    op_type="ScatterNDUpdate",
+    label="OpenVINO ScatterNDUpdate",
+    versions={
+        3: "the operator (OpenVINO opset 3): overwrite only",
+        15: "reduction sum, sub, prod, min, max (OpenVINO opset 15)",
+    },
+    bfloat16_from=3,  # OpenVINO lists "any numeric type"
+    default_opset=15,
+    inputs=("data", "indices", "updates"),
+    attributes=(("reduction", "none"),),
+    attribute_since={"reduction": 15},
+    planner=_openvino_scatter.nd_plan,
+    method="openvino_scatter_nd_update",
+    oracle=_ORACLE + "OPENVINO_SCATTER_ND_UPDATE",
+    strategy=_STRATEGY + "openvino_scatter_nd_update_examples",
+    opset_keyword="version",
+    onnx_node=False,
+)
+
 TENSOR_SCATTER = Operator(
     name="tensor_scatter",
     op_type="TensorScatter",
@@ -526,6 +586,9 @@ OPERATORS: tuple[Operator, ...] = (
     SCATTER_ND,
     SCATTER,
     TENSOR_SCATTER,
+    OPENVINO_SCATTER_UPDATE,
+    OPENVINO_SCATTER_ELEMENTS_UPDATE,
+    OPENVINO_SCATTER_ND_UPDATE,
 )
 #: Operators by public name.
 BY_NAME: Mapping[str, Operator] = {op.name: op for op in OPERATORS}
@@ -533,7 +596,7 @@ BY_NAME: Mapping[str, Operator] = {op.name: op for op in OPERATORS}
 OPS = tuple(BY_NAME)
 #: The ONNX operators of the default domain, by op_type (variants are not ONNX's).
 BY_ONNX_OP_TYPE: Mapping[str, Operator] = {
-    op.op_type: op for op in OPERATORS if op.onnx_opset is None
+    op.op_type: op for op in OPERATORS if op.onnx_opset is None and op.onnx_node
 }
 
 

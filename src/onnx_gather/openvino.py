@@ -7,7 +7,14 @@ from typing import Any
 from onnx_gather import _ops
 from onnx_gather._api import run
 
-__all__ = ["gather", "gather_elements", "gather_nd"]
+__all__ = [
+    "gather",
+    "gather_elements",
+    "gather_nd",
+    "scatter_elements_update",
+    "scatter_nd_update",
+    "scatter_update",
+]
 
 
 def gather(data: Any, indices: Any, /, axis: int, *, batch_dims: int = 0, version: int = 8) -> Any:
@@ -185,3 +192,248 @@ def gather_nd(
            [23]])
     """
     return run(_ops.OPENVINO_GATHER_ND, version, (data, indices), (batch_dims,), check_bounds)
+
+
+def scatter_update(
+    data: Any,
+    indices: Any,
+    updates: Any,
+    /,
+    axis: int,
+    *,
+    check_bounds: bool = True,
+    out: Any = None,
+) -> Any:
+    """OpenVINO ``ScatterUpdate-3``.
+
+    A copy of ``data`` with slices along ``axis`` replaced:
+    ``out[p, indices[i], q] = updates[p, i, q]`` for every position ``i`` of ``indices``
+    (any rank), ``p`` of ``data.shape[:axis]`` and ``q`` of ``data.shape[axis+1:]``, so
+    ``updates.shape == data.shape[:axis] + indices.shape + data.shape[axis+1:]``. Indices
+    lie in ``[0, s-1]``, ``s = data.shape[axis]``: a negative one is an error too, as the
+    text and OpenVINO's runtime say. Where several indices are equal, the last in C order
+    wins (the text leaves the order undefined).
+
+    Parameters
+    ----------
+    data : array
+        An array of any supported library, rank >= 1.
+    indices : array or sequence of ints
+        int32 or int64 indices, any shape (0-d too).
+    updates : array
+        Of data's library and dtype, of the shape above.
+    axis : int
+        The axis to write along, in ``[-r, r-1]``.
+    check_bounds : bool, optional
+        Raise IndexError for an index outside ``[0, s-1]``; without the check such an
+        index writes nothing. Default True.
+    out : array, optional
+        Receives the result (data's library, shape and dtype); ``out=data`` updates data
+        in place. Default: a new array.
+
+    Returns
+    -------
+    array
+        Of ``data``'s library, dtype, shape and device (``out`` where given).
+
+    Raises
+    ------
+    IndexError
+        An index is negative or ``>= s``; the message names the operator, the value, its
+        position, the axis and its size.
+    TypeError
+        Disallowed index type, updates of another dtype, arrays of another library.
+    ValueError
+        0-d data, ``axis`` out of range, updates of another shape.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onnx_gather import openvino
+    >>> data = np.array([[-1.0, 1.0, -1.0, 3.0, 4.0], [-1.0, 6.0, -1.0, 8.0, 9.0],
+    ...                  [-1.0, 11.0, 1.0, 13.0, 14.0]], dtype=np.float32)
+    >>> openvino.scatter_update(data, [0, 2], np.array([[1, 1], [1, 1], [1, 2]], np.float32), axis=1)
+    array([[ 1.,  1.,  1.,  3.,  4.],
+           [ 1.,  6.,  1.,  8.,  9.],
+           [ 1., 11.,  2., 13., 14.]], dtype=float32)
+    """
+    return run(
+        _ops.OPENVINO_SCATTER_UPDATE, None, (data, indices, updates), (axis,), check_bounds, out
+    )
+
+
+def scatter_elements_update(
+    data: Any,
+    indices: Any,
+    updates: Any,
+    /,
+    axis: int,
+    *,
+    reduction: str = "none",
+    use_init_val: bool = True,
+    version: int = 12,
+    check_bounds: bool = True,
+    out: Any = None,
+) -> Any:
+    """OpenVINO ``ScatterElementsUpdate-3`` and ``ScatterElementsUpdate-12``.
+
+    A copy of ``data`` where each update lands where ONNX ScatterElements would put it:
+    for rank 2 and ``axis=1``, ``out[i][indices[i][j]] = f(out[i][indices[i][j]],
+    updates[i][j])``, one update at a time in C order of ``(i, j)``, each step computed in
+    data's dtype. Negative indices count from the end (in both versions, as OpenVINO's
+    runtime reads them). ``f`` is the reduction:
+
+    - ``"none"``: the update replaces the value (where indices repeat, the last wins);
+    - ``"sum"``, ``"prod"``: add, multiply (integers wrap around; bool: OR, AND);
+    - ``"min"``, ``"max"``: IEEE 754-2019 minimum and maximum (NaN wins, -0.0 < +0.0);
+      bool: AND, OR;
+    - ``"mean"``: the updates that land on an element (and its value, with
+      ``use_init_val``) are added in that order, then divided once by their count;
+      integers round down (toward -inf), floats to nearest. Not for bool or complex data.
+
+    With ``use_init_val=False`` an element that an update lands on starts from the
+    reduction's identity (0; 1 for prod; -inf or the type's smallest for max; +inf or its
+    largest for min), not from data.
+
+    Parameters
+    ----------
+    data : array
+        An array of any supported library, rank >= 1.
+    indices : array or sequence of ints
+        int32 or int64 indices of data's rank; off the axis each dim <= data's.
+    updates : array
+        Of data's library and dtype, of the indices' shape.
+    axis : int
+        The axis to write along, in ``[-r, r-1]``.
+    reduction : str, optional
+        ``"none"``, ``"sum"``, ``"prod"``, ``"min"``, ``"max"`` or ``"mean"`` (version 12).
+        Default ``"none"``.
+    use_init_val : bool, optional
+        Whether a touched element starts from data's value (version 12 may say False).
+        Default True.
+    version : int, optional
+        The OpenVINO opset: 3 to 11 run ScatterElementsUpdate-3, 12 and later
+        ScatterElementsUpdate-12. Default 12.
+    check_bounds : bool, optional
+        Raise IndexError for an index outside ``[-s, s-1]``; without the check such an
+        index writes nothing. Default True.
+    out : array, optional
+        Receives the result; ``out=data`` updates data in place. Default: a new array.
+
+    Returns
+    -------
+    array
+        Of ``data``'s library, dtype, shape and device (``out`` where given).
+
+    Raises
+    ------
+    IndexError
+        An index is out of range; the message names the operator, the value, its position,
+        the axis and its size.
+    TypeError
+        Disallowed index type, updates of another dtype, a reduction the data type cannot
+        take (mean of bool or complex; min and max of complex; any but none of strings).
+    ValueError
+        ONNX ScatterElements' shape rules; an unknown reduction; a reduction or
+        ``use_init_val=False`` at version 3.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onnx_gather import openvino
+    >>> data = np.array([2, 3, 4, 6], np.float32)
+    >>> updates = np.array([10, 20, 30, 40, 70, 60], np.float32)
+    >>> openvino.scatter_elements_update(data, [1, 0, 0, -2, -1, 2], updates, axis=0,
+    ...                                  reduction="sum")
+    array([ 52.,  13., 104.,  76.], dtype=float32)
+    >>> openvino.scatter_elements_update(data, [1, 0, 0, 2, 3, 2], updates, axis=0,
+    ...                                  reduction="sum", use_init_val=False)
+    array([ 50.,  10., 100.,  70.], dtype=float32)
+    >>> openvino.scatter_elements_update(np.array([7, 7]), [0, 0, 1], np.array([1, 2, -10]),
+    ...                                  axis=0, reduction="mean")
+    array([ 3, -2])
+    """
+    return run(
+        _ops.OPENVINO_SCATTER_ELEMENTS_UPDATE,
+        version,
+        (data, indices, updates),
+        (axis, reduction, use_init_val),
+        check_bounds,
+        out,
+    )
+
+
+def scatter_nd_update(
+    data: Any,
+    indices: Any,
+    updates: Any,
+    /,
+    *,
+    reduction: str = "none",
+    version: int = 15,
+    check_bounds: bool = True,
+    out: Any = None,
+) -> Any:
+    """OpenVINO ``ScatterNDUpdate-3`` and ``ScatterNDUpdate-15``.
+
+    A copy of ``data`` where each index tuple of ``indices``' last dim (``k`` coordinates)
+    receives its slice of ``updates``, as ONNX ScatterND: ``out[indices[i]] =
+    f(out[indices[i]], updates[i])`` for every ``i`` of ``indices.shape[:-1]`` in C order,
+    each step computed in data's dtype; ``updates.shape == indices.shape[:-1] +
+    data.shape[k:]``. Negative coordinates count from the end (in both versions, as
+    OpenVINO's runtime reads them). ``f`` is the reduction: ``"none"`` (where tuples
+    repeat, the last wins), ``"sum"``, ``"sub"`` (``out - update``), ``"prod"`` (integers
+    wrap around; bool: OR, XOR, AND), ``"min"``, ``"max"`` (IEEE 754-2019; bool: AND, OR).
+
+    Parameters
+    ----------
+    data : array
+        An array of any supported library, rank >= 1.
+    indices : array or sequence of ints
+        int32 or int64 index tuples, rank >= 1, ``k = indices.shape[-1]`` in ``[1, r]``.
+    updates : array
+        Of data's library and dtype, of the shape above.
+    reduction : str, optional
+        ``"none"``, ``"sum"``, ``"sub"``, ``"prod"``, ``"min"`` or ``"max"`` (version 15).
+        Default ``"none"``.
+    version : int, optional
+        The OpenVINO opset: 3 to 14 run ScatterNDUpdate-3, 15 and later ScatterNDUpdate-15.
+        Default 15.
+    check_bounds : bool, optional
+        Raise IndexError for a coordinate outside ``[-s, s-1]`` of its axis; without the
+        check such a tuple writes nothing. Default True.
+    out : array, optional
+        Receives the result; ``out=data`` updates data in place. Default: a new array.
+
+    Returns
+    -------
+    array
+        Of ``data``'s library, dtype, shape and device (``out`` where given).
+
+    Raises
+    ------
+    IndexError
+        A coordinate is out of range; the message names the operator, the value, its
+        position, the axis and its size.
+    TypeError
+        Disallowed index type, updates of another dtype, a reduction the data type cannot
+        take (min and max of complex; any but none of strings).
+    ValueError
+        ONNX ScatterND's shape rules; an unknown reduction; a reduction at version 3.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from onnx_gather import openvino
+    >>> data = np.array([1, 2, 3, 4])
+    >>> indices = [[0], [-3], [-3], [2], [0]]
+    >>> updates = np.array([10, 30, 40, 20, 50])
+    >>> openvino.scatter_nd_update(data, indices, updates)
+    array([50, 40, 20,  4])
+    >>> openvino.scatter_nd_update(data, indices, updates, reduction="sub")
+    array([-59, -68, -17,   4])
+    """
+    return run(
+        _ops.OPENVINO_SCATTER_ND_UPDATE, version, (data, indices, updates), (reduction,),
+        check_bounds, out,
+    )  # fmt: skip

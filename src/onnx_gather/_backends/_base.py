@@ -13,6 +13,7 @@ import numpy as np
 from array_api_compat import array_namespace, device, to_device
 
 from onnx_gather import _host
+from onnx_gather._backends import _openvino
 from onnx_gather._backends._positions import element_positions, tuple_rows
 from onnx_gather._dtypes import numpy_dtype_name
 from onnx_gather._indices import INT32_MAX, BoundsPolicy, default_extremes, normalise_indices
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from onnx_gather._spec.gather import OpenVINOGatherPlan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
     from onnx_gather._spec.gather_nd import GatherNDPlan
+    from onnx_gather._spec.openvino_scatter import OpenVINOScatterPlan, ScatterUpdatePlan
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
     from onnx_gather._spec.tensor_scatter import TensorScatterPlan
@@ -314,6 +316,86 @@ class Backend:
     ) -> Any:
         """ONNX TensorScatter: NumPy's kernel on the host (:meth:`_on_host`)."""
         return self._on_host("tensor_scatter", data, indices, updates, plan, out)
+
+    def openvino_scatter_update(
+        self,
+        data: Array,
+        indices: Array,
+        updates: Array,
+        plan: ScatterUpdatePlan,
+        out: Array = None,
+        /,
+    ) -> Any:
+        """OpenVINO ScatterUpdate-3: :meth:`scatter_elements` of the indices broadcast.
+
+        The indices are checked first (:meth:`without_negatives`: a negative one is an
+        error too); the ScatterElements call then needs no check.
+        """
+        return _openvino.scatter_update(self, data, indices, updates, plan, out)
+
+    def openvino_scatter_elements_update(
+        self,
+        data: Array,
+        indices: Array,
+        updates: Array,
+        plan: OpenVINOScatterPlan,
+        out: Array = None,
+        /,
+    ) -> Any:
+        """OpenVINO ScatterElementsUpdate-3/12: :meth:`scatter_elements` (a few for some).
+
+        See :func:`onnx_gather._backends._openvino.reduced`.
+        """
+        return _openvino.reduced(self, self.scatter_elements, data, indices, updates, plan, out)
+
+    def openvino_scatter_nd_update(
+        self,
+        data: Array,
+        indices: Array,
+        updates: Array,
+        plan: OpenVINOScatterPlan,
+        out: Array = None,
+        /,
+    ) -> Any:
+        """OpenVINO ScatterNDUpdate-3/15: :meth:`scatter_nd` (a few for some)."""
+        return _openvino.reduced(self, self.scatter_nd, data, indices, updates, plan, out)
+
+    # --- the pieces OpenVINO's scatters are made of ----------------------------------------
+
+    def without_negatives(self, indices: Array, data: Array, plan: ScatterUpdatePlan, /) -> Any:
+        """ScatterUpdate's indices: checked against ``[0, s-1]``, else negatives out of range.
+
+        Checked, a bad one raises the plan's IndexError, and the indices come back as
+        they are (host ones stay on the host, for the kernels' host paths). Unchecked,
+        a negative index becomes ``s``, which the unchecked ScatterElements drops.
+        """
+        if plan.check_bounds:
+            if isinstance(indices, np.ndarray):
+                return _host.checked(plan, indices)
+            return self.checked_or_clamped(indices, data, plan)
+        xp = np if isinstance(indices, np.ndarray) else self.namespace(indices)
+        if plan.size > INT32_MAX and indices.dtype == xp.int32:
+            indices = xp.astype(indices, xp.int64)
+        return xp.where(indices < 0, xp.full_like(indices, plan.size), indices)
+
+    def negated(self, x: Array, /) -> Any:
+        """``-x``, wrapping around for integers (unsigned ones too)."""
+        return -x
+
+    def filled(self, like: Array, value: Any, dtype: Any = None, /) -> Any:
+        """An array of ``like``'s shape and device holding ``value``, of ``dtype`` (like's)."""
+        xp = self.namespace(like)
+        return xp.full(
+            like.shape, value, dtype=like.dtype if dtype is None else dtype, device=device(like)
+        )
+
+    def mean(self, total: Array, counts: Array, use_init_val: bool, /) -> Any:
+        """OpenVINO's ``mean``: ``total`` divided where ``counts`` (int32) says updates landed."""
+        return _openvino.mean(self, total, counts, use_init_val)
+
+    def floor_divided(self, total: Array, n: Array, /) -> Any:
+        """``floor(total / n)``: integers, ``n`` positive int32; in total's type."""
+        return _openvino.floor_divided(self.namespace(total), total, n, self.dtype_name(total))
 
     def _on_host(
         self, kernel: str, data: Array, indices: Array, updates: Array, plan: Plan, out: Array

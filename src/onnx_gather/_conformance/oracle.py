@@ -547,6 +547,219 @@ def scatter_nd(
     return out
 
 
+def _ov_version(opset: Any, versions: tuple[int, ...]) -> int:
+    """The version an OpenVINO opset runs (None: the newest); TypeError for a non-int."""
+    opset = versions[-1] if opset is None else opset
+    if isinstance(opset, bool) or not isinstance(opset, int | np.integer):
+        raise _rule(TypeError, "version type", f"version {opset!r}")
+    return _version(int(opset), versions)
+
+
+#: OpenVINO's reductions by ONNX's names, where they are the same arithmetic.
+_OV_AS_ONNX = {"sum": "add", "prod": "mul", "min": "min", "max": "max"}
+
+
+def _ov_reduction(
+    reduction: Any, allowed: tuple[str, ...], since: int, version: int, data: np.ndarray
+) -> str:
+    if not isinstance(reduction, str):
+        raise _rule(TypeError, "reduction type", "reduction", f"got {reduction}")
+    named = f"reduction '{reduction}'"
+    if reduction not in allowed or (reduction != "none" and version < since):
+        raise _rule(ValueError, "reduction unknown or newer than the version", named)
+    name = _dtype_name(data.dtype)
+    if reduction != "none" and name == "string":
+        raise _rule(TypeError, "a reduction of strings", named, "string")
+    if reduction in ("max", "min") and name.startswith("complex"):
+        raise _rule(TypeError, "max/min of complex numbers", named, name)
+    if reduction == "mean" and (name == "bool" or name.startswith("complex")):
+        raise _rule(TypeError, "mean of bool or complex numbers", "'mean'", name)
+    return reduction
+
+
+def _ov_identity(reduction: str, dtype: np.dtype[Any]) -> Any:
+    """Where a touched element starts with ``use_init_val=False``: the reduction's identity."""
+    if reduction in ("sum", "sub", "mean"):
+        return np.zeros((), dtype)[()]
+    if reduction == "prod":
+        return np.ones((), dtype)[()]
+    biggest = reduction == "min"
+    if dtype == np.bool_:
+        return biggest
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.max if biggest else info.min
+    return np.asarray(np.inf if biggest else -np.inf, dtype)[()]
+
+
+def _ov_apply(
+    out: np.ndarray, writes: list[tuple[tuple[int, ...], Any]], reduction: str, use_init_val: bool
+) -> np.ndarray:
+    """OpenVINO's scatter of ``writes`` (target, update) into ``out``, one at a time in order."""
+    dtype = out.dtype
+    if reduction == "none":
+        for target, value in writes:
+            out[target] = value
+        return out
+    counts: dict[tuple[int, ...], int] = {}
+    for target, _ in writes:
+        counts[target] = counts.get(target, 0) + 1
+    if not use_init_val:
+        for target in counts:
+            out[target] = _ov_identity(reduction, dtype)
+    for target, value in writes:
+        if reduction == "sub":
+            out[target] = _subtract(out[target], value, dtype)
+        else:
+            onnx = "add" if reduction == "mean" else _OV_AS_ONNX[reduction]
+            out[target] = _combine(onnx, out[target], value, dtype)
+    if reduction == "mean":
+        for target, count in counts.items():
+            out[target] = _divide(out[target], count + int(use_init_val), dtype)
+    return out
+
+
+def _subtract(old: Any, new: Any, dtype: np.dtype[Any]) -> Any:
+    """``old - new`` in ``dtype``; bool: XOR."""
+    if dtype == np.bool_:
+        return bool(old) != bool(new)
+    with np.errstate(all="ignore"):
+        return _canonical(np.subtract(_one(old, dtype), _one(new, dtype)))[0]
+
+
+def _divide(total: Any, n: int, dtype: np.dtype[Any]) -> Any:
+    """``total / n`` in ``dtype``: integers rounded down (toward -inf), floats to nearest.
+
+    Python's float division is IEEE double's, correctly rounded; rounded again to a
+    narrower float it is the quotient correctly rounded (double holds more than twice
+    their bits plus two).
+    """
+    if dtype.kind in "iu":
+        return np.asarray(int(total) // n).astype(dtype)[()]
+    return _canonical(np.asarray([float(total) / n]).astype(dtype))[0]
+
+
+def openvino_scatter_update(
+    data: Any, indices: Any, updates: Any, axis: int, opset: Any = None, check_bounds: bool = True
+) -> np.ndarray:
+    """OpenVINO ScatterUpdate-3: ``out[p, indices[i], q] = updates[p, i, q]``, in C order.
+
+    Indices in ``[0, s-1]``: a negative one is an IndexError (the text and the runtime);
+    unchecked, an index outside writes nothing.
+    """
+    data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
+    _ov_version(opset, (3,))
+    if data.ndim < 1:
+        raise _rule(ValueError, "data of rank 0", "rank >= 1")
+    name = _dtype_name(data.dtype)
+    if name not in TYPES | {"bfloat16"}:
+        raise _rule(TypeError, "data type", name)
+    if _dtype_name(indices.dtype) not in INDEX_DTYPES:
+        raise _rule(TypeError, "indices type", _dtype_name(indices.dtype))
+    if _dtype_name(updates.dtype) != name:
+        rule = "updates of another type than data"
+        raise _rule(TypeError, rule, "updates", name, _dtype_name(updates.dtype))
+    if not -data.ndim <= axis < data.ndim:
+        raise _rule(ValueError, "axis out of range", f"axis {axis}")
+    axis %= data.ndim
+    if updates.shape != data.shape[:axis] + indices.shape + data.shape[axis + 1 :]:
+        raise _rule(ValueError, "updates of the wrong shape", "updates", str(updates.shape))
+    size = data.shape[axis]
+    positions = list(itertools.product(*map(range, indices.shape)))
+    if check_bounds:
+        for pos in positions:
+            i = int(indices[pos])
+            if not 0 <= i < size:
+                raise _rule(IndexError, "index out of range", f"index {i}")
+    out = _result(data, updates)
+    for pos in positions:
+        i = int(indices[pos])
+        if not 0 <= i < size:
+            continue
+        for before in itertools.product(*map(range, data.shape[:axis])):
+            for after in itertools.product(*map(range, data.shape[axis + 1 :])):
+                out[(*before, i, *after)] = updates[(*before, *pos, *after)]
+    return out
+
+
+def openvino_scatter_elements_update(
+    data: Any,
+    indices: Any,
+    updates: Any,
+    axis: int,
+    reduction: str = "none",
+    use_init_val: bool = True,
+    opset: Any = None,
+    check_bounds: bool = True,
+) -> np.ndarray:
+    """OpenVINO ScatterElementsUpdate-3/12: ScatterElements' targets, OpenVINO's reductions.
+
+    Negative indices count from the end in both versions (the runtime).
+    """
+    data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
+    version = _ov_version(opset, (3, 12))
+    reduction = _ov_reduction(
+        reduction, ("none", "sum", "prod", "min", "max", "mean"), 12, version, data
+    )
+    if not isinstance(use_init_val, bool | np.bool_):
+        raise _rule(
+            TypeError, "use_init_val type", f"use_init_val must be a bool, got {use_init_val!r}"
+        )
+    if not use_init_val and version < 12:
+        raise _rule(ValueError, "use_init_val newer than the version", "use_init_val=False")
+    # ScatterElements-18's checks and targets, with no reduction: each write kept in order.
+    out = scatter_elements(data, indices, updates, axis, "none", 18, check_bounds)
+    if reduction == "none":
+        return out
+    axis %= data.ndim
+    size = data.shape[axis]
+    writes = []
+    for pos in itertools.product(*map(range, indices.shape)):
+        i = int(indices[pos])
+        if -size <= i < size:
+            writes.append(((*pos[:axis], _resolve(i, size), *pos[axis + 1 :]), updates[pos]))
+    return _ov_apply(_result(data, updates), writes, reduction, bool(use_init_val))
+
+
+def openvino_scatter_nd_update(
+    data: Any,
+    indices: Any,
+    updates: Any,
+    reduction: str = "none",
+    opset: Any = None,
+    check_bounds: bool = True,
+) -> np.ndarray:
+    """OpenVINO ScatterNDUpdate-3/15: ScatterND's targets, OpenVINO's reductions (``sub`` too).
+
+    Negative coordinates count from the end in both versions (the runtime).
+    """
+    data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
+    version = _ov_version(opset, (3, 15))
+    reduction = _ov_reduction(
+        reduction, ("none", "sum", "sub", "prod", "min", "max"), 15, version, data
+    )
+    out = scatter_nd(data, indices, updates, "none", 18, check_bounds)
+    if reduction == "none":
+        return out
+    k = indices.shape[-1]
+    writes = []
+    for pos in itertools.product(*map(range, indices.shape[:-1])):
+        coordinate = [int(indices[(*pos, j)]) for j in range(k)]
+        if not all(-data.shape[j] <= c < data.shape[j] for j, c in enumerate(coordinate)):
+            continue
+        at = tuple(_resolve(c, data.shape[j]) for j, c in enumerate(coordinate))
+        for rest in itertools.product(*map(range, data.shape[k:])):
+            writes.append(((*at, *rest), updates[(*pos, *rest)]))
+    return _ov_apply(_result(data, updates), writes, reduction, True)
+
+
+def _scatter_update_range(
+    data_shape: Sequence[int], updates_shape: Sequence[int], attributes: dict[str, Any]
+) -> tuple[int, float]:
+    """ScatterUpdate's valid indices: ``[0, size - 1]``."""
+    return 0, int(data_shape[attributes["axis"] % len(data_shape)]) - 1
+
+
 def _size_along_axis(data_shape: Sequence[int], attributes: dict[str, Any], position: Any) -> int:
     return int(data_shape[attributes.get("axis", 0) % len(data_shape)])
 
@@ -685,3 +898,10 @@ SCATTER_ELEMENTS = Oracle(scatter_elements, _size_along_axis, drops=True)
 SCATTER = Oracle(scatter, _size_along_axis, drops=True)
 TENSOR_SCATTER = Oracle(tensor_scatter, _size_along_axis, drops=True, valid=_tensor_scatter_range)
 SCATTER_ND = Oracle(scatter_nd, _size_of_coordinate, drops=True)
+OPENVINO_SCATTER_UPDATE = Oracle(
+    openvino_scatter_update, _size_along_axis, drops=True, valid=_scatter_update_range
+)
+OPENVINO_SCATTER_ELEMENTS_UPDATE = Oracle(
+    openvino_scatter_elements_update, _size_along_axis, drops=True
+)
+OPENVINO_SCATTER_ND_UPDATE = Oracle(openvino_scatter_nd_update, _size_of_coordinate, drops=True)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from onnx_gather import _ops
 from onnx_gather._conformance.libraries import bfloat16
 from onnx_gather._spec import reductions
+from onnx_gather._spec.openvino_scatter import ELEMENTS_REDUCTIONS, ND_REDUCTIONS
 
 #: Every ONNX data type, in the order a failing example shrinks towards.
 DTYPES = (
@@ -488,17 +489,63 @@ def _tensor_scatter_shapes(draw: Draw, op: _ops.Operator) -> Shapes:
     )
 
 
-def _reduction(draw: Draw, opset: int | None, dtype_name: str) -> str:
+def _scatter_update_shapes(draw: Draw, op: _ops.Operator) -> Shapes:
+    """OpenVINO ScatterUpdate: indices of rank 0-2; updates ``data[:axis] + indices + data[axis+1:]``.
+
+    Index values mostly in ``[0, s-1]``; a few negative or ``>= s`` (errors here).
+    """
+    axis, ax, data_shape, _, outer = _axis_and_data(draw)
+    index_shape = tuple(_dims(draw, draw(st.integers(0, 2)), MAX_DIM, BUDGET // max(outer, 1)))
+    size = data_shape[ax]
+    rng = np.random.default_rng(draw(st.integers(0, SEED_MAX)))
+    values = np.asarray(rng.integers(0, max(size, 1), index_shape, dtype=np.int64))
+    flat = values.reshape(-1)
+    for _ in range(draw(_weighted((0, 10), (1, 2), (2, 1))) if flat.size else 0):
+        position = draw(st.integers(0, flat.size - 1))
+        flat[position] = draw(st.sampled_from([-1, -size, -size - 1, size, size + 2]))
+    if not size:
+        values = np.asarray(values - 1) if draw(st.booleans()) else values  # (none is valid)
+    updates = (*data_shape[:ax], *index_shape, *data_shape[ax + 1 :])
+    return Shapes(
+        data_shape, index_shape, {"axis": axis}, (size,), _updates_shape(draw, updates), values
+    )
+
+
+def _openvino_elements_shapes(draw: Draw, op: _ops.Operator) -> Shapes:
+    """OpenVINO ScatterElementsUpdate: ScatterElements' shapes; ``use_init_val`` drawn."""
+    drawn = _scatter_elements_shapes(draw, op)
+    attributes = {**drawn.attributes, "use_init_val": draw(_weighted((True, 2), (False, 1)))}
+    return drawn._replace(attributes=attributes)
+
+
+#: OpenVINO's reductions by operator, and the version that adds them.
+_OPENVINO_REDUCTIONS = {
+    "openvino.scatter_elements_update": (ELEMENTS_REDUCTIONS, 12),
+    "openvino.scatter_nd_update": (ND_REDUCTIONS, 15),
+}
+
+
+def _reduction(draw: Draw, op: _ops.Operator, opset: int | None, dtype_name: str) -> str:
     """A scatter's reduction: mostly one the version and type allow, sometimes not."""
-    version = 18 if opset is None else opset
-    allowed = [str(r) for r, since in reductions.SINCE.items() if since <= version] or ["none"]
+    if op.name in _OPENVINO_REDUCTIONS:
+        every, since = _OPENVINO_REDUCTIONS[op.name]
+        newest = since if opset is None else opset
+        allowed = list(every) if newest >= since else ["none"]
+        if dtype_name in ("bool", "complex64", "complex128"):
+            allowed = [r for r in allowed if r != "mean"]
+        unknown = "add"
+    else:
+        version = 18 if opset is None else opset
+        every = tuple(map(str, reductions.SINCE))  # type: ignore[assignment]
+        allowed = [str(r) for r, since in reductions.SINCE.items() if since <= version] or ["none"]
+        unknown = "sum"
     if dtype_name == "string":
         allowed = ["none"]
     elif dtype_name.startswith("complex"):
-        allowed = [r for r in allowed if r not in reductions.ORDERED]
+        allowed = [r for r in allowed if r not in ("max", "min")]
     if draw(_weighted((True, 19), (False, 1))):
         return str(draw(st.sampled_from(allowed)))
-    return str(draw(st.sampled_from([*reductions.SINCE, "sum"])))
+    return str(draw(st.sampled_from([*every, unknown])))
 
 
 @st.composite
@@ -559,7 +606,7 @@ def _examples(
         indices = _index_values(draw, drawn.indices, drawn.sizes, index_dtype, seed)
     attributes = dict(drawn.attributes)
     if any(name == "reduction" for name, _ in op.attributes):
-        attributes["reduction"] = _reduction(draw, opset, dtype_name)
+        attributes["reduction"] = _reduction(draw, op, opset, dtype_name)
     updates = None
     if drawn.updates is not None:
         updates_dtype = dtype
@@ -638,6 +685,23 @@ def tensor_scatter_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]
 def scatter_nd_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
     """ScatterND examples (the registry's strategy for it)."""
     return _examples(_ops.SCATTER_ND, _scatter_nd_shapes, dtypes)
+
+
+def openvino_scatter_update_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
+    """OpenVINO ScatterUpdate-3 examples (the registry's strategy for it)."""
+    return _examples(_ops.OPENVINO_SCATTER_UPDATE, _scatter_update_shapes, dtypes)
+
+
+def openvino_scatter_elements_update_examples(
+    dtypes: Sequence[str],
+) -> st.SearchStrategy[Example]:
+    """OpenVINO ScatterElementsUpdate-3/12 examples (the registry's strategy for it)."""
+    return _examples(_ops.OPENVINO_SCATTER_ELEMENTS_UPDATE, _openvino_elements_shapes, dtypes)
+
+
+def openvino_scatter_nd_update_examples(dtypes: Sequence[str]) -> st.SearchStrategy[Example]:
+    """OpenVINO ScatterNDUpdate-3/15 examples (the registry's strategy for it)."""
+    return _examples(_ops.OPENVINO_SCATTER_ND_UPDATE, _scatter_nd_shapes, dtypes)
 
 
 def examples(op: str | _ops.Operator, dtypes: Sequence[str]) -> st.SearchStrategy[Example]:

@@ -129,6 +129,10 @@ class Plan:
         """The size each index component addresses: one for every index alike."""
         return (self.size,)
 
+    def lowest(self, size: int) -> int:
+        """The smallest valid index for an axis of ``size``: ``-size`` (negatives count from the end)."""
+        return -size
+
     def admits(self, lo: int, hi: int) -> bool:
         """Whether every index in ``[lo, hi]`` is valid for every component it may be.
 
@@ -338,7 +342,9 @@ def out_of_range(
         axis, size = plan.axis + coordinate, plan.sizes[coordinate]
     else:
         axis, size = plan.addressed(position)  # type: ignore[arg-type]
-    valid = "the axis is empty" if size == 0 else f"valid indices are [{-size}, {size - 1}]"
+    valid = (
+        "the axis is empty" if size == 0 else f"valid indices are [{plan.lowest(size)}, {size - 1}]"
+    )
     msg = (
         f"{plan.op}: index {value} at position {where} of indices is out of range "
         f"for axis {axis} of size {size}; {valid}"

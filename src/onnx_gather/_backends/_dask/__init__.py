@@ -28,6 +28,7 @@ from onnx_gather._spec.gather_nd import GatherNDPlan
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
+    from onnx_gather._spec.openvino_scatter import ScatterUpdatePlan
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
     from onnx_gather._spec.tensor_scatter import TensorScatterPlan
@@ -372,6 +373,43 @@ class DaskBackend(Backend):
         squeeze = tuple(slice(None) if d in keep else 0 for d in range(rank))
         result = _take_along_axis(data[squeeze], indices[squeeze], keep.index(plan.axis))
         return result[tuple(slice(None) if d in keep else None for d in range(rank))]
+
+    def without_negatives(self, indices: Array, data: da.Array, plan: ScatterUpdatePlan, /) -> Any:
+        """As the base's; dask indices are checked per block when computed (:func:`_counted_block`).
+
+        Where no update is left to write (an empty dim of data off the axis), no task of
+        the result reads the indices: they are checked now.
+        """
+        if plan.check_bounds and not isinstance(indices, np.ndarray):
+            if not indices.size:
+                return indices
+            if 0 in plan.updates_shape:
+                checked(plan, np.asarray(indices.compute()))
+            return indices.map_blocks(_counted_block, plan=plan, dtype=indices.dtype)
+        return super().without_negatives(indices, data, plan)
+
+    def openvino_scatter_update(
+        self,
+        data: da.Array,
+        indices: Array,
+        updates: da.Array,
+        plan: ScatterUpdatePlan,
+        out: Array = None,
+        /,
+    ) -> da.Array:
+        """As the base's; where nothing is written, data itself (immutable), once checked.
+
+        (Dask cannot reshape an empty array: its ``reshape_rechunk`` reduces an empty list.)
+        """
+        if 0 in plan.updates_shape:
+            self.without_negatives(indices, data, plan)
+            return data
+        return super().openvino_scatter_update(data, indices, updates, plan)
+
+    def filled(self, like: da.Array, value: Any, dtype: Any = None, /) -> da.Array:
+        """As the base's, in ``like``'s chunks (dask's auto chunks divide by an empty size)."""
+        kind = like.dtype if dtype is None else dtype
+        return da.full(like.shape, value, dtype=kind, chunks=like.chunks)
 
     def check_writable(self, out: Array, /) -> None:
         msg = (

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from onnx_gather._spec.gather import GatherPlan, OpenVINOGatherPlan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
     from onnx_gather._spec.gather_nd import GatherNDPlan
+    from onnx_gather._spec.openvino_scatter import OpenVINOScatterPlan, ScatterUpdatePlan
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
     from onnx_gather._spec.tensor_scatter import TensorScatterPlan
@@ -461,6 +462,94 @@ class TorchBackend(Backend):
             return out
         return _into(out, result, grad)
 
+    def openvino_scatter_update(
+        self,
+        data: torch.Tensor,
+        indices: Array,
+        updates: torch.Tensor,
+        plan: ScatterUpdatePlan,
+        out: torch.Tensor | None = None,
+        /,
+    ) -> torch.Tensor:
+        """OpenVINO ScatterUpdate-3: the base's; recorded, one operator (:func:`_openvino`)."""
+        base = super().openvino_scatter_update
+        return _openvino(base, data, indices, updates, plan, out)
+
+    def openvino_scatter_elements_update(
+        self,
+        data: torch.Tensor,
+        indices: Array,
+        updates: torch.Tensor,
+        plan: OpenVINOScatterPlan,
+        out: torch.Tensor | None = None,
+        /,
+    ) -> torch.Tensor:
+        """OpenVINO ScatterElementsUpdate-3/12: as :meth:`openvino_scatter_update`."""
+        base = super().openvino_scatter_elements_update
+        return _openvino(base, data, indices, updates, plan, out)
+
+    def openvino_scatter_nd_update(
+        self,
+        data: torch.Tensor,
+        indices: Array,
+        updates: torch.Tensor,
+        plan: OpenVINOScatterPlan,
+        out: torch.Tensor | None = None,
+        /,
+    ) -> torch.Tensor:
+        """OpenVINO ScatterNDUpdate-3/15: as :meth:`openvino_scatter_update`."""
+        base = super().openvino_scatter_nd_update
+        return _openvino(base, data, indices, updates, plan, out)
+
+    def negated(self, x: torch.Tensor, /) -> torch.Tensor:
+        """``-x``; unsigned types above 8 bits through their signed twins (torch has no neg)."""
+        signed = _tensor_scatter.AS_SIGNED.get(x.dtype)
+        if signed is None:
+            return -x
+        return (-x.view(signed)).view(x.dtype)
+
+    def floor_divided(self, total: torch.Tensor, n: torch.Tensor, /) -> torch.Tensor:
+        """As the base's; torch divides no unsigned type above 8 bits.
+
+        uint16 and uint32 divide in int64; uint64 on the host, with NumPy (its values do
+        not fit int64).
+        """
+        if total.dtype in (torch.uint16, torch.uint32):
+            return (total.to(torch.int64) // n.to(torch.int64)).to(total.dtype)
+        if total.dtype == torch.uint64:
+            host = as_numpy(total.cpu()) // as_numpy(n.cpu()).astype(np.uint64)
+            return torch.from_numpy(host).to(total.device)
+        return super().floor_divided(total, n)
+
+
+def _openvino(
+    base: Callable[..., torch.Tensor],
+    data: torch.Tensor,
+    indices: Array,
+    updates: torch.Tensor,
+    plan: Plan,
+    out: torch.Tensor | None,
+) -> torch.Tensor:
+    """An OpenVINO scatter: ``base`` (ONNX scatters in a row), or one recorded operator.
+
+    Recorded (``torch.compile``, ``torch.export``, ``make_fx``, ``torch.jit.trace``) or
+    under ``torch.func.vmap``, the call is one ``onnx_gather::run_v1`` of the OpenVINO
+    operator, which runs ``base`` eagerly when the graph runs: its steps check and read
+    values as they go, which a graph cannot fix in advance.
+    """
+    if not (
+        _scatter_in_graph(data, indices, updates)
+        or any(_batched(x) for x in (data, indices, updates) if isinstance(x, torch.Tensor))
+    ):
+        return base(data, indices, updates, plan, out)
+    grad = (
+        out is not None
+        and torch.is_grad_enabled()
+        and (data.requires_grad or updates.requires_grad)
+    )
+    result = _fused.call(data, _on(data, indices), updates, plan=plan)
+    return _into(out, result, grad)
+
 
 def _on(data: torch.Tensor, indices: Array) -> torch.Tensor:
     """Host indices (a NumPy array) as an int64 tensor on data's device; a tensor as it is."""
@@ -699,3 +788,22 @@ def _openvino_gather_when_the_graph_runs(
 
 
 _fused.register("openvino_gather", _openvino_gather_when_the_graph_runs)
+
+
+def _openvino_when_the_graph_runs(method: str) -> Callable[..., torch.Tensor]:
+    """What the recorded operator of OpenVINO's scatter ``method`` runs: the base's steps."""
+    run = getattr(Backend, method)
+
+    def eager(
+        data: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor, plan: Plan
+    ) -> torch.Tensor:
+        out: torch.Tensor = run(backend, data, indices, updates, plan)
+        return out
+
+    return eager
+
+
+for _method in (
+    "openvino_scatter_update", "openvino_scatter_elements_update", "openvino_scatter_nd_update"
+):  # fmt: skip
+    _fused.register(_method, _openvino_when_the_graph_runs(_method))

@@ -66,7 +66,11 @@ def joined_attributes(op: str, ints: Sequence[int], strings: str) -> tuple[Any, 
     operator, _ = _ops.BY_MESSAGE_NAME[op]
     numbers, words = iter(ints), iter(strings.split(","))
     return tuple(
-        next(words) if isinstance(default, str) else next(numbers)
+        next(words)
+        if isinstance(default, str)
+        else bool(next(numbers))
+        if isinstance(default, bool)  # (a flag: OpenVINO's use_init_val)
+        else next(numbers)
         for _, default in operator.attributes
     )
 
@@ -300,6 +304,17 @@ ADJOINTS: dict[str, Callable[[torch.Tensor, torch.Tensor, Any, Any], torch.Tenso
 }
 
 
+def _no_gradient(
+    saved: Sequence[torch.Tensor], grad: torch.Tensor, plan: Any, shape: Any
+) -> list[Any]:
+    """OpenVINO's operators recorded as one operator: no gradient formula (eager calls have one)."""
+    msg = (
+        f"{plan.op} has no gradient inside a recorded graph (torch.compile, torch.export, "
+        "torch.func.vmap); call it eagerly, where torch's own operations carry the gradient"
+    )
+    raise NotImplementedError(msg)
+
+
 def _indices_only(arrays: Sequence[torch.Tensor], output: torch.Tensor) -> tuple[torch.Tensor]:
     return (arrays[1],)
 
@@ -319,6 +334,15 @@ BACKWARDS: dict[str, tuple[Callable[..., tuple[Any, ...]], Callable[..., list[An
     "scatter_elements": (_inputs_and_result, _scatter_backward),
     "scatter_nd": (_inputs_and_result, _scatter_backward),
     "tensor_scatter": (_inputs_and_result, _tensor_scatter_backward),
+    **{
+        name: (_indices_only, _no_gradient)
+        for name in (
+            "openvino_gather",
+            "openvino_scatter_update",
+            "openvino_scatter_elements_update",
+            "openvino_scatter_nd_update",
+        )
+    },
 }
 
 _run.register_autograd(_backward, setup_context=_setup_context)
