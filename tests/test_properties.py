@@ -241,3 +241,22 @@ def test_data_a_library_cannot_view_bit_exactly_is_presented_plainly(libs: list[
             assert difference(lib.to_numpy(data), example.data) is None, lib.name
             viewed = _present(lib.asarray, example.data, example.data_layout, example.pad, True)
             assert plain == (difference(lib.to_numpy(viewed), example.data) is not None)
+
+
+@SCATTER_BUDGET
+@given(examples(_ops.OPENVINO_SCATTER_UPDATE.name, HOLDS))
+def test_openvino_scatter_update(example: Example) -> None:
+    # (No ONNX node computes OpenVINO's scatters: their own runtime is the peer.)
+    _conforms(example, onnx_runtime=False)
+
+
+@SCATTER_BUDGET
+@given(examples(_ops.OPENVINO_SCATTER_ELEMENTS_UPDATE.name, HOLDS))
+def test_openvino_scatter_elements_update(example: Example) -> None:
+    _conforms(example, onnx_runtime=False)
+
+
+@SCATTER_BUDGET
+@given(examples(_ops.OPENVINO_SCATTER_ND_UPDATE.name, HOLDS))
+def test_openvino_scatter_nd_update(example: Example) -> None:
+    _conforms(example, onnx_runtime=False)
