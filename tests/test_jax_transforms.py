@@ -393,3 +393,41 @@ def test_openvino_gather_zeros_and_batches_under_every_transform() -> None:
         lambda x: openvino.gather(x, jnp.asarray([3, 9]), axis=0).astype(jnp.float32).sum()
     )(jnp.ones(4, jnp.bfloat16))
     assert_identical(np.asarray(grad16), np.array([0, 0, 0, 1], np.float32).astype(jnp.bfloat16))
+
+
+def test_openvino_scatters_under_every_transform() -> None:
+    """OpenVINO's scatters under jit (checkify names a bad index), vmap and grad."""
+    from onnx_gather import openvino
+
+    d = np.arange(12, dtype=np.float32).reshape(3, 4)
+    calls = [
+        (lambda x, i: openvino.scatter_update(x, i, jnp.ones((3, 2)), axis=1), np.array([3, 0]), 1),
+        (
+            lambda x, i: openvino.scatter_elements_update(
+                x, i, jnp.ones((3, 2)), axis=1, reduction="mean", use_init_val=False
+            ),
+            np.array([[1, 1], [0, -1], [2, 2]], np.int32),
+            1,
+        ),
+        (
+            lambda x, i: openvino.scatter_nd_update(x, i, jnp.ones((2, 4)), reduction="sub"),
+            np.array([[0], [-1]], np.int32),
+            0,
+        ),
+    ]
+    for fn, i, axis in calls:
+        want = fn(jnp.asarray(d), i)  # (eager: the case table holds it to the oracle)
+        assert_identical(np.asarray(jax.jit(fn)(jnp.asarray(d), jnp.asarray(i))), np.asarray(want))
+        batched = jax.vmap(lambda x, fn=fn, i=i: fn(x, jnp.asarray(i)))(jnp.stack([d, d]))
+        assert_identical(np.asarray(batched), np.stack([np.asarray(want)] * 2))
+        grad = jax.grad(lambda x, fn=fn, i=i: fn(x, jnp.asarray(i)).sum())(jnp.asarray(d))
+        assert grad.shape == d.shape
+        bad = np.array(i).copy()
+        bad.reshape(-1)[0] = 9
+        err, _ = checkify.checkify(jax.jit(fn))(jnp.asarray(d), jnp.asarray(bad))
+        message = err.get()
+        assert message is not None
+        assert (
+            f"index 9 at position {(0,) * bad.ndim} of indices is out of range for axis {axis}"
+            in message
+        )

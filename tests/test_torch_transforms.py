@@ -521,3 +521,92 @@ def test_openvino_gather_zeros_and_batches_under_every_transform() -> None:
     z = torch.complex(torch.from_numpy(d), -torch.from_numpy(d))
     compiled = torch.compile(f, fullgraph=True)(z, torch.from_numpy(i))
     np.testing.assert_array_equal(compiled.numpy(), openvino_gather(z.numpy(), i, 2, 1))
+
+
+#: OpenVINO's scatters, each with a call that takes several ONNX scatters in a row (mean,
+#: use_init_val=False, bool XOR) and one plain: (function, data, indices, updates).
+_OV_DATA = np.arange(12, dtype=np.float32).reshape(3, 4)
+OV_SCATTERS: dict[str, tuple[Callable[..., Any], np.ndarray, np.ndarray, np.ndarray]] = {
+    "scatter_update": (
+        lambda d, i, u: openvino.scatter_update(d, i, u, axis=1),
+        _OV_DATA, np.array([3, 0, 3]), np.arange(9, dtype=np.float32).reshape(3, 3),
+    ),
+    "elements_mean": (
+        lambda d, i, u: openvino.scatter_elements_update(d, i, u, axis=1, reduction="mean"),
+        _OV_DATA, np.array([[1, 1], [0, -1], [2, 2]]), np.arange(6, dtype=np.float32).reshape(3, 2),
+    ),
+    "elements_max_no_init": (
+        lambda d, i, u: openvino.scatter_elements_update(
+            d, i, u, axis=0, reduction="max", use_init_val=False
+        ),
+        _OV_DATA, np.array([[2, 0, 0, -1]]), -np.ones((1, 4), np.float32),
+    ),
+    "nd_sub": (
+        lambda d, i, u: openvino.scatter_nd_update(d, i, u, reduction="sub"),
+        _OV_DATA, np.array([[0], [-1], [0]]), np.ones((3, 4), np.float32),
+    ),
+}  # fmt: skip
+
+
+def _ov_want(name: str) -> np.ndarray:
+    fn, d, i, u = OV_SCATTERS[name]
+    return fn(d, i, u)  # (NumPy's call, checked against the oracle by the case table)
+
+
+@pytest.mark.parametrize("name", list(OV_SCATTERS))
+@pytest.mark.parametrize("form", ["tensor", "numpy", "list"])
+def test_openvino_scatters_under_compile_and_vmap(name: str, form: str) -> None:
+    """Each OpenVINO scatter compiled (one recorded operator, fullgraph) and under vmap.
+
+    In every index form; an index out of range raises the eager IndexError when the
+    compiled graph runs.
+    """
+    from onnx_gather._conformance import oracle as ov_oracle
+
+    torch._dynamo.reset()  # (one lambda's code for every parameter: a fresh count each)
+    fn, d, i, u = OV_SCATTERS[name]
+    indices: Any = {"tensor": torch.from_numpy(i), "numpy": i, "list": i.tolist()}[form]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "`torch.jit.script_method` is deprecated")
+        importlib.import_module("torch._inductor.compile_fx")
+    compiled = torch.compile(lambda x, y: fn(x, indices, y), fullgraph=True)
+    got = compiled(torch.from_numpy(d), torch.from_numpy(u))
+    want = _ov_want(name)
+    np.testing.assert_array_equal(got.numpy(), want)
+    assert ov_oracle is not None
+    batched = torch.func.vmap(lambda x: fn(x, torch.from_numpy(i), torch.from_numpy(u)))(
+        torch.stack([torch.from_numpy(d)] * 2)
+    )
+    np.testing.assert_array_equal(batched.numpy(), np.stack([want] * 2))
+    if form == "tensor":
+        bad = torch.from_numpy(i).clone()
+        bad.view(-1)[0] = 9
+        want_error = eager_error(fn, torch.from_numpy(d), bad, torch.from_numpy(u))
+        c = torch.compile(lambda x, y, z: fn(x, y, z), fullgraph=True)
+        with pytest.raises(IndexError) as info:
+            c(torch.from_numpy(d), bad, torch.from_numpy(u))
+        assert str(info.value) == want_error
+
+
+def test_openvino_scatter_eager_gradient_and_out() -> None:
+    """Eagerly, torch's operations carry the gradient (mean: 1/n to each update landed);
+    ``out=data`` writes in place after the last step; compiled with a gradient: a clear error."""
+    d = torch.zeros(3, requires_grad=True)
+    u = torch.ones(4, requires_grad=True)
+    i = torch.tensor([0, 0, 0, 2])
+    got = openvino.scatter_elements_update(d, i, u, axis=0, reduction="mean")
+    got.sum().backward()
+    np.testing.assert_array_equal(u.grad.numpy(), [0.25, 0.25, 0.25, 0.5])
+    np.testing.assert_array_equal(d.grad.numpy(), [0.25, 1.0, 0.5])
+    data = torch.arange(4.0)
+    out = openvino.scatter_nd_update(
+        data, [[1], [1]], torch.tensor([1.0, 2.0]), reduction="sub", out=data
+    )
+    assert out is data
+    np.testing.assert_array_equal(data.numpy(), [0, -2, 2, 3])
+    compiled = torch.compile(
+        lambda x: openvino.scatter_update(x, [0], torch.ones(1), axis=0), fullgraph=True
+    )
+    # (AOT autograd traces the backward as it compiles: the error comes then.)
+    with pytest.raises(Exception, match="OpenVINO ScatterUpdate-3 has no gradient inside"):
+        compiled(torch.zeros(2, requires_grad=True)).sum().backward()

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from onnx_gather._spec.gather import GatherPlan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
     from onnx_gather._spec.gather_nd import GatherNDPlan
+    from onnx_gather._spec.openvino_scatter import ScatterUpdatePlan
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
     from onnx_gather._spec.tensor_scatter import TensorScatterPlan
@@ -266,6 +267,25 @@ class JaxBackend(Backend):
     def gather_nd(self, data: jax.Array, indices: Array, plan: GatherNDPlan, /) -> jax.Array:
         """ONNX GatherND: advanced indexing in fill mode (``.at[...].get(mode="fill")``)."""
         return _run(take_nd, data, indices, plan, None)
+
+    def without_negatives(self, indices: Array, data: jax.Array, plan: ScatterUpdatePlan, /) -> Any:
+        """As the base's; traced indices carry the check for checkify (:func:`with_index_check`).
+
+        Under a trace an index no check stops is dropped, negatives too.
+        """
+        if isinstance(indices, np.ndarray):
+            return super().without_negatives(indices, data, plan)
+        if traced(indices):
+            if plan.check_bounds:
+                indices = with_index_check(indices, plan)
+        elif plan.check_bounds and indices.size:
+            values = np.asarray(indices)
+            _spec.check_range(plan, *value_range(values), lambda: values)
+        return jnp.where(indices < 0, plan.size, indices)
+
+    def filled(self, like: Array, value: Any, dtype: Any = None, /) -> jax.Array:
+        """As the base's; a tracer has no device to ask (the trace places it)."""
+        return jnp.full(like.shape, value, dtype=like.dtype if dtype is None else dtype)
 
     def check_writable(self, out: Array, /) -> None:
         msg = (
