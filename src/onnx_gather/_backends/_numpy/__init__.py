@@ -6,6 +6,7 @@ and Dask backends run these kernels too, on views of CPU tensors and in their ta
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
@@ -243,6 +244,27 @@ class NumpyBackend(Backend):
     def gather(self, data: Array, indices: np.ndarray, plan: Plan, /) -> Array:
         """ONNX Gather: :func:`gather`."""
         return gather(data, indices, plan)
+
+    def keep(self, where: Array, x: Array, /) -> Array:
+        """As the base's; an array of its own (a kernel's new result) is zeroed in place.
+
+        One masked write instead of a second array of the output's size (OpenVINO Gather's
+        invalid indices); a view, or an array another owns, gets the base's copy.
+        """
+        if not (isinstance(x, np.ndarray) and x.flags.owndata and x.flags.writeable and x.size):
+            return super().keep(where, x)
+        where = np.asarray(where)
+        wide = [d for d, n in enumerate(where.shape) if n != 1]
+        lo, hi = (wide[0], wide[-1] + 1) if wide else (0, 0)
+        if where.ndim == x.ndim and where.shape[lo:hi] == x.shape[lo:hi]:
+            # The mask's dims one block of x's (Gather-8 without batch dims): zero the bad
+            # rows of that block, a write of only what is dropped.
+            n = math.prod(x.shape[lo:hi])
+            rows = x.reshape(math.prod(x.shape[:lo]), n, math.prod(x.shape[hi:]))
+            rows[:, np.flatnonzero(~where.reshape(n)), :] = self.zeros((), x)
+            return x
+        np.copyto(x, self.zeros((), x), where=~where)
+        return x
 
     def gather_elements(
         self, data: Array, indices: np.ndarray, plan: GatherElementsPlan, /
