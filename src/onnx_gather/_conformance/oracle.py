@@ -649,16 +649,7 @@ def openvino_scatter_update(
     """
     data, indices, updates = np.asarray(data), np.asarray(indices), np.asarray(updates)
     _ov_version(opset, (3,))
-    if data.ndim < 1:
-        raise _rule(ValueError, "data of rank 0", "rank >= 1")
-    name = _dtype_name(data.dtype)
-    if name not in TYPES | {"bfloat16"}:
-        raise _rule(TypeError, "data type", name)
-    if _dtype_name(indices.dtype) not in INDEX_DTYPES:
-        raise _rule(TypeError, "indices type", _dtype_name(indices.dtype))
-    if _dtype_name(updates.dtype) != name:
-        rule = "updates of another type than data"
-        raise _rule(TypeError, rule, "updates", name, _dtype_name(updates.dtype))
+    _check_scatter(data, indices, updates, 13)  # (the ONNX scatters' type rules, bfloat16 too)
     if not -data.ndim <= axis < data.ndim:
         raise _rule(ValueError, "axis out of range", f"axis {axis}")
     axis %= data.ndim
