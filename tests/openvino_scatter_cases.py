@@ -115,6 +115,13 @@ ELEMENTS = [
        axis=0, reduction="mean", expected=a([682.5], np.float16)),
     ov("seu-sum-float16-steps", SEU, a([2048], np.float16), [0, 0], a([1, 1], np.float16),
        axis=0, reduction="sum", expected=a([2048], np.float16)),
+    # Subnormal quotients, rounded to nearest even (XLA's CPU code would flush them: JAX
+    # divides from the bits there): 1.5 * 2**-149 is 2 * 2**-149.
+    ov("seu-mean-subnormal", SEU, a([0, 5], F32), [0], np.array([3], np.uint32).view(F32),
+       axis=0, reduction="mean", expected=np.array([2, 0x40A00000], np.uint32).view(F32)),
+    ov("seu-mean-subnormal-no-init", SEU, a([0, 5], F32), [0], np.array([1], np.uint32).view(F32),
+       axis=0, reduction="mean", use_init_val=False,
+       expected=np.array([1, 0x40A00000], np.uint32).view(F32)),
     # use_init_val=False: touched elements start from the identity; untouched keep data.
     ov("seu-prod-no-init", SEU, E4, [1, 0, 1], a([10, 20, 30], F32), axis=0, reduction="prod",
        use_init_val=False, expected=a([20, 300, 4, 6], F32)),

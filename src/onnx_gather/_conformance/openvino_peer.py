@@ -541,6 +541,11 @@ def _scatter_divergence(example: Example, cls: str) -> str | None:
         return "ScatterElementsUpdate does not check the indices' dims off the axis (the text does)"
     if not cls.startswith(("WRONG values", "NaN payload")):
         return None
+    if cls == "NaN payload changed" and reduction in ("sum", "sub", "prod", "mean"):
+        return (
+            "an arithmetic reduction's NaN is the canonical one in the library (the ONNX "
+            "scatters' rule); the plugin passes an operand's payload on"
+        )
     if example.dtype_name == "bool" and reduction == "sub":
         return "bool sub of repeated targets: the CPU plugin subtracts bytes (0 - 1 = 255), not XOR"
     if example.dtype_name == "uint32" and reduction != "none":

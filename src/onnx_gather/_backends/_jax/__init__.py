@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import ctypes
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import jax
@@ -14,6 +15,7 @@ import numpy as np
 
 from onnx_gather import _host, _spec
 from onnx_gather._backends._base import Backend
+from onnx_gather._backends._jax import _ieee
 from onnx_gather._backends._jax import _scatter as scatters
 from onnx_gather._backends._jax._check import with_index_check
 from onnx_gather._backends._jax._take import (
@@ -283,6 +285,22 @@ class JaxBackend(Backend):
             _spec.check_range(plan, *value_range(values), lambda: values)
         return jnp.where(indices < 0, plan.size, indices)
 
+    def mean(self, total: jax.Array, counts: jax.Array, use_init_val: bool, /) -> jax.Array:
+        """As the base's; float quotients on the CPU by NumPy, called back from the computation.
+
+        XLA's CPU arithmetic flushes subnormals to zero (openxla/xla#22858: a subnormal
+        sum divided by 1 comes back 0), as :func:`._scatter._on_host` says, and so does
+        NumPy's in the callback's thread: the quotient comes from the bits where a
+        subnormal can appear (:func:`._ieee.quotient`). Elsewhere (a GPU, symbolic
+        shapes) XLA's division.
+        """
+        floating = self.dtype_name(total) in ("float16", "bfloat16", "float32", "float64")
+        static = all(type(n) is int for n in total.shape)
+        if not (floating and static and scatters.serial_device(total)):
+            return super().mean(total, counts, use_init_val)
+
+        return _divided(total, counts, use_init_val)
+
     def filled(self, like: Array, value: Any, dtype: Any = None, /) -> jax.Array:
         """As the base's; a tracer has no device to ask (the trace places it)."""
         return jnp.full(like.shape, value, dtype=like.dtype if dtype is None else dtype)
@@ -500,3 +518,33 @@ def _wide(indices: Array, plan: Plan) -> Any:
 
 
 backend = JaxBackend()
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(2,))
+def _divided(total: jax.Array, counts: jax.Array, use_init_val: bool) -> jax.Array:
+    """OpenVINO's mean on the CPU: NumPy called back, quotients from the bits (:mod:`._ieee`).
+
+    Linear in ``total``: its tangent is divided alike (a callback has no rule of its own).
+    """
+
+    def run(t: np.ndarray, c: np.ndarray) -> np.ndarray:
+        # (No float arithmetic of NumPy's here: this thread flushes subnormals.)
+        t, c = np.asarray(t), np.asarray(c)
+        touched = c > 0
+        n = c + 1 if use_init_val else np.where(touched, c, 1)
+        return np.where(touched, _ieee.quotient(t, n), t)
+
+    shape = jax.ShapeDtypeStruct(total.shape, total.dtype)
+    out: jax.Array = jax.pure_callback(run, shape, total, counts, vmap_method="sequential")
+    return out
+
+
+@_divided.defjvp
+def _divided_jvp(use_init_val: bool, primals: Any, tangents: Any) -> tuple[jax.Array, jax.Array]:
+    total, counts = primals
+    touched = counts > 0
+    n = counts + 1 if use_init_val else jnp.where(touched, counts, 1)
+    tangent = tangents[0]
+    return _divided(total, counts, use_init_val), jnp.where(
+        touched, tangent / n.astype(tangent.dtype), tangent
+    )
