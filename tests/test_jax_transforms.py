@@ -401,16 +401,22 @@ def test_openvino_scatters_under_every_transform() -> None:
 
     d = np.arange(12, dtype=np.float32).reshape(3, 4)
     calls = [
-        (lambda x, i: openvino.scatter_update(x, i, jnp.ones((3, 2)), axis=1), np.array([3, 0]), 1),
+        (
+            lambda x, i: openvino.scatter_update(x, i, jnp.ones((3, 2), jnp.float32), axis=1),
+            np.array([3, 0]),
+            1,
+        ),
         (
             lambda x, i: openvino.scatter_elements_update(
-                x, i, jnp.ones((3, 2)), axis=1, reduction="mean", use_init_val=False
+                x, i, jnp.ones((3, 2), jnp.float32), axis=1, reduction="mean", use_init_val=False
             ),
             np.array([[1, 1], [0, -1], [2, 2]], np.int32),
             1,
         ),
         (
-            lambda x, i: openvino.scatter_nd_update(x, i, jnp.ones((2, 4)), reduction="sub"),
+            lambda x, i: openvino.scatter_nd_update(
+                x, i, jnp.ones((2, 4), jnp.float32), reduction="sub"
+            ),
             np.array([[0], [-1]], np.int32),
             0,
         ),
