@@ -516,9 +516,10 @@ class TorchBackend(Backend):
         """
         if total.dtype in (torch.uint16, torch.uint32):
             return (total.to(torch.int64) // n.to(torch.int64)).to(total.dtype)
-        if total.dtype == torch.uint64:
-            host = as_numpy(total.cpu()) // as_numpy(n.cpu()).astype(np.uint64)
-            return torch.from_numpy(host).to(total.device)
+        if total.dtype == torch.uint64:  # (through int64 views: the same bits)
+            values = total.cpu().view(torch.int64).numpy().view(np.uint64)
+            host = values // n.cpu().numpy().astype(np.uint64)
+            return torch.from_numpy(host.view(np.int64)).view(torch.uint64).to(total.device)
         return super().floor_divided(total, n)
 
 
