@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from onnx_gather import _spec
 from onnx_gather._spec import reductions, scatter_elements, scatter_nd
 from onnx_gather._spec.reductions import Reduction
+from onnx_gather._spec.scatter import Named
 from onnx_gather._spec.scatter_elements import ScatterElementsPlan
 from onnx_gather._spec.scatter_nd import ScatterNDPlan
 
@@ -34,19 +35,6 @@ ONNX_REDUCTION = {
 #: The reductions of ScatterElementsUpdate-12 and ScatterNDUpdate-15, in their texts' order.
 ELEMENTS_REDUCTIONS = ("none", "sum", "prod", "min", "max", "mean")
 ND_REDUCTIONS = ("none", "sum", "sub", "prod", "min", "max")
-
-
-class _Named:
-    """``op``'s rules for the ONNX planner of the inner plan: the OpenVINO name in messages."""
-
-    def __init__(self, op: _spec.Rules, version: int) -> None:
-        self._op, self._version = op, version
-        self.bfloat16_from = op.bfloat16_from
-        self.equal_off_axis = False
-        self.attribute_since: dict[str, int] = {}
-
-    def message_name(self, version: int) -> str:
-        return self._op.message_name(self._version)
 
 
 class _UpdateFields(NamedTuple):
@@ -189,7 +177,7 @@ def _reduction(
     name: str, version: int, since: int, allowed: tuple[str, ...], reduction: Any, data_dtype: str
 ) -> str:
     """OpenVINO's ``reduction`` checked for the version and data's type."""
-    if type(reduction) is not str and not isinstance(reduction, str):
+    if not isinstance(reduction, str):
         msg = (
             f"{name}: reduction must be a str, got {reduction!r} of type {type(reduction).__name__}"
         )
@@ -246,7 +234,7 @@ def elements_plan(
     name = op.message_name(version)
     reduction = _reduction(name, version, 12, ELEMENTS_REDUCTIONS, attributes[1], dtypes[0])
     use_init_val = _init(name, version, 12, attributes[2])
-    named = _Named(op, version)
+    named = Named(op, version)
     inner = scatter_elements.plan(
         named, _ONNX_RULES, shapes, dtypes, (attributes[0], ONNX_REDUCTION[reduction]),
         check_bounds,
@@ -280,7 +268,7 @@ def nd_plan(
     """
     name = op.message_name(version)
     reduction = _reduction(name, version, 15, ND_REDUCTIONS, attributes[0], dtypes[0])
-    named = _Named(op, version)
+    named = Named(op, version)
     inner = scatter_nd.plan(
         named, _ONNX_RULES, shapes, dtypes, (ONNX_REDUCTION[reduction],), check_bounds
     )

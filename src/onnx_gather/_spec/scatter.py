@@ -13,8 +13,11 @@ from onnx_gather._spec.scatter_elements import ScatterElementsPlan
 _RULE = 11
 
 
-class _Named:
-    """``op``'s rules, with ScatterElements-11's planner naming Scatter's ``version``."""
+class Named:
+    """``op``'s rules for another operator's planner, which then names ``op``'s ``version``.
+
+    (Scatter's through ScatterElements-11's planner; OpenVINO's scatters through ONNX's.)
+    """
 
     def __init__(self, op: _spec.Rules, version: int) -> None:
         self._op, self._version = op, version
@@ -45,6 +48,6 @@ def plan(
     TypeError, ValueError
         As :func:`onnx_gather._spec.scatter_elements.plan` raises them.
     """
-    named = _Named(op, version)
+    named = Named(op, version)
     chosen = (attributes[0], Reduction.NONE)
     return scatter_elements.plan(named, _RULE, shapes, dtypes, chosen, check_bounds)
