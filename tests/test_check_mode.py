@@ -69,3 +69,25 @@ def test_unknown_backend_is_an_error() -> None:
     done = _run("check", "--backends", "nosuchlib", "--examples", "1")
     assert done.returncode != 0
     assert "nosuchlib" in done.stderr
+
+
+def test_operators_limit_the_campaign_and_the_official_cases() -> None:
+    done = _run(
+        "check", "--backends", "numpy", "--operators", "tensor_scatter,openvino.gather",
+        "--examples", "5",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("library")).split()
+    assert header[-2:] == ["tensor_scatter", "openvino.gather"]
+    row = next(line for line in lines if line.startswith("numpy "))
+    assert row.count("pass (5 examples)") == 2, row
+    # TensorScatter's official cases alone (OpenVINO's Gather has none): 3 of them.
+    assert "pass 3/3" in row, row
+
+
+def test_unknown_operator_is_an_error() -> None:
+    done = _run("check", "--operators", "gather,nosuchop")
+    assert done.returncode == 2
+    assert "--operators: 'nosuchop'" in done.stderr
+    assert "openvino.scatter_nd_update" in done.stderr  # the known ones are listed

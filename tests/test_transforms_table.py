@@ -1,9 +1,10 @@
 """Every index form under every transform, before and after eager calls (issue 16, item 1).
 
 The table: index form (Python int, nested list, NumPy array, the data's own array) x
-transform x whether eager calls ran first, for every ONNX operator of the registry
-(ScatterElements with reduction none, ScatterND with add: their updates are a slice of
-the data, so gradients reach both), on the CPU.
+transform x whether eager calls ran first, for every operator of the registry, ONNX's and
+OpenVINO's (the scatters write or add a slice of the data itself, so gradients reach
+both), on the CPU. A bad index raises, under each transform, or (OpenVINO's Gather)
+reads zeros.
 
 * torch: ``torch.compile(fullgraph=True)`` static and ``dynamic=True``, ``torch.func.vmap``,
   ``torch.func.grad``; also ``torch.export.export``.
@@ -24,16 +25,32 @@ from typing import Any
 
 import numpy as np
 import pytest
-from grad_oracle import ELEMENTS, FUNCTIONS, GATHER, ND, GradCase
+from grad_oracle import ELEMENTS, FUNCTIONS, GATHER, GRADS, ND, GradCase
 from helpers import assert_identical
 
 import onnx_gather as og
-from onnx_gather import _api, _dispatch
+from onnx_gather import _api, _dispatch, openvino
 from onnx_gather._conformance.runner import oracle_of, run_oracle
 from onnx_gather._memo import Memo
 
 SE, SN = "scatter_elements", "scatter_nd"
-SCATTERS = {SE: og.scatter_elements, SN: og.scatter_nd}
+SC, TS = "scatter", "tensor_scatter"
+OV_G, OV_ND = "openvino.gather", "openvino.gather_nd"
+OV_SU, OV_SEU, OV_SNU = (
+    "openvino.scatter_update",
+    "openvino.scatter_elements_update",
+    "openvino.scatter_nd_update",
+)
+#: The operators whose third input is the updates, with their public functions.
+SCATTERS = {
+    SE: og.scatter_elements,
+    SN: og.scatter_nd,
+    SC: og.scatter,
+    OV_SU: openvino.scatter_update,
+    OV_SEU: openvino.scatter_elements_update,
+    OV_SNU: openvino.scatter_nd_update,
+}
+GATHERS = {**FUNCTIONS, OV_G: openvino.gather, OV_ND: openvino.gather_nd}
 
 needs_torch = pytest.mark.backend("torch")
 needs_jax = pytest.mark.backend("jax")
@@ -48,6 +65,15 @@ INDICES = {
     SE: np.array([[0, -1], [4, 4], [-5, 2]], np.int64),
     # (row, column) tuples, rows valid in two-row data too; (0, -1) twice: both add up.
     SN: np.array([[0, -1], [1, 4], [-2, 4], [0, -1]], np.int64),
+    SC: np.array([[0, -1], [4, 4], [-5, 2]], np.int64),
+    # One write position per row of the cache (its batch), two columns written from each.
+    TS: np.array([0, 3, 1], np.int64),
+    OV_G: np.array([[0, -1], [4, 0], [-5, 2]], np.int64),
+    OV_ND: np.array([[[0], [-1]], [[4], [0]], [[-5], [2]]], np.int64),
+    # ScatterUpdate takes no negative index; column 4 written twice: the second wins.
+    OV_SU: np.array([[0, 3], [4, 4]], np.int64),
+    OV_SEU: np.array([[0, -1], [4, 4], [-5, 2]], np.int64),
+    OV_SNU: np.array([[0, -1], [1, 4], [-2, 4], [0, -1]], np.int64),
 }
 #: Every operator addresses axis 1 of X (size 5): the same index values are valid for all.
 ATTRIBUTES = {
@@ -56,23 +82,61 @@ ATTRIBUTES = {
     ND: {"batch_dims": 1},
     SE: {"axis": 1, "reduction": "none"},
     SN: {"reduction": "add"},
+    SC: {"axis": 1},
+    TS: {"axis": 1},
+    OV_G: {"axis": 1},
+    OV_ND: {"batch_dims": 1},
+    OV_SU: {"axis": 1},
+    OV_SEU: {"axis": 1, "reduction": "none"},
+    OV_SNU: {"reduction": "sum"},
 }
 #: Rows of the second data shape each operator takes: GatherElements' indices may be
-#: smaller than data off the axis but not larger, GatherND's batch dim must match.
-SECOND_ROWS = {GATHER: 4, ELEMENTS: 3, ND: 3, SE: 3, SN: 4}
+#: smaller than data off the axis but not larger, GatherND's batch dim must match, and so
+#: must TensorScatter's.
+SECOND_ROWS = {
+    GATHER: 4,
+    ELEMENTS: 3,
+    ND: 3,
+    SE: 3,
+    SN: 4,
+    SC: 3,
+    TS: 3,
+    OV_G: 4,
+    OV_ND: 3,
+    OV_SU: 4,
+    OV_SEU: 3,
+    OV_SNU: 4,
+}
 FORMS = ["int", "list", "numpy", "own"]
-#: A Python int is a 0-d index: Gather's alone takes one.
-ROWS = [(op, form) for op in INDICES for form in FORMS if form != "int" or op == GATHER]
+#: A Python int is a 0-d index: the Gathers alone take one.
+ROWS = [(op, form) for op in INDICES for form in FORMS if form != "int" or op in (GATHER, OV_G)]
 ROW_IDS = [f"{op}-{form}" for op, form in ROWS]
+#: The rows whose bad index is an error: OpenVINO's Gather defines zeros in its place.
+ERROR_ROWS = [(op, form) for op, form in ROWS if op != OV_G]
+ERROR_IDS = [f"{op}-{form}" for op, form in ERROR_ROWS]
+ZERO_ROWS = [(op, form) for op, form in ROWS if op == OV_G]
+ZERO_IDS = [f"{op}-{form}" for op, form in ZERO_ROWS]
 VALID = re.escape("valid indices are [-5, 4]")
+#: What the eager error of the bad index (``host_indices(..., bad=True)``) says.
+BAD_INDEX = {
+    **{op: r"index 5 at position .*" + VALID for op in INDICES},
+    OV_SU: r"index 5 at position .*" + re.escape("valid indices are [0, 4]"),
+    TS: r"index 4 at position \(1,\) of write_indices .*write_indices\[b\] \+ 2 <= 5",
+}
 
 
 def host_indices(op: str, form: str, bad: bool = False) -> Any:
-    """The indices in ``form`` (not "own"); ``bad`` puts 5 (one past the end) at (1, 1)."""
+    """The indices in ``form`` (not "own").
+
+    ``bad`` puts 5 (one past the end) at (1, 1); for TensorScatter 4 at (1,), whose two
+    writes would end past the end.
+    """
     if form == "int":
         return 5 if bad else -1
     values = INDICES[op].copy()
-    if bad:
+    if bad and op == TS:
+        values[1] = 4
+    elif bad:
         values[1, 1] = 5
     return values.tolist() if form == "list" else values
 
@@ -83,40 +147,54 @@ def indices_array(op: str, form: str) -> np.ndarray:
 
 def updates_of(op: str, x: Any, idx_shape: tuple[int, ...]) -> Any:
     """A scatter's updates: a slice of ``x`` itself (twice it), so gradients reach both."""
-    if op == SE:
+    if op in (SE, SC, OV_SEU):
         return x[: idx_shape[0], : idx_shape[1]] * 2
+    if op == OV_SU:  # data.shape[:1] + indices.shape
+        count = int(np.prod(idx_shape))
+        return x[:, :count].reshape((x.shape[0], *idx_shape)) * 2
+    if op == TS:  # two columns per row of the cache
+        return x[:, :2] * 2
     return x[0, : idx_shape[0]] * 2  # ScatterND: one element per (row, column) tuple
 
 
 def apply(op: str, x: Any, idx: Any, **attributes: Any) -> Any:
     """The operator's public function, with the table's attributes (or ``attributes``)."""
+    given = attributes or ATTRIBUTES[op]
+    if op == TS:
+        return og.tensor_scatter(x, updates_of(op, x, ()), idx, **given)
     if op in SCATTERS:
         shape = tuple(np.shape(idx))  # (a list's, an array's or a tensor's)
-        return SCATTERS[op](x, idx, updates_of(op, x, shape), **(attributes or ATTRIBUTES[op]))
-    return FUNCTIONS[op](x, idx, **(attributes or ATTRIBUTES[op]))
+        return SCATTERS[op](x, idx, updates_of(op, x, shape), **given)
+    return GATHERS[op](x, idx, **given)
 
 
-def _arrays(op: str, form: str, x: np.ndarray) -> tuple[np.ndarray, ...]:
-    idx = indices_array(op, form)
+def _arrays(op: str, x: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The operator's inputs in its order (as the oracle takes them)."""
+    if op == TS:
+        return (x, updates_of(op, x, ()), idx)
     if op in SCATTERS:
         return (x, idx, updates_of(op, x, idx.shape))
     return (x, idx)
 
 
-def want(op: str, form: str, x: np.ndarray = X, check_bounds: bool = True) -> np.ndarray:
-    return run_oracle(op, _arrays(op, form, x), ATTRIBUTES[op], None, check_bounds)
+def want(
+    op: str, form: str, x: np.ndarray = X, check_bounds: bool = True, bad: bool = False
+) -> np.ndarray:
+    arrays = _arrays(op, x, np.asarray(host_indices(op, form, bad)))
+    return run_oracle(op, arrays, ATTRIBUTES[op], None, check_bounds)
 
 
-def want_grad(op: str, form: str, g: np.ndarray) -> np.ndarray:
-    if op not in SCATTERS:
+def want_grad(op: str, form: str, g: np.ndarray, bad: bool = False) -> np.ndarray:
+    if op in GRADS:
         return GradCase("", op, X.shape, indices_array(op, form), ATTRIBUTES[op]).grad(g)
-    # A scatter of x's own slice, with reduction none or add, is linear in x: its gradient
-    # is sum(g * f(e_j)) for each unit vector e_j (exact: small integers).
+    # Every other operator of the table (a scatter of x's own slice, with reduction none
+    # or add; OpenVINO's gathers) is linear in x: its gradient is sum(g * f(e_j)) for each
+    # unit vector e_j (exact: small integers).
     grad = np.zeros(X.size, np.float32)
     for j in range(X.size):
         unit = np.zeros(X.size, np.float32)
         unit[j] = 1
-        grad[j] = np.sum(g * want(op, form, unit.reshape(X.shape)))
+        grad[j] = np.sum(g * want(op, form, unit.reshape(X.shape), bad=bad))
     return grad.reshape(X.shape)
 
 
@@ -138,7 +216,7 @@ def eager_calls(make: Any, to_index: Any) -> None:
         x = make(np.ones(shape, np.float32))
         for op, form in ROWS:
             idx = indices_array(op, form)
-            idx = idx[: shape[0]] if idx.ndim >= 2 else idx
+            idx = idx[: shape[0]] if idx.ndim >= 2 or op == TS else idx
             given = to_index(idx) if form == "own" else (idx.tolist() if form != "numpy" else idx)
             apply(op, x, given)
 
@@ -221,7 +299,7 @@ def test_torch_table(
 
 @needs_torch
 @pytest.mark.parametrize("transform", TORCH_TRANSFORMS)
-@pytest.mark.parametrize(("op", "form"), ROWS, ids=ROW_IDS)
+@pytest.mark.parametrize(("op", "form"), ERROR_ROWS, ids=ERROR_IDS)
 def test_torch_table_out_of_range(op: str, form: str, transform: str) -> None:
     """Every form, every transform: an error when the graph runs, never a value.
 
@@ -234,7 +312,7 @@ def test_torch_table_out_of_range(op: str, form: str, transform: str) -> None:
     x = torch.from_numpy(X.copy())
     with pytest.raises(IndexError) as eager:
         apply(op, x, idx)
-    assert re.search(r"index 5 at position .*" + VALID, str(eager.value))
+    assert re.search(BAD_INDEX[op], str(eager.value))
     if transform.startswith("compile"):
         run = _compile(lambda t: apply(op, t, idx), transform == "compile-dynamic")
     elif transform == "vmap":
@@ -259,6 +337,31 @@ def test_torch_table_out_of_range(op: str, form: str, transform: str) -> None:
 
 
 @needs_torch
+@pytest.mark.parametrize("transform", TORCH_TRANSFORMS)
+@pytest.mark.parametrize(("op", "form"), ZERO_ROWS, ids=ZERO_IDS)
+def test_torch_table_out_of_range_reads_zeros(op: str, form: str, transform: str) -> None:
+    """OpenVINO's Gather defines the value of an out-of-range index: zeros, everywhere."""
+    torch = _torch()
+    torch._dynamo.reset()
+    idx = torch_indices(op, form, bad=True)
+    x = torch.from_numpy(X.copy())
+    zeros = want(op, form, bad=True)
+    assert (zeros == 0).any()
+    np.testing.assert_array_equal(apply(op, x, idx).numpy(), zeros)
+    if transform.startswith("compile"):
+        run = _compile(lambda t: apply(op, t, idx), transform == "compile-dynamic")
+        np.testing.assert_array_equal(run(x).numpy(), zeros)
+    elif transform == "vmap":
+        out = torch.func.vmap(lambda t: apply(op, t, idx))(torch.stack([x, x]))
+        for b in range(2):
+            np.testing.assert_array_equal(out[b].numpy(), zeros)
+    else:
+        g = upstream(op, form)
+        grad = torch.func.grad(lambda t: (apply(op, t, idx) * torch.from_numpy(g)).sum())(x)
+        np.testing.assert_array_equal(grad.numpy(), want_grad(op, form, g, bad=True))
+
+
+@needs_torch
 @pytest.mark.parametrize(("op", "form"), ROWS, ids=ROW_IDS)
 def test_torch_export(op: str, form: str) -> None:
     torch = _torch()
@@ -272,9 +375,20 @@ def test_torch_export(op: str, form: str) -> None:
     exported = torch.export.export(Module(), args)
     got = exported.module()(*args)
     np.testing.assert_array_equal(got.numpy(), want(op, form) * 2)
-    if form == "own":
+    if form == "own" and op == OV_G:
         bad = torch_indices(op, "own", bad=True)
-        with pytest.raises(IndexError, match=VALID):
+        np.testing.assert_array_equal(
+            exported.module()(args[0], bad).numpy(), want(op, "numpy", bad=True) * 2
+        )
+    elif form == "own" and op == TS:
+        # Its check is in the graph: the bad write goes past the axis, and the exported
+        # index_put's own check raises (the README's semantics table), naming no value.
+        bad = torch_indices(op, "own", bad=True)
+        with pytest.raises(IndexError, match="out of bounds for dimension 1 with size 5"):
+            exported.module()(args[0], bad)
+    elif form == "own":
+        bad = torch_indices(op, "own", bad=True)
+        with pytest.raises(IndexError, match=BAD_INDEX[op]):
             exported.module()(args[0], bad)
 
 
@@ -369,7 +483,7 @@ def test_jax_table(
 
 @needs_jax
 @pytest.mark.parametrize("transform", JAX_TRANSFORMS)
-@pytest.mark.parametrize(("op", "form"), ROWS, ids=ROW_IDS)
+@pytest.mark.parametrize(("op", "form"), ERROR_ROWS, ids=ERROR_IDS)
 def test_jax_table_out_of_range(op: str, form: str, transform: str) -> None:
     """Host indices are constants: checked at trace time, the eager IndexError.
 
@@ -385,7 +499,7 @@ def test_jax_table_out_of_range(op: str, form: str, transform: str) -> None:
     x = jnp.asarray(X)
     with pytest.raises(IndexError) as eager:
         apply(op, x, idx)
-    assert re.search(r"index 5 at position .*" + VALID, str(eager.value))
+    assert re.search(BAD_INDEX[op], str(eager.value))
     if transform == "export":
         exported = export.export(jax.jit(lambda t: apply(op, t, idx)))(_symbolic_axis())
         _assert_unchecked(op, form, np.asarray(exported.call(x)))
@@ -405,6 +519,54 @@ def test_jax_table_out_of_range(op: str, form: str, transform: str) -> None:
     assert str(info.value) == str(eager.value)
 
 
+@needs_jax
+@pytest.mark.parametrize("transform", JAX_TRANSFORMS)
+@pytest.mark.parametrize(("op", "form"), ZERO_ROWS, ids=ZERO_IDS)
+def test_jax_table_out_of_range_reads_zeros(op: str, form: str, transform: str) -> None:
+    """OpenVINO's Gather defines the value of an out-of-range index: zeros, traced or not."""
+    jax = _jax()
+    import jax.numpy as jnp
+    from jax import export
+
+    idx = jax_indices(op, form, bad=True)
+    x = jnp.asarray(X)
+    zeros = want(op, form, bad=True)
+    assert (zeros == 0).any()
+    np.testing.assert_array_equal(np.asarray(apply(op, x, idx)), zeros)
+    if transform == "jit" and form == "own":  # traced indices
+        got = jax.jit(lambda t, i: apply(op, t, i))(x, idx)
+        np.testing.assert_array_equal(np.asarray(got), zeros)
+    elif transform == "jit":  # constants
+        got = jax.jit(lambda t: apply(op, t, idx))(x)
+        np.testing.assert_array_equal(np.asarray(got), zeros)
+    elif transform == "vmap":
+        out = jax.vmap(lambda t: apply(op, t, idx))(jnp.stack([x, x]))
+        for b in range(2):
+            np.testing.assert_array_equal(np.asarray(out[b]), zeros)
+    elif transform == "grad":
+        g = upstream(op, form)
+        grad = jax.grad(lambda t: (apply(op, t, idx) * g).sum())(x)
+        np.testing.assert_array_equal(np.asarray(grad), want_grad(op, form, g, bad=True))
+    else:
+        exported = export.export(jax.jit(lambda t: apply(op, t, idx)))(_symbolic_axis())
+        np.testing.assert_array_equal(np.asarray(exported.call(x)), zeros)
+
+
+@needs_jax
+def test_jax_export_openvino_gather_far_indices() -> None:
+    """Host int64 indices against a symbolic size go to JAX unchecked: without x64 they
+    saturate into int32 rather than wrap (2**32 + 1 read element 1, not zeros)."""
+    jax = _jax()
+    import jax.numpy as jnp
+    from jax import export
+
+    idx = np.array([0, 2**32 + 1, -1, 2**31, -(2**40)], np.int64)
+    fn = jax.jit(lambda t: openvino.gather(t, idx, axis=1))
+    exported = export.export(fn)(_symbolic_axis())
+    got = np.asarray(exported.call(jnp.asarray(X)))
+    np.testing.assert_array_equal(got, run_oracle(OV_G, (X, idx), {"axis": 1}, None, True))
+
+
 def _assert_unchecked(op: str, form: str, got: np.ndarray) -> None:
     """What a call that cannot check its bad index (5 at (1, 1)) gives under tracing.
 
@@ -412,11 +574,11 @@ def _assert_unchecked(op: str, form: str, got: np.ndarray) -> None:
     data) and real values elsewhere: the oracle's unchecked answers.
     """
     bad = np.asarray(host_indices(op, "numpy" if form != "int" else form, bad=True))
+    arrays = _arrays(op, X, bad)
     if oracle_of(op).drops:
-        arrays = (X, bad, updates_of(op, X, bad.shape))
         np.testing.assert_array_equal(got, run_oracle(op, arrays, ATTRIBUTES[op], None, False))
         return
-    want = run_oracle(op, (X, bad), ATTRIBUTES[op], None, False, fill=True)
+    want = run_oracle(op, arrays, ATTRIBUTES[op], None, False, fill=True)
     assert np.isnan(want).any()
     assert_identical(got, want)
 

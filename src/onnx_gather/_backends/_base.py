@@ -261,6 +261,9 @@ class Backend:
         if s == 0:  # every index is out of range
             return self.zeros(plan.out_shape, data)
         every = False  # whether every index is known to be valid
+        if isinstance(indices, np.ndarray) and type(s) is not int:
+            # A symbolic size (jax.export): host indices cannot be compared with it now.
+            indices = xp.asarray(indices, device=device(data))
         if isinstance(indices, np.ndarray):
             # On the host, before they travel: a library may narrow them (JAX without
             # 64-bit types wraps an int64 index into int32).
@@ -270,7 +273,7 @@ class Backend:
                 valid = xp.asarray(valid, device=device(data))
             safe = xp.asarray(safe, device=device(data))
         else:
-            if s > INT32_MAX and indices.dtype == xp.int32:
+            if type(s) is int and s > INT32_MAX and indices.dtype == xp.int32:
                 indices = xp.astype(indices, xp.int64)
             valid, safe = _valid_and_safe(xp, indices, plan)
             every = self.all_known(valid)

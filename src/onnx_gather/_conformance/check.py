@@ -18,7 +18,7 @@ from onnx_gather._conformance.libraries import Library
 from onnx_gather._conformance.official import official_cases, official_runs
 from onnx_gather._conformance.runner import Tally, check, difference
 from onnx_gather._conformance.strategies import Example, examples
-from onnx_gather._ops import OPS, call
+from onnx_gather._ops import BY_ONNX_OP_TYPE, OPS, call, get
 
 
 def run_official(lib: Library, cases: Sequence[Any]) -> tuple[int, int, list[str]]:
@@ -65,19 +65,22 @@ def run_properties(lib: Library, op: str, budget: int) -> tuple[int, str | None]
     return sum(tally.runs.values()), None
 
 
-def main(budget: int, libs: Sequence[Library]) -> int:
+def main(budget: int, libs: Sequence[Library], ops: Sequence[str] = OPS) -> int:
     """Run everything on ``libs`` (see :func:`onnx_gather._conformance.libraries.installed`).
 
-    Prints the matrix and returns the number of failing (library, test) cells.
+    ``ops`` (registry names, default all) limits the campaign and the official cases to
+    those operators. Prints the matrix and returns the number of failing (library, test)
+    cells.
     """
-    cases = official_cases()
-    header = ("library", "official ONNX cases", *OPS)
+    onnx_types = {get(op).op_type for op in ops if BY_ONNX_OP_TYPE.get(get(op).op_type) is get(op)}
+    cases = [c for c in official_cases() if c.model.graph.node[0].op_type in onnx_types]
+    header = ("library", "official ONNX cases", *ops)
     rows, details = [], []
     for lib in libs:
         passed, total, failures = run_official(lib, cases)
         row = [lib.name, f"{'pass' if not failures else 'FAIL'} {passed}/{total}"]
         details += [f"{lib.name} official: {f}" for f in failures]
-        for op in OPS:
+        for op in ops:
             count, failure = run_properties(lib, op, budget)
             row.append(f"{'pass' if failure is None else 'FAIL'} ({count} examples)")
             if failure is not None:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from onnx_gather._backends._base import Call
     from onnx_gather._spec import Plan
-    from onnx_gather._spec.gather import GatherPlan
+    from onnx_gather._spec.gather import GatherPlan, OpenVINOGatherPlan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
     from onnx_gather._spec.gather_nd import GatherNDPlan
     from onnx_gather._spec.openvino_scatter import ScatterUpdatePlan
@@ -169,16 +169,25 @@ def _from_host(indices: np.ndarray, data: jax.Array, plan: Plan) -> tuple[jax.Ar
     checked = plan.check_bounds and _static(plan)
     if checked:
         indices = _host.checked(plan, indices)
-    if indices.dtype == np.int64 and not jax.config.read("jax_enable_x64"):
-        # Without x64 JAX would truncate int64 to int32; checked values fit (or saturate).
-        info = np.iinfo(np.int32)
-        indices = np.clip(indices, info.min, info.max).astype(np.int32)
+    indices = _narrowed(indices)
     if traced(data):
         return jnp.asarray(indices), checked
     devices = data.devices()
     if len(devices) == 1:
         return jax.device_put(indices, next(iter(devices))), checked
     return jnp.asarray(indices), checked
+
+
+def _narrowed(indices: np.ndarray) -> np.ndarray:
+    """Host indices JAX can hold: without x64, int64 saturated into int32.
+
+    JAX without x64 would wrap an int64 index into int32 (2**32 + 1 reads as 1);
+    saturated, one out of range stays out of range.
+    """
+    if indices.dtype == np.int64 and not jax.config.read("jax_enable_x64"):
+        info = np.iinfo(np.int32)
+        return np.asarray(np.clip(indices, info.min, info.max), np.int32)  # (0-d stays an array)
+    return indices
 
 
 def _static(plan: Plan) -> bool:
@@ -270,14 +279,31 @@ class JaxBackend(Backend):
         """ONNX GatherND: advanced indexing in fill mode (``.at[...].get(mode="fill")``)."""
         return _run(take_nd, data, indices, plan, None)
 
+    def openvino_gather(
+        self, data: jax.Array, indices: Array, plan: OpenVINOGatherPlan, /
+    ) -> jax.Array:
+        """As the base's; host indices against a symbolic size (``jax.export``) narrowed.
+
+        The base compares host indices with the size on the host; a symbolic one sends
+        them to JAX first, where without x64 they must fit int32 (:func:`_narrowed`).
+        """
+        if isinstance(indices, np.ndarray) and not _static(plan):
+            indices = _narrowed(indices)
+        return super().openvino_gather(data, indices, plan)
+
     def without_negatives(self, indices: Array, data: jax.Array, plan: ScatterUpdatePlan, /) -> Any:
         """As the base's; traced indices carry the check for checkify (:func:`with_index_check`).
 
-        Under a trace an index no check stops is dropped, negatives too.
+        Under a trace an index no check stops is dropped, negatives too. Against a
+        symbolic size (``jax.export``) no index can be compared now: host and concrete
+        ones go as traced ones do (:func:`_static`).
         """
+        static = _static(plan)
         if isinstance(indices, np.ndarray):
-            return super().without_negatives(indices, data, plan)
-        if traced(indices):
+            if static:
+                return super().without_negatives(indices, data, plan)
+            indices = jnp.asarray(indices)
+        if traced(indices) or not static:
             if plan.check_bounds:
                 indices = with_index_check(indices, plan)
         elif plan.check_bounds and indices.size:
@@ -353,10 +379,11 @@ class JaxBackend(Backend):
 
         Write indices that can be read now (host ones, concrete ones) are checked now;
         under tracing nothing can raise, and a write outside the axis is dropped
-        (``mode="drop"``). XLA's scatter moves float bits as they are (NaN payloads
+        (``mode="drop"``), as it is against a symbolic axis size (``jax.export``), where
+        no index can be compared on the host. XLA's scatter moves float bits as they are (NaN payloads
         included); bfloat16 moves as its bits, as in the other scatters.
         """
-        if plan.check_bounds and not traced(indices):
+        if plan.check_bounds and not traced(indices) and type(plan.size) is int:
             plan.raise_if_bad(np.asarray(indices))
         if isinstance(indices, np.ndarray):
             indices = jnp.asarray(indices)

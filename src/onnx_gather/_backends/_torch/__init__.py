@@ -18,6 +18,7 @@ from onnx_gather._backends._torch import _dtypes, _eager, _fused, _tensor_scatte
 from onnx_gather._backends._torch import _scatter as scatters
 from onnx_gather._backends._torch._exact import exact, exact_nd
 from onnx_gather._backends._torch._indices import placed, values_unknown, wrapped
+from onnx_gather._backends._torch._indices import xp as _xp
 from onnx_gather._backends._torch._views import as_numpy, of_new
 from onnx_gather._host import Unrepresentable, python_indices
 
@@ -316,6 +317,14 @@ class TorchBackend(Backend):
 
     def dtype_name(self, x: torch.Tensor, /) -> str:
         return _dtypes.dtype_name(x)
+
+    def namespace(self, x: torch.Tensor, /) -> Any:
+        """array-api-compat's torch namespace, held here (:data:`._indices.xp`).
+
+        Not ``array_namespace`` per call: Dynamo traces into its ``functools.lru_cache``
+        and warns (the base's OpenVINO Gather under ``torch.compile`` with host indices).
+        """
+        return _xp
 
     def openvino_gather(
         self, data: torch.Tensor, indices: Array, plan: OpenVINOGatherPlan, /
