@@ -18,6 +18,7 @@ import pytest
 from cases import Case
 from helpers import applies, assert_identical, oracle_answer
 from libs import BFLOAT16, LIBS, Library
+from openvino_scatter_cases import OPENVINO_SCATTER_CASES
 from scatter_cases import F32, SCATTER_CASES, a, scatter
 
 import onnx_gather as og
@@ -27,7 +28,13 @@ from onnx_gather._conformance import onnx_peers
 from onnx_gather._conformance.runner import Outcome, difference, mismatch
 from onnx_gather._conformance.strategies import Example
 
-SE, SN = _ops.SCATTER_ELEMENTS, _ops.SCATTER_ND
+SE, SN, SC = _ops.SCATTER_ELEMENTS, _ops.SCATTER_ND, _ops.SCATTER
+SU = _ops.OPENVINO_SCATTER_UPDATE
+SEU = _ops.OPENVINO_SCATTER_ELEMENTS_UPDATE
+SNDU = _ops.OPENVINO_SCATTER_ND_UPDATE
+#: Every scatter that reads updates at indices (TensorScatter's own out= tests are in
+#: test_tensor_scatter.py): ONNX's and OpenVINO's.
+ALL_CASES = SCATTER_CASES + OPENVINO_SCATTER_CASES
 #: Tests of NumPy's kernels, the oracle or the peers alone: run in NumPy's session only.
 NUMPY_ONLY = pytest.mark.backend("numpy")
 
@@ -51,13 +58,13 @@ def _attribute_values(case: Case) -> tuple[Any, ...]:
 PARAMS = [
     pytest.param(lib, case, id=f"{lib.name}-{case.id}")
     for lib in LIBS
-    for case in SCATTER_CASES
+    for case in ALL_CASES
     if applies(lib, case)
 ]
 
 
 @NUMPY_ONLY
-@pytest.mark.parametrize("case", [c for c in SCATTER_CASES if c.raises is None], ids=lambda c: c.id)
+@pytest.mark.parametrize("case", [c for c in ALL_CASES if c.raises is None], ids=lambda c: c.id)
 def test_inputs_are_not_modified(case: Case) -> None:
     data, indices, updates = (x.copy() for x in case.arrays)
     result = _ops.call(
@@ -482,80 +489,111 @@ def test_a_bad_index_leaves_data_written_in_place_untouched(op: _ops.Operator, r
 #: Writable libraries with their routes (PyTorch's CPU tensors reach the compiled kernel as
 #: views; without it they run torch's own operations).
 OUT_PARAMS = [p for p in SWEEP_PARAMS if p.values[0].name not in IMMUTABLE]
-REDUCTIONS = ("none", "add", "mul", "max", "min")
+#: Each scatter with its reductions, as the attributes of a call (OpenVINO's ScatterElements-
+#: Update with use_init_val=False too: its identity is scattered first).
+REDUCTIONS = {
+    SE: [{"reduction": r} for r in ("none", "add", "mul", "max", "min")],
+    SN: [{"reduction": r} for r in ("none", "add", "mul", "max", "min")],
+    SC: [{}],
+    SU: [{}],
+    SEU: [
+        {"reduction": r, "use_init_val": init}
+        for r in ("none", "sum", "prod", "max", "min", "mean")
+        for init in (True, False)
+        if init or r != "none"
+    ],
+    SNDU: [{"reduction": r} for r in ("none", "sum", "sub", "prod", "max", "min")],
+}
+#: The axis each takes (OpenVINO's must be given).
+AXIS = {SE: {"axis": 0}, SC: {"axis": 0}, SU: {"axis": 0}, SEU: {"axis": 0}, SN: {}, SNDU: {}}
+ALIAS_IDS = [f"{op.name}-{'-'.join(map(str, given.values())) or 'plain'}"
+             for op, each in REDUCTIONS.items() for given in each]  # fmt: skip
+ALIAS_CALLS = [
+    pytest.param(op, AXIS[op] | given, id=name)
+    for (op, given), name in zip(
+        [(op, given) for op, each in REDUCTIONS.items() for given in each], ALIAS_IDS, strict=True
+    )
+]
+#: Element-wise indices (ScatterElements, Scatter, ScatterElementsUpdate) against
+#: coordinate tuples (ScatterND, ScatterNDUpdate) and ScatterUpdate's (flat: the same).
+TUPLES = (SN, SNDU)
 
 
-def _aliased(op: _ops.Operator, reduction: str, dtype: Any) -> Case:
+def _aliased(op: _ops.Operator, attributes: dict[str, Any], dtype: Any) -> Case:
     """Duplicates, so the order in which updates and indices are read shows in the result."""
-    indices = a([2, 0, 2]) if op is SE else a([[2], [0], [2]])
-    return scatter("aliased", op, a([5, 6, 7], dtype), indices, a([1, 2, 3], dtype),
-                   {"reduction": reduction})  # fmt: skip
+    indices = a([[2], [0], [2]]) if op in TUPLES else a([2, 0, 2])
+    return scatter("aliased", op, a([5, 6, 7], dtype), indices, a([1, 2, 3], dtype), attributes,
+                   opset=_ops.get(op).default_opset or 18)  # fmt: skip
 
 
-@pytest.mark.parametrize("op", [SE, SN], ids=lambda op: op.name)
+def _call(op: _ops.Operator, attributes: dict[str, Any], *arrays: Any, out: Any) -> Any:
+    return _ops.call(op, *arrays, out=out, **attributes)
+
+
+@pytest.mark.parametrize(("op", "attributes"), ALIAS_CALLS)
 @pytest.mark.parametrize(("lib_", "compiled"), OUT_PARAMS)
 def test_out_that_is_updates_gives_the_onnx_result(
-    lib_: Library, compiled: bool, op: _ops.Operator, monkeypatch: pytest.MonkeyPatch
-) -> None:
+    lib_: Library, compiled: bool, op: _ops.Operator, attributes: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
     """Every update is read before ``out`` (the updates themselves) is written."""
     if not compiled:
         _without_compiled_kernel(monkeypatch)
-    for reduction in REDUCTIONS:
-        case = _aliased(op, reduction, F32)
-        want = oracle_answer(case)  # (before: a library may share case's memory)
-        updates = lib_.asarray(case.updates)
-        got = _ops.call(op, lib_.asarray(case.data), lib_.indices(case.indices), updates,
-                        reduction=reduction, out=updates)  # fmt: skip
-        assert got is updates
-        assert_identical(lib_.to_numpy(updates), want)
+    case = _aliased(op, attributes, F32)
+    want = oracle_answer(case)  # (before: a library may share case's memory)
+    updates = lib_.asarray(case.updates)
+    got = _call(op, attributes, lib_.asarray(case.data), lib_.indices(case.indices), updates,
+                out=updates)  # fmt: skip
+    assert got is updates
+    assert_identical(lib_.to_numpy(updates), want)
 
 
-@pytest.mark.parametrize("op", [SE, SN], ids=lambda op: op.name)
+@pytest.mark.parametrize(("op", "attributes"), ALIAS_CALLS)
 @pytest.mark.parametrize(("lib_", "compiled"), OUT_PARAMS)
 def test_out_that_is_the_indices_gives_the_onnx_result(
-    lib_: Library, compiled: bool, op: _ops.Operator, monkeypatch: pytest.MonkeyPatch
-) -> None:
+    lib_: Library, compiled: bool, op: _ops.Operator, attributes: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
     """Integer data: ``out`` the indices (ScatterND: a view of them) is written after they are read.
 
     Data [5, 6, 7] copied into the indices first would make every index out of range.
     """
     if not compiled:
         _without_compiled_kernel(monkeypatch)
-    for reduction in REDUCTIONS:
-        case = _aliased(op, reduction, np.int64)
-        want = oracle_answer(case)  # (before: a library may share case's memory)
-        indices = lib_.indices(case.indices)
-        out = indices if op is SE else indices[:, 0]
-        got = _ops.call(op, lib_.asarray(case.data), indices, lib_.asarray(case.updates),
-                        reduction=reduction, out=out)  # fmt: skip
-        assert got is out
-        assert_identical(lib_.to_numpy(out), want)
+    case = _aliased(op, attributes, np.int64)
+    want = oracle_answer(case)  # (before: a library may share case's memory)
+    indices = lib_.indices(case.indices)
+    out = indices[:, 0] if op in TUPLES else indices
+    got = _call(op, attributes, lib_.asarray(case.data), indices, lib_.asarray(case.updates),
+                out=out)  # fmt: skip
+    assert got is out
+    assert_identical(lib_.to_numpy(out), want)
 
 
-@pytest.mark.parametrize("op", [SE, SN], ids=lambda op: op.name)
+@pytest.mark.parametrize(("op", "attributes"), ALIAS_CALLS)
 @pytest.mark.parametrize(("lib_", "compiled"), OUT_PARAMS)
 def test_out_that_overlaps_data_gives_the_onnx_result(
-    lib_: Library, compiled: bool, op: _ops.Operator, monkeypatch: pytest.MonkeyPatch
-) -> None:
+    lib_: Library, compiled: bool, op: _ops.Operator, attributes: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
     """``out`` a view of data shifted by one element: data is read before out is written."""
     if not compiled:
         _without_compiled_kernel(monkeypatch)
-    for reduction in REDUCTIONS:
-        case = _aliased(op, reduction, F32)
-        want = oracle_answer(case)
-        whole = lib_.asarray(np.concatenate([case.data, a([8], F32)]))
-        data, out = whole[:-1], whole[1:]
-        got = _ops.call(op, data, lib_.indices(case.indices), lib_.asarray(case.updates),
-                        reduction=reduction, out=out)  # fmt: skip
-        assert got is out
-        assert_identical(lib_.to_numpy(out), want)
+    case = _aliased(op, attributes, F32)
+    want = oracle_answer(case)
+    whole = lib_.asarray(np.concatenate([case.data, a([8], F32)]))
+    data, out = whole[:-1], whole[1:]
+    got = _call(op, attributes, data, lib_.indices(case.indices), lib_.asarray(case.updates),
+                out=out)  # fmt: skip
+    assert got is out
+    assert_identical(lib_.to_numpy(out), want)
 
 
 @pytest.mark.parametrize("layout", ["c-out", "strided-out", "transposed-data"])
-@pytest.mark.parametrize("op", [SE, SN], ids=lambda op: op.name)
+@pytest.mark.parametrize(("op", "attributes"), ALIAS_CALLS)
 @pytest.mark.parametrize(("lib_", "compiled"), OUT_PARAMS)
 def test_a_failed_call_leaves_a_separate_out_untouched(
-    lib_: Library, compiled: bool, op: _ops.Operator, layout: str,
+    lib_: Library, compiled: bool, op: _ops.Operator, attributes: dict[str, Any], layout: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     """A bad index: the IndexError, and neither ``out`` nor data written, on every layout."""
@@ -565,12 +603,17 @@ def test_a_failed_call_leaves_a_separate_out_untouched(
     data = lib_.asarray(values)
     if layout == "transposed-data":  # (not C-ordered: copied into out by another path)
         data = lib_.asarray(np.ascontiguousarray(values.T)).T
-    indices = a([[0, 1, 0], [1, 2, 1]]) if op is SE else a([[0], [2]])
+    if op in TUPLES:
+        indices, updates = a([[0], [2]]), -np.ones((2, 3), F32)
+    elif op is SU:  # rows 0 and 2 of data: (2, 3) updates
+        indices, updates = a([0, 2]), -np.ones((2, 3), F32)
+    else:
+        indices, updates = a([[0, 1, 0], [1, 2, 1]]), -np.ones((2, 3), F32)
     sentinel = np.full((2, 6 if layout == "strided-out" else 3), 42, F32)
     whole = lib_.asarray(sentinel)
     out = whole[:, ::2] if layout == "strided-out" else whole
-    with pytest.raises(IndexError, match=r"index 2 at position \(1, [01]\)"):
-        _ops.call(op, data, lib_.indices(indices), lib_.asarray(-np.ones((2, 3), F32)), out=out)
+    with pytest.raises(IndexError, match=r"index 2 at position \((1, [01]|1,)\)"):
+        _call(op, attributes, data, lib_.indices(indices), lib_.asarray(updates), out=out)
     assert_identical(lib_.to_numpy(whole), sentinel)
     assert_identical(lib_.to_numpy(data), values)
 
