@@ -1,7 +1,8 @@
 """OpenVINO's indexing operators: ours (NumPy, torch) against OpenVINO's own CPU runtime.
 
 Large calls of each scatter (and a reduction that takes several ONNX scatters: mean,
-use_init_val=False, sub), Gather-8 with out-of-range indices, and a tiny call::
+use_init_val=False, sub), Gather-8 with out-of-range indices (also against ``og.gather``
+of the same reads, every index valid: the speed Gather-8 should have), and a tiny call::
 
     python -m benchmarks.openvino_ops --rounds 11
 
@@ -22,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+import onnx_gather as og
 from benchmarks.timer import interleaved, median_ratio
 from onnx_gather import openvino
 
@@ -67,8 +69,18 @@ def _workloads(rng: np.random.Generator) -> dict[str, dict[str, Any]]:
         },
         "Gather-8 of 4096 rows of 256, a tenth out of range": {
             "op": "gather", "data": rng.random((n, 256), dtype=np.float32),
-            "indices": np.where(rng.random(4096) < 0.1, n + 5, rng.integers(-n, n, 4096)),
+            "indices": (gather_rows := np.where(
+                rng.random(4096) < 0.1, n + 5, rng.integers(-n, n, 4096))),
             "attrs": {"axis": 0, "batch_dims": 0},
+            # ONNX Gather of the same rows, the bad ones as row 0: the speed to match.
+            "onnx": np.where(gather_rows < n, gather_rows, 0),
+        },
+        "Gather-8 of 2**20 elements of 1000, a tenth out of range": {
+            "op": "gather", "data": rng.random(1000, dtype=np.float32),
+            "indices": (gather_elements := np.where(
+                rng.random(1 << 20) < 0.1, -1001, rng.integers(-1000, 1000, 1 << 20))),
+            "attrs": {"axis": 0, "batch_dims": 0},
+            "onnx": np.where(gather_elements >= -1000, gather_elements, 0),
         },
         "ScatterElementsUpdate sum 8x4 (tiny)": {
             "op": "scatter_elements_update", "data": rng.random((8, 4), dtype=np.float32),
@@ -128,23 +140,46 @@ def main() -> None:
     backends = args.backends.split(",")
     print("| workload | ours | ours per call | OpenVINO CPU per call | ours / OpenVINO |")
     print("| --- | --- | ---: | ---: | ---: |")
+    against_onnx = []
     for name, w in _workloads(rng).items():
         arrays = [w["data"], w["indices"]] + ([w["updates"]] if "updates" in w else [])
         ours = _ours(w)
         contenders: dict[str, Callable[[], Any]] = {"OpenVINO": _runtime(w)}
+        axis = w["attrs"].get("axis")
         if "numpy" in backends:
             contenders["numpy"] = lambda ours=ours, a=arrays: ours(*a)
+            if "onnx" in w:
+                contenders["numpy-onnx"] = lambda d=w["data"], i=w["onnx"], ax=axis: og.gather(
+                    d, i, ax
+                )
         if "torch" in backends:
             import torch
 
             tensors = [torch.from_numpy(np.ascontiguousarray(x)) for x in arrays]
             contenders["torch"] = lambda ours=ours, t=tensors: ours(*t)
+            if "onnx" in w:
+                valid = torch.from_numpy(w["onnx"])
+                contenders["torch-onnx"] = lambda t=tensors[0], i=valid, ax=axis: og.gather(
+                    t, i, ax
+                )
         times = interleaved(contenders, args.rounds, args.sample)
         theirs = statistics.median(times["OpenVINO"]) * 1e3
         for family in [f for f in ("numpy", "torch") if f in times]:
             mine = statistics.median(times[family]) * 1e3
             ratio = median_ratio(times[family], times["OpenVINO"])
             print(f"| {name} | {family} | {mine:.3f} ms | {theirs:.3f} ms | {ratio:.2f} |")
+            if f"{family}-onnx" in times:
+                onnx = statistics.median(times[f"{family}-onnx"]) * 1e3
+                versus = median_ratio(times[family], times[f"{family}-onnx"])
+                against_onnx.append(
+                    f"| {name} | {family} | {mine:.3f} ms | {onnx:.3f} ms | {versus:.2f} |"
+                )
+    if against_onnx:
+        print(
+            "\n| workload | ours | ours per call | og.gather of the valid indices | ours / og.gather |"
+        )
+        print("| --- | --- | ---: | ---: | ---: |")
+        print("\n".join(against_onnx))
 
 
 if __name__ == "__main__":

@@ -290,6 +290,78 @@ def test_gather_large_1d_threads():
 
 
 # ---------------------------------------------------------------------------------------
+# OpenVINO Gather-7/8 without batch dims: Gather's kernel, zeros for a bad index
+
+
+def ref_openvino_gather(data, indices, axis, negatives):
+    """Zeros where an index is outside [-s, s-1] (Gather-8) or [0, s-1] (Gather-7)."""
+    s = data.shape[axis]
+    indices = np.asarray(indices, dtype=np.int64)
+    valid = (indices >= (-s if negatives else 0)) & (indices < s)
+    safe = np.where(valid, norm(indices, s), 0)
+    read = (
+        np.take(data, safe, axis=axis)
+        if s
+        else np.zeros(data.shape[:axis] + indices.shape + data.shape[axis + 1 :], data.dtype)
+    )
+    mask = valid.reshape((1,) * axis + indices.shape + (1,) * (data.ndim - axis - 1))
+    out = np.zeros_like(read)
+    np.copyto(out, read, where=np.broadcast_to(mask, read.shape))
+    return out
+
+
+def mixed_indices(shape, s, dtype, rng):
+    """About a third out of range on either side, the rest valid, negatives too."""
+    return np.asarray(rng.integers(-2 * s - 1, 2 * s + 2, size=shape), dtype=dtype)
+
+
+@pytest.mark.parametrize("negatives", [True, False], ids=["v8", "v7"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("idt", INDEX_DTYPES, ids=["i32", "i64"])
+def test_openvino_gather_every_dtype_reads_zeros(dtype, idt, negatives):
+    """Every item size, element (last axis) and row (earlier axes) paths: zero bytes where
+    the index is bad, data's bits elsewhere."""
+    rng = np.random.default_rng(7)
+    data = random_bits((5, 7, 3), dtype, rng)
+    for axis in range(3):
+        ind = mixed_indices((4, 6), data.shape[axis], idt, rng)
+        out = _kernels.openvino_gather(data, ind, axis, None, negatives, 1)
+        assert_bits_equal(out, ref_openvino_gather(data, ind, axis, negatives))
+
+
+@pytest.mark.parametrize("negatives", [True, False], ids=["v8", "v7"])
+@pytest.mark.parametrize("threads", [1, 4])
+def test_openvino_gather_views_threads_and_wild_indices(negatives, threads):
+    rng = np.random.default_rng(8)
+    base = random_bits((40, 30, 8), np.float32, rng)
+    for name, data in views(base):
+        for axis in range(3):
+            s = data.shape[axis]
+            ind = mixed_indices((300,), s, np.int64, rng)
+            ind[: len(WILD)] = WILD  # far out of range: zeros, never a read outside data
+            out = _kernels.openvino_gather(data, ind, axis, None, negatives, threads)
+            assert out.shape == data.shape[:axis] + ind.shape + data.shape[axis + 1 :], name
+            assert_bits_equal(out, ref_openvino_gather(data, ind, axis, negatives))
+
+
+def test_openvino_gather_empty_axis_empty_output_and_given_out():
+    data = np.zeros((3, 0, 2), np.float32)
+    out = _kernels.openvino_gather(data, np.array([0, -1, 5]), 1, None, True, 1)
+    assert out.shape == (3, 3, 2)
+    assert not out.any()
+    data = np.arange(6.0).reshape(2, 3)
+    empty = _kernels.openvino_gather(data, np.zeros((0,), np.int64), 1, None, True, 1)
+    assert empty.shape == (2, 0)
+    given = np.full((2, 2), 9.0)
+    got = _kernels.openvino_gather(data, np.array([-1, 3]), 1, given, True, 1)
+    assert got is given
+    assert given.tolist() == [[2.0, 0.0], [5.0, 0.0]]
+    # Objects are not plain bytes: the caller's path serves them.
+    objects = np.array(["a", "b"], object)
+    assert _kernels.openvino_gather(objects, np.array([0]), 0, None, True, 1) is NotImplemented
+
+
+# ---------------------------------------------------------------------------------------
 # GatherElements
 
 

@@ -11,6 +11,15 @@ def gather(
     threads: int,
     /,
 ) -> np.ndarray | None: ...
+def openvino_gather(
+    data: np.ndarray,
+    indices: np.ndarray,
+    axis: int,
+    out: np.ndarray | None,
+    negatives: bool,
+    threads: int,
+    /,
+) -> np.ndarray: ...
 def gather_elements(
     data: np.ndarray,
     indices: np.ndarray,

@@ -113,15 +113,32 @@ og_part(npy_intp n, int t, int nt, npy_intp *lo, npy_intp *hi)
 /* The typed element kernel.  NAME: suffix; IDX: index C type; SZEXPR: item size      */
 /* expression (a constant for the specialised sizes, `isz` for the generic one).     */
 
+/* OG_NORM with the zero modes: wrapped by `ws` (0: negatives stay out of range), and an
+ * out-of-range index writes a zero element at dst and goes on to the next (`continue`). */
+#define OG_NORM_OR_ZERO(i, s, ws, check, dst, sz)             \
+    i = og_wrap(i, (ws));                                     \
+    if (OG_UNLIKELY((npy_uint64)i >= (npy_uint64)(s))) {      \
+        if (check == OG_RAISE) {                              \
+            return 0;                                         \
+        }                                                     \
+        if (check >= OG_ZERO) {                               \
+            memset((dst), 0, (size_t)(sz));                   \
+            continue;                                         \
+        }                                                     \
+        i = (i < 0) ? 0 : (s) - 1;                            \
+    }
+
 #define OG_DEFINE_ELEM(NAME, IDX, SZEXPR)                                                   \
     /* out[k] = base[norm(idx[k]) * sa], k < n (out contiguous); one cache line of    \
-       pf (the next row's data) is prefetched every 8 elements, pfn lines in all. */   \
+       pf (the next row's data) is prefetched every 8 elements, pfn lines in all.      \
+       `check` is the call's bounds mode (OG_CLAMP ... OG_ZERO_POS). */                \
     static int elem_##NAME(const char *base, npy_intp sa, npy_int64 s,                 \
                            const void *idxv, npy_intp n, char *out, npy_intp isz,      \
                            int check, const char *pf, npy_intp pfn)                    \
     {                                                                                  \
         const IDX *idx = (const IDX *)idxv;                                            \
         const npy_intp sz = (SZEXPR);                                                  \
+        const npy_int64 ws = (check == OG_ZERO_POS) ? 0 : s;                           \
         npy_intp k = 0, kend;                                                          \
         (void)isz;                                                                     \
         for (; pfn > 0 && k < n; pfn--, pf += 64) {                                    \
@@ -129,13 +146,13 @@ og_part(npy_intp n, int t, int nt, npy_intp *lo, npy_intp *hi)
             kend = (n - k > 8) ? k + 8 : n;                                            \
             for (; k < kend; k++) {                                                    \
                 npy_int64 i = (npy_int64)idx[k];                                       \
-                OG_NORM(i, s, check)                                                   \
+                OG_NORM_OR_ZERO(i, s, ws, check, out + k * sz, sz)                     \
                 memcpy(out + k * sz, base + (npy_intp)i * sa, sz);                     \
             }                                                                          \
         }                                                                              \
         for (; k < n; k++) {                                                           \
             npy_int64 i = (npy_int64)idx[k];                                           \
-            OG_NORM(i, s, check)                                                       \
+            OG_NORM_OR_ZERO(i, s, ws, check, out + k * sz, sz)                         \
             memcpy(out + k * sz, base + (npy_intp)i * sa, sz);                         \
         }                                                                              \
         return 1;                                                                      \
@@ -518,11 +535,11 @@ job_run(og_job *h, og_plan_fn plan)
     Py_BEGIN_ALLOW_THREADS
     if (h->total == 0) {
         /* Nothing to copy, but an index out of range still makes the result None. */
-        ok = !h->check || scan_indices(h->ind, h->ind64, h->nind, h->ncoord, h->sizes);
+        ok = h->check != OG_RAISE || scan_indices(h->ind, h->ind64, h->nind, h->ncoord, h->sizes);
     }
     else if (h->s == 0) {
-        /* Every index is out of range; without check, zero bytes. */
-        ok = !h->check;
+        /* Every index is out of range; clamped or read as zeros, zero bytes. */
+        ok = h->check != OG_RAISE;
         if (ok) memset(h->out, 0, (size_t)(h->total * h->isz));
     }
     else {

@@ -94,6 +94,15 @@ og_valid(npy_int64 i, npy_int64 s)
     return (npy_uint64)i + (npy_uint64)s < 2 * (npy_uint64)s;
 }
 
+/* A call's bounds mode (og_job.check): clamp an out-of-range index into the axis, stop at
+ * the first one (the call returns None), or read zeros in its place (OpenVINO Gather-8;
+ * Gather-7, whose negative indices are out of range too: its wrap size is 0). Gather's
+ * kernels take every mode; the others clamp or stop. */
+#define OG_CLAMP 0
+#define OG_RAISE 1
+#define OG_ZERO 2
+#define OG_ZERO_POS 3
+
 /* Branch-free normalisation (og_wrap), then one unsigned compare for the range; the
  * out-of-range branch is the unlikely one. */
 #define OG_NORM(i, s, check)                                   \

@@ -1,5 +1,6 @@
 /*
- * ONNX Gather on the shared core: out[pre, j, post] = data[pre, norm(indices[j]), post].
+ * ONNX Gather on the shared core: out[pre, j, post] = data[pre, norm(indices[j]), post];
+ * also OpenVINO Gather-7/8 without batch dims (the OG_ZERO modes: zeros for a bad index).
  */
 #define NO_IMPORT_ARRAY
 #include "og_core.h"
@@ -21,7 +22,7 @@ gather_work(void *jv, int t, int nt)
     og_gather_job *J = (og_gather_job *)jv;
     og_job *h = &J->h;
     const npy_intp N = h->nind, blockbytes = J->P * h->isz;
-    const npy_int64 s = h->s;
+    const npy_int64 s = h->s, ws = (h->check == OG_ZERO_POS) ? 0 : s;
     npy_intp r0, r1, r, j, since = 0;
     og_odo pre;
     og_part(J->R, t, nt, &r0, &r1);
@@ -37,15 +38,18 @@ gather_work(void *jv, int t, int nt)
     for (r = r0; r < r1; r++) {
         npy_int64 i = h->ind64 ? ((const npy_int64 *)h->ind)[j]
                                : (npy_int64)((const npy_int32 *)h->ind)[j];
-        i = og_wrap(i, s);
+        i = og_wrap(i, ws);
         if (OG_UNLIKELY((npy_uint64)i >= (npy_uint64)s)) {
-            if (h->check) {
+            if (h->check == OG_RAISE) {
                 h->bad = 1;
                 return;
             }
-            i = (i < 0) ? 0 : s - 1;
+            i = (h->check >= OG_ZERO) ? -1 : (i < 0) ? 0 : s - 1;
         }
-        og_block_copy(&J->post, h->out + r * blockbytes, h->data + pre.off + (npy_intp)i * h->sa, h->isz);
+        if (OG_UNLIKELY(i < 0)) /* (OG_ZERO modes: a zero block) */
+            memset(h->out + r * blockbytes, 0, (size_t)blockbytes);
+        else
+            og_block_copy(&J->post, h->out + r * blockbytes, h->data + pre.off + (npy_intp)i * h->sa, h->isz);
         since += J->P;
         if (since >= OG_CHUNK) {
             since = 0;

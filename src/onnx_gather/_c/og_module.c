@@ -3,6 +3,7 @@
  * GatherND, ScatterElements and ScatterND on NumPy arrays.
  *
  *   gather(data, indices, axis, out, check, threads) -> out or None
+ *   openvino_gather(data, indices, axis, out, negatives, threads) -> out
  *   gather_elements(data, indices, axis, out, check, threads) -> out or None
  *   gather_nd(data, indices, batch_dims, out, check, threads) -> out or None
  *   scatter_elements(out, data, indices, updates, axis, reduction, kind, check, threads)
@@ -90,6 +91,22 @@ og_gather(PyObject *self, PyObject *args)
 {
     (void)self;
     return og_call(gather_impl, args, "OO!nOpn:gather");
+}
+
+/* OpenVINO Gather-7/8 without batch dims: Gather's kernel in an OG_ZERO mode, chosen by
+ * the bool in `check`'s place (whether negative indices count from the end). */
+static PyObject *
+openvino_gather_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
+                     PyObject *given, int negatives, Py_ssize_t threads)
+{
+    return gather_impl(data, ind, axis, given, negatives ? OG_ZERO : OG_ZERO_POS, threads);
+}
+
+static PyObject *
+og_openvino_gather(PyObject *self, PyObject *args)
+{
+    (void)self;
+    return og_call(openvino_gather_impl, args, "OO!nOpn:openvino_gather");
 }
 
 static PyObject *
@@ -200,6 +217,10 @@ static PyMethodDef og_methods[] = {
      "gather(data, indices, axis, out, check, threads) -> out or None\n\n"
      "ONNX Gather into the C-contiguous `out` (None: a new array); None when `check` "
      "and an index is out of range."},
+    {"openvino_gather", og_openvino_gather, METH_VARARGS,
+     "openvino_gather(data, indices, axis, out, negatives, threads) -> out\n\n"
+     "OpenVINO Gather-8 (negatives true) or Gather-7 without batch dims into the "
+     "C-contiguous `out` (None: a new array): zeros for an index out of range."},
     {"gather_elements", og_gather_elements, METH_VARARGS,
      "gather_elements(data, indices, axis, out, check, threads) -> out or None\n\n"
      "ONNX GatherElements into the C-contiguous `out` (None: a new array); None when "

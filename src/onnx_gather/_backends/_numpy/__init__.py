@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from onnx_gather._backends._base import Call
     from onnx_gather._spec import Plan
+    from onnx_gather._spec.gather import OpenVINOGatherPlan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
     from onnx_gather._spec.gather_nd import GatherNDPlan
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
@@ -56,6 +57,27 @@ def gather(
     and by the Dask backend in its tasks.
     """
     return _run(_COMPILED["gather"], fallback.gather, plan.axis, data, indices, plan, out, threads)
+
+
+def openvino_gather(
+    data: Array,
+    indices: np.ndarray,
+    plan: OpenVINOGatherPlan,
+    out: np.ndarray | None = None,
+    threads: int | None = None,
+) -> Any:
+    """OpenVINO Gather-7/8 without batch dims in one pass: zeros for an invalid index.
+
+    The compiled kernel reads zeros where Gather's would read data (no validity mask, no
+    second pass). NotImplemented where it cannot run (batch dims, strings, a build
+    without it): the caller then takes the base backend's way. ``out`` as for
+    :func:`gather`.
+    """
+    kernel = _COMPILED["openvino_gather"]
+    if kernel is None or _kernels is None or plan.batch_dims != 0:
+        return NotImplemented
+    plain = data if type(data) is np.ndarray else _plain(data)
+    return kernel(plain, indices, plan.axis, out, plan.negatives, threads or THREADS)
 
 
 def gather_elements(
@@ -141,8 +163,11 @@ _KERNEL_ATTRIBUTE = {"gather": "axis", "gather_elements": "axis", "gather_nd": "
 #: The compiled kernel's function per operator (None without it).
 _COMPILED: dict[str, Callable[..., Any] | None] = {
     op: getattr(_kernels, op, None)
-    for op in ("gather", "gather_elements", "gather_nd", "scatter_elements", "scatter_nd")
-}
+    for op in (
+        "gather", "openvino_gather", "gather_elements", "gather_nd", "scatter_elements",
+        "scatter_nd",
+    )
+}  # fmt: skip
 
 
 def _run(
@@ -244,6 +269,17 @@ class NumpyBackend(Backend):
     def gather(self, data: Array, indices: np.ndarray, plan: Plan, /) -> Array:
         """ONNX Gather: :func:`gather`."""
         return gather(data, indices, plan)
+
+    def openvino_gather(self, data: Array, indices: Array, plan: OpenVINOGatherPlan, /) -> Array:
+        """OpenVINO Gather-7/8: without batch dims, :func:`openvino_gather` in one pass.
+
+        Batch dims, strings and a build without the kernel take the base's way (the ONNX
+        gather, then :meth:`keep`).
+        """
+        result = openvino_gather(data, indices, plan)
+        if result is NotImplemented:
+            return super().openvino_gather(data, indices, plan)
+        return result
 
     def keep(self, where: Array, x: Array, /) -> Array:
         """As the base's; an array of its own (a kernel's new result) is zeroed in place.

@@ -331,11 +331,20 @@ class TorchBackend(Backend):
     ) -> torch.Tensor:
         """OpenVINO Gather-7/8: the base's (the valid indices read, then :meth:`keep`).
 
-        Under ``torch.compile`` complex data is one ``onnx_gather::run_v1`` operator:
-        inductor generates no code for complex types.
+        Plain CPU tensors without batch dims run the compiled kernel on views, in one
+        pass that reads zeros for an invalid index
+        (:func:`onnx_gather._backends._numpy.openvino_gather`). Under ``torch.compile``
+        complex data is one ``onnx_gather::run_v1`` operator: inductor generates no code
+        for complex types.
         """
         if data.is_complex() and torch.compiler.is_compiling():
             return _fused.call(data, _on(data, indices), plan=plan)
+        if (
+            plan.batch_dims == 0  # (the kernel is Gather's; batch dims go as GatherND)
+            and _numpy_route(data, indices)
+            and numpy_kernels.compiled_available()
+        ):
+            return _on_numpy(numpy_kernels.openvino_gather, data, indices, plan)
         return super().openvino_gather(data, indices, plan)
 
     def all_known(self, flags: torch.Tensor, /) -> bool:
