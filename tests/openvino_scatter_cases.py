@@ -117,6 +117,15 @@ ELEMENTS = [
        axis=0, reduction="sum", expected=a([2048], np.float16)),
     # Subnormal quotients, rounded to nearest even (XLA's CPU code would flush them: JAX
     # divides from the bits there): 1.5 * 2**-149 is 2 * 2**-149.
+    # A NaN quotient is the canonical quiet NaN, as a NaN sum is (the torch campaign: torch
+    # widens a float16 NaN of one element to float32 as 0x7FFFFFFF, which came back 0x7FFF);
+    # an element nothing lands on keeps data's NaN bits.
+    ov("seu-mean-nan-is-canonical", SEU, np.array([0x7E00, 0x7C01], np.uint16).view(np.float16),
+       [0], a([0.5], np.float16), axis=0, reduction="mean",
+       expected=np.array([0x7E00, 0x7C01], np.uint16).view(np.float16)),
+    ov("seu-mean-nan-payload-is-canonical", SEU, np.array([0x7F800001], np.uint32).view(F32),
+       [0, 0], a([1, 2], F32), axis=0, reduction="mean",
+       expected=np.array([0x7FC00000], np.uint32).view(F32)),
     ov("seu-mean-subnormal", SEU, a([0, 5], F32), [0], np.array([3], np.uint32).view(F32),
        axis=0, reduction="mean", expected=np.array([2, 0x40A00000], np.uint32).view(F32)),
     ov("seu-mean-subnormal-no-init", SEU, a([0, 5], F32), [0], np.array([1], np.uint32).view(F32),

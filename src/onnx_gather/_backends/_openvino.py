@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from array_api_compat import device
 
 from onnx_gather._spec.reductions import Reduction
 
@@ -142,8 +143,10 @@ def mean(backend: Backend, total: Array, counts: Array, use_init_val: bool) -> A
     """``total / n`` where updates landed (``n``: their count, plus one with ``use_init_val``).
 
     Floats: the quotient rounded once to data's type (float16 and bfloat16 divide in
-    float32, whose result rounds to theirs exactly as the quotient would); integers round
-    down, toward -inf (:meth:`~._base.Backend.floor_divided`).
+    float32, whose result rounds to theirs exactly as the quotient would), a NaN one the
+    canonical quiet NaN as a NaN sum is (torch widens a lone float16 NaN to float32 as
+    0x7FFFFFFF, which narrows back as 0x7FFF); integers round down, toward -inf
+    (:meth:`~._base.Backend.floor_divided`). Untouched elements keep data's bits.
     """
     xp = backend.namespace(total)
     touched = counts > 0
@@ -151,7 +154,12 @@ def mean(backend: Backend, total: Array, counts: Array, use_init_val: bool) -> A
     name = backend.dtype_name(total)
     if name in _FLOATS:
         wide = xp.float32 if name in _NARROW_FLOATS else total.dtype
-        quotient = xp.astype(xp.astype(total, wide) / xp.astype(n, wide), total.dtype)
+        # (Every element is divided, untouched ones too: NumPy would warn of their
+        # signalling NaNs, which the where below drops.)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            quotient = xp.astype(xp.astype(total, wide) / xp.astype(n, wide), total.dtype)
+            nan = xp.asarray(float("nan"), dtype=total.dtype, device=device(total))
+            quotient = xp.where(quotient != quotient, nan, quotient)
     else:
         quotient = backend.floor_divided(total, n)
     return xp.where(touched, quotient, total)

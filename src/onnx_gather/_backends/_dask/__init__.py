@@ -411,6 +411,17 @@ class DaskBackend(Backend):
         kind = like.dtype if dtype is None else dtype
         return da.full(like.shape, value, dtype=kind, chunks=like.chunks)
 
+    def mean(self, total: da.Array, counts: da.Array, use_init_val: bool, /) -> da.Array:
+        """As the base's, block by block on NumPy blocks when the graph is computed.
+
+        The base's NumPy arithmetic then runs inside its ``errstate`` (a signalling NaN
+        of an untouched element would warn when dask computes a lazy division).
+        """
+        host = numpy_kernels.NumpyBackend()
+        return da.map_blocks(
+            lambda t, c: host.mean(t, c, use_init_val), total, counts, dtype=total.dtype
+        )
+
     def check_writable(self, out: Array, /) -> None:
         msg = (
             "dask arrays are lazy and immutable: out= cannot write into one; use the "
