@@ -102,3 +102,16 @@ def test_register_twice_then_unregister_restores_the_handlers() -> None:
         plugin.unregister()
     gc.collect()
     assert handlers() == before
+
+
+def test_the_plug_in_docstring_examples() -> None:
+    """The API pages' examples of the plug-in run (only where jaxonnxruntime is installed)."""
+    import doctest
+
+    was = plugin.registered()
+    try:
+        result = doctest.testmod(plugin, optionflags=doctest.NORMALIZE_WHITESPACE)
+    finally:
+        (plugin.register if was else plugin.unregister)()
+    assert result.attempted >= 5
+    assert result.failed == 0

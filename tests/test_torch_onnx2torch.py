@@ -304,3 +304,16 @@ def test_importing_onnx_gather_does_not_import_onnx2torch() -> None:
     import subprocess
 
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_plug_in_docstring_examples() -> None:
+    """The API pages' examples of the plug-in run (only where onnx2torch is installed)."""
+    import doctest
+
+    was = plugin.registered()
+    try:
+        result = doctest.testmod(plugin, optionflags=doctest.NORMALIZE_WHITESPACE)
+    finally:
+        (plugin.register if was else plugin.unregister)()
+    assert result.attempted >= 5
+    assert result.failed == 0

@@ -48,7 +48,16 @@ def register() -> None:
 
 
 def unregister() -> None:
-    """Restore jaxonnxruntime's own handlers (nothing if :func:`register` has not run)."""
+    """Restore jaxonnxruntime's own handlers (nothing if :func:`register` has not run).
+
+    Examples
+    --------
+    >>> from onnx_gather.integrations import jaxonnxruntime as plugin
+    >>> plugin.register()
+    >>> plugin.unregister()
+    >>> plugin.registered()
+    False
+    """
     global _HANDLERS
     if _HANDLERS is None:
         return
@@ -57,7 +66,21 @@ def unregister() -> None:
 
 
 def registered() -> bool:
-    """Whether jaxonnxruntime runs the family with ``onnx_gather`` now."""
+    """Whether jaxonnxruntime runs the family with ``onnx_gather`` now.
+
+    Returns
+    -------
+    bool
+        True between :func:`register` and :func:`unregister`.
+
+    Examples
+    --------
+    >>> from onnx_gather.integrations import jaxonnxruntime as plugin
+    >>> plugin.register()
+    >>> plugin.registered()
+    True
+    >>> plugin.unregister()
+    """
     return _HANDLERS is not None
 
 

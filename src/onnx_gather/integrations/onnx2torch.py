@@ -62,7 +62,16 @@ def register() -> None:
 
 
 def unregister() -> None:
-    """Restore the converters :func:`register` replaced (nothing if it has not run)."""
+    """Restore the converters :func:`register` replaced (nothing if it has not run).
+
+    Examples
+    --------
+    >>> from onnx_gather.integrations import onnx2torch as plugin
+    >>> plugin.register()
+    >>> plugin.unregister()
+    >>> plugin.registered()
+    False
+    """
     global _REPLACED
     if _REPLACED is None:
         return
@@ -76,7 +85,21 @@ def unregister() -> None:
 
 
 def registered() -> bool:
-    """Whether onnx2torch converts the family with ``onnx_gather`` now."""
+    """Whether onnx2torch converts the family with ``onnx_gather`` now.
+
+    Returns
+    -------
+    bool
+        True between :func:`register` and :func:`unregister`.
+
+    Examples
+    --------
+    >>> from onnx_gather.integrations import onnx2torch as plugin
+    >>> plugin.register()
+    >>> plugin.registered()
+    True
+    >>> plugin.unregister()
+    """
     return _REPLACED is not None
 
 
