@@ -22,7 +22,7 @@ nox.options.error_on_missing_interpreters = True
 #: same environment (a fresh environment per backend cost a minute or more of installs).
 nox.options.sessions = [
     "tests", "oldest", "numpy_only", "bench", "lint", "typecheck", "replay", "no_compiler",
-    "triton_interpreter", "converters",
+    "triton_interpreter", "converters", "docs",
 ]  # fmt: skip
 
 ROOT = Path(__file__).parent
@@ -293,3 +293,20 @@ def triton_interpreter(session: nox.Session) -> None:
             "ONNX_GATHER_TOOLS": "triton",
         },
     )
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site: ``docs/_build/html`` (open its ``index.html``).
+
+    Sphinx with every warning an error (a broken link or cross-reference, a page outside
+    every toctree, a docstring numpydoc cannot read), then the pages' examples: every
+    ``>>>`` block of docs/ and the README on NumPy (the examples of other libraries run in
+    their ``tests`` sessions, tests/test_docs.py).
+    """
+    session.install("-e", ".[docs,test]")
+    session.run(
+        "python", "-m", "sphinx", "-b", "html", "-W", "--keep-going", "-q",
+        "docs", "docs/_build/html",
+    )  # fmt: skip
+    session.run("pytest", "tests/test_docs.py", env={"ONNX_GATHER_BACKENDS": "numpy"})

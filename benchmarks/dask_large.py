@@ -199,7 +199,7 @@ def report(args: argparse.Namespace, results: dict[str, Any]) -> str:
         "the gather, on arrays already in memory); the no-gather row separates the two. Peak "
         "memory is each process's peak resident set size, interpreter and libraries included.",
         "",
-        f"The plan (see the README's Dask section): data is rechunked to {args.chunks[0]} x "
+        f"The plan (see docs/guides/dask.md): data is rechunked to {args.chunks[0]} x "
         f"{args.cols} blocks, one chunk along the axis ({_gib(block)} each), and each task runs "
         f"`np.take_along_axis` on one such block with the {args.chunks[0]} x {args.k} indices "
         f"block of the same rows ({_gib(args.chunks[0] * args.k * 8)}), giving a "

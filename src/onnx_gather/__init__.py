@@ -535,8 +535,10 @@ def tensor_scatter(
         Raise IndexError for a negative write index or, in linear mode, one with
         ``write_indices[b] + update.shape[axis] > past_cache.shape[axis]`` (checked before
         anything is written, also with ``out=``); the message names the batch entry, the
-        index and the sizes, as ONNX Runtime's does. With False, the writes that fall
-        outside the cache (all of a negative index's) are dropped. Default True.
+        index and the sizes, as ONNX Runtime's does. With False, the writes whose
+        position ``write_indices[b] + s`` falls outside the cache are dropped (in linear
+        mode index -1 with an update of length 2 still writes position 0; in circular
+        mode every write of a negative index is dropped). Default True.
     out : array, optional
         The array that receives the result: of the cache's library, shape and dtype.
         ``out=past_cache`` updates the cache in place and writes only the new positions:

@@ -33,7 +33,7 @@ def _rule(kind: type[E], rule: str, *names: object) -> E:
     every backend.
 
     ``names`` (the attribute ``names`` of the exception, as strings) are what the
-    library's message must contain: the bad value and the rule's words, as the README
+    library's message must contain: the bad value and the rule's words, as docs/semantics.md
     promises. ``rule`` is the oracle's own short text, which reports class examples by.
     """
     exc = kind(rule)

@@ -69,7 +69,7 @@ def run_oracle(
 def fills(lib: Library) -> bool:
     """Whether ``lib``'s unchecked gathers give a fill value, not the clamped element.
 
-    JAX: the README's semantics (``jnp.take(..., mode="fill")``: NaN, the most negative
+    JAX: docs/semantics.md (``jnp.take(..., mode="fill")``: NaN, the most negative
     signed integer, the largest unsigned one, True), under ``jit`` and eagerly alike.
     """
     return getattr(lib.module, "__name__", "") == "jax"

@@ -38,7 +38,7 @@ class Reduction(enum.StrEnum):
 #: writes ``scatter_reduce(..., "amax"/"amin")`` as ScatterElements-16 with reduction
 #: max/min (torch 2.13, symbolic_opset16), and ONNX Runtime's CPU kernels and the ONNX
 #: reference evaluator run max and min at versions 16 and 17 of both operators: a model
-#: they run, this library runs too (README, semantics table).
+#: they run, this library runs too (docs/semantics.md).
 SINCE = {
     Reduction.NONE: 11,
     Reduction.ADD: 16,

@@ -88,7 +88,7 @@ def _take(  # type: ignore[no-untyped-def]
     ok = (idx >= 0) & (idx < size)
     if CHECK:
         _record_first_bad(bad_ptr, j, live & ~ok)
-    # Unchecked: an index out of range reads the element clamped into the axis (README);
+    # Unchecked: an index out of range reads the element clamped into the axis (docs/semantics.md);
     # on an empty axis (size - 1 is -1) nothing may be read: zeros.
     idx = tl.minimum(tl.maximum(idx, 0), size - 1)
     value = tl.load(data_ptr + (rest + idx * axis_stride), mask=live & (idx >= 0), other=0)
