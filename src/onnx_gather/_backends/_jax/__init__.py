@@ -282,13 +282,16 @@ class JaxBackend(Backend):
     def openvino_gather(
         self, data: jax.Array, indices: Array, plan: OpenVINOGatherPlan, /
     ) -> jax.Array:
-        """As the base's; host indices against a symbolic size (``jax.export``) narrowed.
+        """As the base's; under a trace or against a symbolic size, host indices as JAX's.
 
-        The base compares host indices with the size on the host; a symbolic one sends
-        them to JAX first, where without x64 they must fit int32 (:func:`_narrowed`).
+        The base compares host indices with the size on the host and places them on
+        data's device. Traced data has no device to read (jax 0.4.38's tracers have no
+        ``device``), and a symbolic size (``jax.export``) cannot be compared on the host:
+        they become a constant of the computation first, as :func:`_from_host` makes
+        them, which without x64 must fit int32 (:func:`_narrowed`).
         """
-        if isinstance(indices, np.ndarray) and not _static(plan):
-            indices = _narrowed(indices)
+        if isinstance(indices, np.ndarray) and (traced(data) or not _static(plan)):
+            indices = jnp.asarray(_narrowed(indices))
         return super().openvino_gather(data, indices, plan)
 
     def without_negatives(self, indices: Array, data: jax.Array, plan: ScatterUpdatePlan, /) -> Any:
