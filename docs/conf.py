@@ -38,6 +38,9 @@ myst_enable_extensions = ["colon_fence", "deflist"]
 
 # The API reference: one page per public function, its parameters from the docstring.
 autosummary_generate = True
+# The onnx2torch plug-in imports torch, which the docs session does not install (1 GB):
+# autodoc reads its docstrings from a stand-in module.
+autodoc_mock_imports = ["torch"]
 autodoc_typehints = "none"  # (the numpydoc sections list the types)
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
