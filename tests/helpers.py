@@ -49,3 +49,19 @@ def assert_identical(actual: np.ndarray, want: np.ndarray) -> None:
 def applies(lib: Library, case: Case) -> bool:
     """Whether the library can hold the case's data types (data's, a scatter's updates')."""
     return all(type_name(x.dtype) in lib.holds for x in (case.data, case.updates) if x is not None)
+
+
+def run_plugin_doctests(plugin: Any) -> None:
+    """A converter plug-in's docstring examples (its API pages'), its registration restored.
+
+    They run where the converter is installed: the converters session.
+    """
+    import doctest
+
+    was = plugin.registered()
+    try:
+        result = doctest.testmod(plugin, optionflags=doctest.NORMALIZE_WHITESPACE)
+    finally:
+        (plugin.register if was else plugin.unregister)()
+    assert result.attempted >= 5
+    assert result.failed == 0

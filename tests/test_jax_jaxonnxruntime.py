@@ -15,6 +15,7 @@ import jax
 import numpy as np
 import pytest
 from converter_models import MODELS, Model, assert_equals_ort, outcome
+from helpers import run_plugin_doctests
 
 from onnx_gather import _ops
 from onnx_gather.integrations import jaxonnxruntime as plugin
@@ -106,12 +107,4 @@ def test_register_twice_then_unregister_restores_the_handlers() -> None:
 
 def test_the_plug_in_docstring_examples() -> None:
     """The API pages' examples of the plug-in run (only where jaxonnxruntime is installed)."""
-    import doctest
-
-    was = plugin.registered()
-    try:
-        result = doctest.testmod(plugin, optionflags=doctest.NORMALIZE_WHITESPACE)
-    finally:
-        (plugin.register if was else plugin.unregister)()
-    assert result.attempted >= 5
-    assert result.failed == 0
+    run_plugin_doctests(plugin)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from helpers import assert_identical
+from helpers import assert_identical, run_plugin_doctests
 
 pytestmark = pytest.mark.tool("onnx2torch")
 
@@ -308,12 +308,4 @@ def test_importing_onnx_gather_does_not_import_onnx2torch() -> None:
 
 def test_the_plug_in_docstring_examples() -> None:
     """The API pages' examples of the plug-in run (only where onnx2torch is installed)."""
-    import doctest
-
-    was = plugin.registered()
-    try:
-        result = doctest.testmod(plugin, optionflags=doctest.NORMALIZE_WHITESPACE)
-    finally:
-        (plugin.register if was else plugin.unregister)()
-    assert result.attempted >= 5
-    assert result.failed == 0
+    run_plugin_doctests(plugin)

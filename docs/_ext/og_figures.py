@@ -421,31 +421,28 @@ def _gather_nd_batch() -> bytes:
     )
 
 
-def _scatter_elements_none() -> bytes:
+def _scatter_elements(reduction: str) -> bytes:
+    """ScatterElements along axis 1 with duplicates (row 0 writes column 1 twice)."""
     data = np.arange(12).reshape(3, 4)
     indices = np.array([[1, 1], [0, 3], [2, 2]])
     updates = np.array([[50, 51], [60, 61], [70, 71]])
+    given = "" if reduction == "none" else f', reduction="{reduction}"'
     return _scatter_figure(
-        "og.scatter_elements(data, indices, updates, axis=1)",
+        f"og.scatter_elements(data, indices, updates, axis=1{given})",
         data,
         indices,
         updates,
         lambda d, u, reduction: og.scatter_elements(d, indices, u, axis=1, reduction=reduction),
+        reduction=reduction,
     )
+
+
+def _scatter_elements_none() -> bytes:
+    return _scatter_elements("none")
 
 
 def _scatter_elements_add() -> bytes:
-    data = np.arange(12).reshape(3, 4)
-    indices = np.array([[1, 1], [0, 3], [2, 2]])
-    updates = np.array([[50, 51], [60, 61], [70, 71]])
-    return _scatter_figure(
-        'og.scatter_elements(data, indices, updates, axis=1, reduction="add")',
-        data,
-        indices,
-        updates,
-        lambda d, u, reduction: og.scatter_elements(d, indices, u, axis=1, reduction=reduction),
-        reduction="add",
-    )
+    return _scatter_elements("add")
 
 
 def _scatter_nd_rows() -> bytes:
