@@ -148,8 +148,8 @@ def run_check(budget: int, names: list[str] | None = None, ops: Sequence[str] = 
     """``check`` mode: 0 if every library conforms, 1 if not, 2 if it cannot run here.
 
     The official ONNX test cases and a short property campaign against the loop oracle on
-    every installed library (of the operators ``ops``, default all); it needs hypothesis and onnx (``pip install -e ".[check]"`` in
-    a checkout of onnx-gather).
+    every installed library, of the operators ``ops`` (default all); it needs hypothesis
+    and onnx (``pip install -e ".[check]"`` in a checkout of onnx-gather).
     """
     missing = []
     for module in ("hypothesis", "onnx"):

@@ -131,7 +131,8 @@ og_part(npy_intp n, int t, int nt, npy_intp *lo, npy_intp *hi)
 /* The zero modes without a branch on validity, for items of 1, 2, 4 or 8 bytes: an invalid
  * index reads item 0 and a mask clears the value, in an unsigned integer of the item's
  * width: about 2x Gather's loop, whatever the share of bad indices (Gather's loop with a
- * branch to zeros runs at Gather's speed while they are rare, the kernel's first choice). The mask comes from a sign bit, never from a compare: where a tenth of random
+ * branch to zeros runs at Gather's speed while they are rare: the kernel's first choice).
+ * The mask comes from a sign bit, never from a compare: where a tenth of random
  * indices were invalid, a branch (GCC makes `ok ? u : 0` one) mispredicted enough to make
  * 2**20 float32 reads 2.5x Gather's, and a mask made by `-(u < s)` became a chain of `sbb`
  * from one element to the next (2x). (A right shift of a negative int64 is arithmetic on
