@@ -68,9 +68,13 @@ class Backend:
     ----------
     name : str
         The library's name, for messages.
+    writes_in_place : bool
+        Whether a scatter may write into an array of this library that the backend made
+        itself (``out=`` that array): False for immutable (JAX) and lazy (Dask) arrays.
     """
 
     name = "array-api"
+    writes_in_place = True
 
     # --- what _api asks of every backend -------------------------------------------------
 

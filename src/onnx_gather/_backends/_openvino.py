@@ -63,7 +63,9 @@ def reduced(
       ``use_init_val``), which a scatter-add of ones into int32 zeros counts.
 
     The first scatter checks the indices; the later ones need not (``check_bounds``
-    False: unchecked, every one drops the same updates).
+    False: unchecked, every one drops the same updates). Where the backend
+    :attr:`~._base.Backend.writes_in_place`, a reduction's second scatter writes into the
+    first's new result.
     """
     inner = plan.inner
     reduction = plan.reduction
@@ -87,6 +89,9 @@ def reduced(
         total = scatter(start, indices, updates, inner)
         counts = _counts(backend, scatter, data, indices, updates, inner)
         result = backend.mean(total, counts, plan.use_init_val)
+    elif start is not data and backend.writes_in_place:
+        # (into the first scatter's new result: one copy of data fewer)
+        result = scatter(start, indices, updates, inner, start)
     else:
         result = scatter(start, indices, updates, inner)
     return _written(backend, result, out)

@@ -200,6 +200,7 @@ class DaskBackend(Backend):
     """The Dask backend."""
 
     name = "dask"
+    writes_in_place = False
 
     def owns(self, x: Array, /) -> bool:
         return isinstance(x, da.Array)

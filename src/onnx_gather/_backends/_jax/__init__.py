@@ -229,6 +229,7 @@ class JaxBackend(Backend):
     """
 
     name = "jax"
+    writes_in_place = False
 
     def owns(self, x: Array, /) -> bool:
         return isinstance(x, jax.Array)
