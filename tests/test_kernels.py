@@ -349,19 +349,22 @@ def test_openvino_gather_views_threads_and_wild_indices(negatives, threads):
 @pytest.mark.parametrize(
     "dtype", [np.uint8, np.int16, np.float32, np.float64, np.complex128, "V3"], ids=str
 )
-def test_openvino_gather_long_element_reads_every_loop(dtype, bad_share, negatives):
-    """20,000 reads of 1-D data: Gather's loop with a branch while bad indices are rare,
-    the loop without it once a block of 4096 has more than one in 32 (items of 1-8 bytes),
-    the generic loop for other sizes; one thread and two."""
+@pytest.mark.parametrize("length", [1000, 8000], ids=["short-line", "long-line"])
+def test_openvino_gather_long_element_reads_every_loop(dtype, bad_share, negatives, length):
+    """20,000 reads of 1-D data: Gather's loop with a branch while bad indices are rare;
+    once a block of 4096 has more than one in 32 (items of 1-8 bytes), a loop without it:
+    on a copy of a short line with a zero after it (at least 4 reads per item left), else
+    with masks; the generic loop for other sizes; one thread and two; dense data and a
+    strided view."""
     rng = np.random.default_rng(9)
-    data = random_bits((1000,), dtype, rng)
-    ind = rng.integers(-1000, 1000, 20_000)
-    ind = np.where(
-        rng.random(ind.shape) < bad_share, rng.choice([1000, -1001, 2**40], ind.shape), ind
-    )
-    for threads in (1, 2):
-        out = _kernels.openvino_gather(data, ind, 0, None, negatives, threads)
-        assert_bits_equal(out, ref_openvino_gather(data, ind, 0, negatives))
+    dense = random_bits((3 * length,), dtype, rng)
+    ind = rng.integers(-length, length, 20_000)
+    bad = rng.choice([length, -length - 1, 2**40], ind.shape)
+    ind = np.where(rng.random(ind.shape) < bad_share, bad, ind)
+    for data in (dense[:length], dense[::3]):
+        for threads in (1, 2):
+            out = _kernels.openvino_gather(data, ind, 0, None, negatives, threads)
+            assert_bits_equal(out, ref_openvino_gather(data, ind, 0, negatives))
 
 
 def test_openvino_gather_empty_axis_empty_output_and_given_out():

@@ -157,6 +157,20 @@ og_part(npy_intp n, int t, int nt, npy_intp *lo, npy_intp *hi)
     }                                                                         \
     return 1;
 
+/* The zero modes without a branch, from a table of the line's items (`line`): twice over
+ * in OG_ZERO (item i + s is item i, i in [-s, s)), once in OG_ZERO_POS, then a zero item at
+ * `last`. An index reads item ws + i, or that zero where the sum is past it (as unsigned:
+ * a `cmov`). This costs no more than Gather's loop (OG_SELECT_T's masks cost 1.6x it). */
+#define OG_SENTINEL_LOOP(T)                                                   \
+    for (; k < n; k++) {                                                      \
+        npy_uint64 u_ = (npy_uint64)(npy_int64)idx[k] + (npy_uint64)ws;       \
+        u_ = (u_ < last) ? u_ : last;                                         \
+        memcpy(out + k * sizeof(T), line + (npy_intp)u_ * sizeof(T), sizeof(T)); \
+    }                                                                         \
+    break;
+
+#define OG_SENTINEL_MAX ((npy_int64)1 << 16)
+
 /* Element k of the kernel below, normalised (OG_NORM_OR_ZERO) and copied. */
 #define OG_ELEM(k)                                                            \
     {                                                                         \
@@ -182,7 +196,8 @@ og_part(npy_intp n, int t, int nt, npy_intp *lo, npy_intp *hi)
             /* Zero modes on items of 1, 2, 4 or 8 bytes: Gather's loop, with a branch \
                that costs nothing while indices are valid, block by block; once a      \
                block has more than one bad index in 32, a loop without the branch      \
-               (OG_SELECT_T) for the rest. */                                         \
+               for the rest: OG_SENTINEL_LOOP on a copy of a short line, else           \
+               OG_SELECT_T. */                                                         \
             while (k < n) {                                                            \
                 npy_intp bad = 0;                                                      \
                 kend = (n - k > 4096) ? k + 4096 : n;                                  \
@@ -196,6 +211,23 @@ og_part(npy_intp n, int t, int nt, npy_intp *lo, npy_intp *hi)
                     memcpy(out + k * sz, base + (npy_intp)i * sa, sz);                 \
                 }                                                                      \
                 if (bad * 32 > 4096) break;                                            \
+            }                                                                          \
+            if (k < n && s <= OG_SENTINEL_MAX && n - k >= 4 * s) {                     \
+                const npy_uint64 last = (npy_uint64)(ws + s);                          \
+                char *line = (char *)malloc((size_t)(last + 1) * (size_t)sz);          \
+                if (line != NULL) {                                                    \
+                    strided_copy(line + ws * sz, base, (npy_intp)s, sa, sz);           \
+                    if (ws) memcpy(line, line + ws * sz, (size_t)(s * sz));            \
+                    memset(line + last * sz, 0, (size_t)sz);                           \
+                    switch (sz) {                                                      \
+                        case 1: OG_SENTINEL_LOOP(npy_uint8)                            \
+                        case 2: OG_SENTINEL_LOOP(npy_uint16)                           \
+                        case 4: OG_SENTINEL_LOOP(npy_uint32)                           \
+                        default: OG_SENTINEL_LOOP(npy_uint64)                          \
+                    }                                                                  \
+                    free(line);                                                        \
+                    return 1;                                                          \
+                }                                                                      \
             }                                                                          \
             switch (sz) {                                                              \
                 case 1: OG_SELECT_LOOP(npy_uint8)                                      \
