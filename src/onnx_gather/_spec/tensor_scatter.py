@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -73,17 +74,17 @@ class TensorScatterPlan(_Fields, _spec.Plan):
         index[0], index[self.axis] = batch, positions
         return tuple(index)
 
-    def one_slice(self, starts: np.ndarray) -> tuple[slice, ...] | None:
+    def one_slice(self, starts: Sequence[int] | np.ndarray) -> tuple[slice, ...] | None:
         """The one slice every write lands in, or None.
 
-        Where all write indices are equal and the update does not wrap (a decode step at
-        one position, a prefill from 0). Writing it is one copy of the update, what
-        ``c[:, :, p:p + n] = new`` costs.
+        Where all write indices (host ints, or a 1-D array of them) are equal and the
+        update does not wrap (a decode step at one position, a prefill from 0). Writing it
+        is one copy of the update, what ``c[:, :, p:p + n] = new`` costs.
         """
-        if not starts.size:
+        if not len(starts):
             return None
         start = int(starts[0])
-        if starts.size > 1 and (starts != start).any():
+        if len(starts) > 1 and (np.asarray(starts) != start).any():
             return None
         if self.circular and start >= 0:
             start %= max(self.size, 1)
@@ -91,18 +92,24 @@ class TensorScatterPlan(_Fields, _spec.Plan):
             return None
         return (slice(None),) * self.axis + (slice(start, start + self.length),)
 
-    def raise_if_bad(self, indices: np.ndarray) -> None:
-        """The IndexError for the first bad entry of host ``indices`` (ONNX Runtime's order)."""
-        indices = np.asarray(indices)
-        if indices.size <= 16:  # (a decode step's few entries: Python beats NumPy's calls)
-            for b, start in enumerate(indices.tolist()):
+    def raise_if_bad(self, indices: Sequence[int] | np.ndarray) -> None:
+        """The IndexError for the first bad entry of host ``indices`` (ONNX Runtime's order).
+
+        ``indices``: a list of ints, or an array of them.
+        """
+        if isinstance(indices, np.ndarray):
+            indices = indices.reshape(-1)
+        if len(indices) <= 16:  # (a decode step's few entries: Python beats NumPy's calls)
+            values = indices.tolist() if isinstance(indices, np.ndarray) else indices
+            for b, start in enumerate(values):
                 if self.bad(start):  # (the one rule, on a Python int)
-                    raise self.error(start, b)
+                    raise self.error(int(start), b)
             return
-        bad = self.bad(indices)
+        array = np.asarray(indices, dtype=np.int64)
+        bad = self.bad(array)
         if bad.any():
             b = int(np.flatnonzero(bad)[0])
-            raise self.error(int(indices[b]), b)
+            raise self.error(int(array[b]), b)
 
     def error(self, value: int | str, entry: int | str) -> IndexError:
         """The IndexError for write index ``value`` of batch entry ``entry``."""

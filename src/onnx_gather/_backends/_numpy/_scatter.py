@@ -392,11 +392,12 @@ def tensor_scatter(
     The write indices are checked first (a failed check writes nothing); each batch
     entry's positions along the axis are distinct, so one advanced assignment writes every
     update (:meth:`~onnx_gather._spec.tensor_scatter.TensorScatterPlan.target`). ``out=data`` writes only
-    the new positions; updates or write indices that share memory with ``out`` are read
-    (copied) first.
+    the new positions; updates that share memory with ``out`` are copied first, and the
+    write indices are read (as host ints) before anything is written.
     Unchecked, the writes outside the axis (all of a negative index's) are dropped.
     """
-    starts = np.asarray(indices).astype(np.int64, copy=False).reshape(-1)
+    # Host ints: read before anything is written (integer data that holds them too).
+    starts = np.asarray(indices).reshape(-1).tolist()
     if plan.check_bounds:
         plan.raise_if_bad(starts)
     if out is None:
@@ -407,19 +408,18 @@ def tensor_scatter(
         result = out
     if np.may_share_memory(result, updates):
         updates = updates.copy()
-    if np.may_share_memory(result, starts):  # (integer data: read before it is written)
-        starts = starts.copy()
     if result is not data:
         result[...] = data
     same = plan.one_slice(starts)
     if same is not None:
         result[same] = updates
         return result
-    positions, keep = plan.positions(starts, np.arange(plan.length), np)
+    host = np.array(starts, dtype=np.int64)
+    positions, keep = plan.positions(host, np.arange(plan.length), np)
     source = np.moveaxis(updates, plan.axis, 1)  # (batch, length, *others): the update's
     if plan.check_bounds:  # (every write is kept)
-        result[plan.target(np.arange(starts.size)[:, None], positions)] = source
+        result[plan.target(np.arange(host.size)[:, None], positions)] = source
         return result
-    batch = np.broadcast_to(np.arange(starts.size)[:, None], positions.shape)
+    batch = np.broadcast_to(np.arange(host.size)[:, None], positions.shape)
     result[plan.target(batch[keep], positions[keep])] = source[keep]
     return result

@@ -463,20 +463,17 @@ class TorchBackend(Backend):
         if torch.compiler.is_compiling():
             return _tensor_scatter.in_graph(data, updates, _on(data, indices), plan)
         grad = torch.is_grad_enabled() and (data.requires_grad or updates.requires_grad)
-        if _scatter_in_graph(data, indices, updates) or any(
-            _batched(x) for x in (data, indices, updates) if isinstance(x, torch.Tensor)
-        ):
+        if _one_operator(data, indices, updates):
             result = _fused.call(data, updates, _on(data, indices), plan=plan)
         elif out is None or grad:
             result = _tensor_scatter.eager(data, updates, indices, plan)
         else:  # in place, or into out: nothing but the cache is copied
             starts = _tensor_scatter.host_starts(indices, plan)
-            with torch.no_grad():
-                if _shares_memory(out, updates):
-                    updates = updates.clone()
-                if out is not data:
-                    out.copy_(data.clone() if _shares_memory(out, data) else data)
-                _tensor_scatter.write(out, updates, starts, plan)
+            if out.requires_grad:  # (a leaf that requires grad: written as torch's out= is)
+                with torch.no_grad():
+                    _tensor_scatter.into(out, data, updates, starts, plan)
+            else:  # (nothing here requires grad: nothing to record, no no_grad to enter)
+                _tensor_scatter.into(out, data, updates, starts, plan)
             return out
         return _into(out, result, grad)
 
@@ -556,10 +553,7 @@ def _openvino(
     operator, which runs ``base`` eagerly when the graph runs: its steps check and read
     values as they go, which a graph cannot fix in advance.
     """
-    if not (
-        _scatter_in_graph(data, indices, updates)
-        or any(_batched(x) for x in (data, indices, updates) if isinstance(x, torch.Tensor))
-    ):
+    if not _one_operator(data, indices, updates):
         return base(data, indices, updates, plan, out)
     grad = (
         out is not None
@@ -612,9 +606,8 @@ def _scatter_call(
         data, updates = data.clone(), updates.clone()
     if _scatter_compiled(data, indices, updates, plan):
         result = scatters.in_graph(data, indices, updates, plan)
-    elif _scatter_in_graph(data, indices, updates) or any(
-        _batched(x) for x in (data, indices, updates)
-    ):  # (under torch.func.vmap: its rule calls the operator per batch entry)
+    elif _one_operator(data, indices, updates):
+        # (under torch.func.vmap: its rule calls the operator per batch entry)
         result = _fused.call(data, indices, updates, plan=plan)
     else:
         _check_servable(data, indices)
@@ -686,11 +679,23 @@ _SAME_BITS = {
 _NO_INDEX_PUT = (torch.uint16, torch.uint32, torch.uint64, torch.complex64, torch.complex128)
 
 
-def _scatter_in_graph(data: torch.Tensor, indices: Array, updates: torch.Tensor) -> bool:
-    """Whether a scatter becomes one ``onnx_gather::run_v1`` operator of a recorded graph."""
+def _one_operator(data: torch.Tensor, indices: Array, updates: torch.Tensor) -> bool:
+    """Whether a scatter is one ``onnx_gather::run_v1`` operator.
+
+    That is in a recorded graph (``torch.compile``, ``torch.jit.trace``, a dispatch mode
+    such as ``make_fx``'s or ``torch.export``'s), or under ``torch.func.vmap``, whose rule
+    runs the operator per batch entry. Under another ``torch.func`` transform, torch's
+    operations run. (One pass over the inputs: an eager call pays for one predicate.)
+    """
     if torch.compiler.is_compiling():
         return True
-    if any(isinstance(x, torch.Tensor) and wrapped(x) for x in (data, indices, updates)):
+    transformed = False
+    for x in (data, indices, updates):
+        if isinstance(x, torch.Tensor) and wrapped(x):
+            if _batched(x):
+                return True
+            transformed = True
+    if transformed:
         return False
     if torch._C._get_tracing_state() is not None:
         _fused.register_onnx_export()

@@ -24,18 +24,41 @@ def eager(
     return result
 
 
-def host_starts(indices: Any, plan: TensorScatterPlan) -> np.ndarray:
-    """The write indices on the host, checked: one read (one synchronisation on a device)."""
-    if isinstance(indices, torch.Tensor):
-        indices = indices.detach().reshape(-1).tolist()
-    starts = np.array(indices, dtype=np.int64).reshape(-1)
+def host_starts(indices: Any, plan: TensorScatterPlan) -> list[int]:
+    """The write indices as host ints, checked: one read (one synchronisation on a device)."""
+    # (integers: never a tensor that requires grad; host indices: one NumPy array)
+    starts = indices.reshape(-1).tolist() if indices.ndim != 1 else indices.tolist()
     if plan.check_bounds:
         plan.raise_if_bad(starts)
     return starts
 
 
+def into(
+    out: torch.Tensor,
+    data: torch.Tensor,
+    updates: torch.Tensor,
+    starts: list[int],
+    plan: TensorScatterPlan,
+) -> None:
+    """``out`` holding data with the writes (:func:`write`): only they where ``out`` is data.
+
+    Updates that share memory with ``out`` are read (copied) first, as is data that
+    ``out`` overlaps without being it. Nothing here is recorded for autograd.
+    """
+    if _shares_memory(out, updates):
+        updates = updates.clone()
+    if out is not data:
+        out.copy_(data.clone() if _shares_memory(out, data) else data)
+    write(out, updates, starts, plan)
+
+
+def _shares_memory(out: torch.Tensor, x: torch.Tensor) -> bool:
+    """Whether ``out`` and ``x`` may share memory (the same storage)."""
+    return bool(out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr())
+
+
 def write(
-    result: torch.Tensor, updates: torch.Tensor, starts: np.ndarray, plan: TensorScatterPlan
+    result: torch.Tensor, updates: torch.Tensor, starts: list[int], plan: TensorScatterPlan
 ) -> None:
     """Write ``updates`` into ``result`` in place at the host write indices ``starts``.
 
@@ -53,8 +76,9 @@ def write(
     signed = AS_SIGNED.get(result.dtype)
     if signed is not None:  # (before any indexing: CUDA lacks the unsigned kernels of both)
         result, updates = result.view(signed), updates.view(signed)
-    positions, keep = plan.positions(starts, np.arange(plan.length), np)
-    batch = np.arange(starts.size)[:, None]
+    host = np.array(starts, dtype=np.int64)
+    positions, keep = plan.positions(host, np.arange(plan.length), np)
+    batch = np.arange(host.size)[:, None]
     source = updates.movedim(plan.axis, 1)  # (batch, length, *others): the update's
     if not plan.check_bounds:
         batch, positions = np.broadcast_to(batch, positions.shape)[keep], positions[keep]
