@@ -220,10 +220,56 @@ def _scattering(
     return call
 
 
+def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
+    """TensorScatter in place at one slice: a copy of the update into a view of data.
+
+    A decode step writes every batch entry at one position (``plan.one_slice``): with
+    ``out`` data, plain C-ordered CPU tensors that nothing records, the write indices are
+    read as host ints and checked, and the update is copied into NumPy's view of that
+    slice of data, what ``c[:, :, p] = new`` costs (NumPy's assignment reads an update that
+    overlaps data first). Anything else is ``exact``. (Complex types: ``exact``, which
+    sees their conjugate views.)
+    """
+    data = arrays[0]
+    if not all(type(x) is torch.Tensor for x in arrays) or _kernels is None or data.is_complex():
+        return exact
+    shape, typenum = tuple(data.shape), TYPENUMS[data.dtype]
+    one_slice, check = plan.one_slice, plan.check_bounds  # type: ignore[attr-defined]
+
+    def call(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
+        data, updates, indices = arrays
+        if not (
+            out is data
+            and _plain(data, indices)
+            and updates.is_cpu
+            and _FORWARD_AD._current_level < 0
+            and not (torch.is_grad_enabled() and (data.requires_grad or updates.requires_grad))
+            and not (data.is_neg() or updates.is_neg())
+        ):
+            return exact(arrays, out)
+        try:  # (no strides or storage: sparse layouts, torch.func's wrappers; exact's)
+            if not data.is_contiguous():
+                return exact(arrays, out)
+            source = as_numpy(updates)
+        except RuntimeError:
+            return exact(arrays, out)
+        starts = indices.tolist() if indices.ndim == 1 else indices.reshape(-1).tolist()
+        if check:
+            plan.raise_if_bad(starts)  # type: ignore[attr-defined]
+        same = one_slice(starts)
+        if same is None:
+            return exact(arrays, out)
+        _kernels.view(data, data.data_ptr(), shape, None, typenum)[same] = source
+        return data
+
+    return call
+
+
 BINDERS: dict[str, Callable[[Plan, tuple[Any, ...], Call], Call]] = {
     "gather": gather,
     "gather_elements": gather_elements,
     "gather_nd": gather_nd,
     "scatter_elements": _scatter(getattr(_kernels, "scatter_elements", None), axis=True),
     "scatter_nd": _scatter(getattr(_kernels, "scatter_nd", None), axis=False),
+    "tensor_scatter": tensor_scatter,
 }
