@@ -247,9 +247,12 @@ class NumpyBackend(Backend):
         """A gather of plain arrays: the compiled kernel itself, with nothing between.
 
         Types it does not take (strings, objects: NotImplemented), data of a subclass and
-        the scatters bind the method (:func:`_run` says the rest).
+        the scatters bind the method (:func:`_run` says the rest); TensorScatter in place
+        at one slice binds one assignment (:func:`_tensor_scatter_in_place`).
         """
         exact = super().bind(method, plan, arrays)
+        if method == "tensor_scatter":
+            return _tensor_scatter_in_place(plan, arrays, exact)
         name, kernel = _KERNEL_ATTRIBUTE.get(method), _COMPILED.get(method)
         if name is None or kernel is None or type(arrays[0]) is not np.ndarray:
             return exact
@@ -355,6 +358,34 @@ class NumpyBackend(Backend):
 
 
 backend = NumpyBackend()
+
+
+def _tensor_scatter_in_place(plan: Any, arrays: tuple[Array, ...], exact: Call) -> Call:
+    """TensorScatter with ``out`` data, every write at one slice: one assignment.
+
+    A decode step's write (every batch entry at one position, ``plan.one_slice``): the
+    write indices read as host ints and checked, then ``data[slice] = update`` (NumPy's
+    assignment reads an update that overlaps data first). Anything else, and arrays of
+    numbers' subclasses, strings or objects, is ``exact``.
+    """
+    if not all(type(x) is np.ndarray for x in arrays) or arrays[0].dtype.kind in "OSUT":
+        return exact
+    one_slice, check = plan.one_slice, plan.check_bounds
+
+    def call(arrays: tuple[Array, ...], out: Any = None, /) -> Any:
+        data, updates, indices = arrays
+        if out is not data:
+            return exact(arrays, out)
+        starts = indices.tolist() if indices.ndim == 1 else indices.reshape(-1).tolist()
+        if check:
+            plan.raise_if_bad(starts)
+        same = one_slice(starts)
+        if same is None:
+            return exact(arrays, out)
+        data[same] = updates
+        return data
+
+    return call
 
 
 def compiled_available() -> bool:
