@@ -84,13 +84,34 @@ class TensorScatterPlan(_Fields, _spec.Plan):
         if not len(starts):
             return None
         start = int(starts[0])
-        if len(starts) > 1 and (np.asarray(starts) != start).any():
+        if type(starts) is list:  # (host ints: one count in C)
+            if starts.count(start) != len(starts):
+                return None
+        elif len(starts) > 1 and (np.asarray(starts) != start).any():
             return None
         if self.circular and start >= 0:
             start %= max(self.size, 1)
         if start < 0 or start + self.length > self.size:
             return None
         return (slice(None),) * self.axis + (slice(start, start + self.length),)
+
+    def entry_slices(self, starts: Sequence[int]) -> list[tuple[Any, ...]] | None:
+        """Each batch entry's slice of the cache, where its update lands whole; or None.
+
+        None where an entry's write wraps around the axis (circular mode) or falls
+        outside it (unchecked): those need advanced indexing. Entry ``b``'s update,
+        ``update[b]``, fits its slice. (A few entries at their own positions: a copy each,
+        cheaper than one advanced assignment.)
+        """
+        lead = (slice(None),) * (self.axis - 1)
+        found = []
+        for b, start in enumerate(starts):
+            if self.circular and start >= 0:
+                start %= max(self.size, 1)
+            if start < 0 or start + self.length > self.size:
+                return None
+            found.append((b, *lead, slice(start, start + self.length)))
+        return found
 
     def raise_if_bad(self, indices: Sequence[int] | np.ndarray) -> None:
         """The IndexError for the first bad entry of host ``indices`` (ONNX Runtime's order).

@@ -353,7 +353,8 @@ class NumpyBackend(Backend):
         Into ``out`` where given; ``out=data`` writes only the new positions.
         """
         data, updates, target = _scatter_inputs(data, updates, out)
-        result = _scatter.tensor_scatter(data, indices, updates, plan, target)
+        kernel = _COMPILED["scatter_nd"] if _kernels is not None else None
+        result = _scatter.tensor_scatter(data, indices, updates, plan, target, kernel, THREADS)
         return result if out is None else out
 
 
@@ -381,7 +382,7 @@ def _tensor_scatter_in_place(plan: Any, arrays: tuple[Array, ...], exact: Call) 
             plan.raise_if_bad(starts)
         same = one_slice(starts)
         if same is None:
-            return exact(arrays, out)
+            return exact(arrays, out)  # (entries at their own positions: _scatter's)
         data[same] = updates
         return data
 

@@ -225,6 +225,23 @@ def bound_compiled(
     return run
 
 
+def copied(data: np.ndarray, kernel: Callable[..., Any] | None, threads: int) -> np.ndarray:
+    """A C-ordered copy of ``data``, over threads where the compiled kernel takes it.
+
+    ``kernel``: the compiled ScatterND, writing nothing; else NumPy's copy. (A 16 MB cache in 0.6 ms where NumPy's one thread took 1.2 ms, 2-core VM.)
+    """
+    kind = _KINDS.get(data.dtype.name, -1)
+    plain = data.dtype.kind not in "OT" and data.flags.c_contiguous and data.dtype.isnative
+    if kernel is None or not plain or data.ndim == 0:
+        return np.array(data, order="C")
+    result = np.empty(data.shape, data.dtype)
+    nothing = np.zeros((0, 1), np.int64)
+    updates = np.empty((0, *data.shape[1:]), data.dtype)
+    code = _REDUCTION_CODES[Reduction.NONE]
+    done = kernel(result, data, nothing, updates, code, kind, CheckMode.DROP, threads)
+    return result if done is True else np.array(data, order="C")
+
+
 def _checked_or_dropped(
     indices: np.ndarray, plan: ScatterPlan
 ) -> tuple[np.ndarray, np.ndarray | None]:
@@ -380,14 +397,24 @@ def _is_zero(values: np.ndarray, negative: bool) -> np.ndarray:
     return (values == 0) & (np.signbit(values) == negative)
 
 
+#: The batch entries up to which TensorScatter writes each entry's slice by itself (a copy
+#: each, about 1 us) rather than by one advanced assignment (about 15 us for 4 entries).
+_FEW_ENTRIES = 16
+
+
 def tensor_scatter(
     data: np.ndarray,
     indices: np.ndarray,
     updates: np.ndarray,
     plan: TensorScatterPlan,
     out: np.ndarray | None = None,
+    kernel: Callable[..., Any] | None = None,
+    threads: int = 1,
 ) -> np.ndarray:
     """ONNX TensorScatter of NumPy arrays, into a new C-ordered array or ``out``.
+
+    ``kernel``: the compiled ScatterND kernel, which copies data over ``threads``
+    (:func:`copied`).
 
     The write indices are checked first (a failed check writes nothing); each batch
     entry's positions along the axis are distinct, so one advanced assignment writes every
@@ -401,18 +428,21 @@ def tensor_scatter(
     if plan.check_bounds:
         plan.raise_if_bad(starts)
     if out is None:
-        result = np.array(data, order="C")
+        result = copied(data, kernel, threads)
     else:
-        if out is not data and np.may_share_memory(out, data):
-            data = data.copy()
         result = out
-    if np.may_share_memory(result, updates):
-        updates = updates.copy()
-    if result is not data:
-        result[...] = data
+        if np.may_share_memory(out, updates):
+            updates = updates.copy()
+        if out is not data:  # (NumPy's assignment reads an overlapping data first)
+            out[...] = data
     same = plan.one_slice(starts)
     if same is not None:
         result[same] = updates
+        return result
+    entries = plan.entry_slices(starts) if len(starts) <= _FEW_ENTRIES else None
+    if entries is not None:
+        for b, index in enumerate(entries):
+            result[index] = updates[b]
         return result
     host = np.array(starts, dtype=np.int64)
     positions, keep = plan.positions(host, np.arange(plan.length), np)

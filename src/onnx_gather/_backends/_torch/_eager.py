@@ -220,15 +220,20 @@ def _scattering(
     return call
 
 
-def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
-    """TensorScatter in place at one slice: a copy of the update into a view of data.
+#: The batch entries up to which TensorScatter copies each entry's update by itself.
+_FEW_ENTRIES = 16
 
-    A decode step writes every batch entry at one position (``plan.one_slice``): with
-    ``out`` data, plain C-ordered CPU tensors that nothing records, the write indices are
-    read as host ints and checked, and the update is copied into NumPy's view of that
-    slice of data, what ``c[:, :, p] = new`` costs (NumPy's assignment reads an update that
-    overlaps data first). Anything else is ``exact``. (Complex types: ``exact``, which
-    sees their conjugate views.)
+
+def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
+    """TensorScatter in place: copies of the update into slices of a view of data.
+
+    With ``out`` data, plain C-ordered CPU tensors that nothing records, the write indices
+    are read as host ints and checked. A decode step writes every batch entry at one
+    position (``plan.one_slice``): the update is copied into NumPy's view of that slice,
+    what ``c[:, :, p] = new`` costs (NumPy's assignment reads an update that overlaps data
+    first). A few entries at their own positions (``plan.entry_slices``): a copy each.
+    Anything else (writes that wrap or fall outside) is ``exact``. (Complex types:
+    ``exact``, which sees their conjugate views.)
     """
     data = arrays[0]
     if not all(type(x) is torch.Tensor for x in arrays) or _kernels is None or data.is_complex():
@@ -256,10 +261,18 @@ def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
         starts = indices.tolist() if indices.ndim == 1 else indices.reshape(-1).tolist()
         if check:
             plan.raise_if_bad(starts)  # type: ignore[attr-defined]
+        target = _kernels.view(data, data.data_ptr(), shape, None, typenum)
         same = one_slice(starts)
-        if same is None:
+        if same is not None:
+            target[same] = source
+            return data
+        entries = plan.entry_slices(starts) if len(starts) <= _FEW_ENTRIES else None  # type: ignore[attr-defined]
+        if entries is None:
             return exact(arrays, out)
-        _kernels.view(data, data.data_ptr(), shape, None, typenum)[same] = source
+        if np.may_share_memory(target, source):  # (read before any entry is written)
+            source = source.copy()
+        for b, index in enumerate(entries):
+            target[index] = source[b]
         return data
 
     return call
