@@ -198,8 +198,13 @@ def _key(
     unknown sizes). With ``out``: its shape, dtype and type, which ``_checked_out``
     accepted, and whether it is data (an in-place call).
     """
-    # One int or str attribute (the gathers', a scatter's reduction), the common case first.
-    if len(attributes) != 1 or type(attributes[0]) not in _PLAIN:
+    # One or two int or str attributes (the gathers' axis; a scatter's axis and reduction,
+    # TensorScatter's axis and mode), the common cases first.
+    n = len(attributes)
+    if not (
+        (n == 1 and type(attributes[0]) in _PLAIN)
+        or (n == 2 and type(attributes[0]) in _PLAIN and type(attributes[1]) in _PLAIN)
+    ):
         keyed = _keyed(attributes)
         if keyed is None:
             return None

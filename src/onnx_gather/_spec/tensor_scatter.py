@@ -122,6 +122,10 @@ class TensorScatterPlan(_Fields, _spec.Plan):
             indices = indices.reshape(-1)
         if len(indices) <= 16:  # (a decode step's few entries: Python beats NumPy's calls)
             values = indices.tolist() if isinstance(indices, np.ndarray) else indices
+            if not values or (
+                min(values) >= 0 and (self.circular or max(values) <= self.size - self.length)
+            ):  # (the rule of bad, on every entry at once, in C)
+                return
             for b, start in enumerate(values):
                 if self.bad(start):  # (the one rule, on a Python int)
                     raise self.error(int(start), b)
