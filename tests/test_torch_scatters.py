@@ -11,7 +11,7 @@ import torch
 from helpers import assert_identical
 
 import onnx_gather as og
-from onnx_gather import _ops
+from onnx_gather import _ops, openvino
 from onnx_gather._conformance.runner import run_oracle
 
 SE, SN = _ops.SCATTER_ELEMENTS, _ops.SCATTER_ND
@@ -291,3 +291,49 @@ def test_many_duplicates_under_autograd_in_c_order(
     result = FUNCTIONS[op.name](*tensors, reduction=reduction, **attributes)
     assert result.grad_fn is not None
     assert_identical(result.detach().numpy(), want)
+
+
+def _in_place_tensor_scatter(cache: torch.Tensor, starts: list[int]) -> None:
+    update = torch.ones(cache.shape[0], 1, cache.shape[2])
+    og.tensor_scatter(cache, update, torch.tensor(starts), out=cache)
+
+
+#: Every in-place scatter a CPU tensor may take a view route for, on a (4, 3) cache.
+IN_PLACE = {
+    "scatter_nd": lambda c: og.scatter_nd(c, torch.tensor([[1]]), torch.ones(1, 3), out=c),
+    "scatter_elements": lambda c: og.scatter_elements(
+        c, torch.tensor([[1, 0, 2]]), torch.ones(1, 3), out=c
+    ),
+    "scatter_elements add": lambda c: og.scatter_elements(
+        c, torch.tensor([[1, 0, 2]]), torch.ones(1, 3), reduction="add", out=c
+    ),
+    "tensor_scatter": lambda c: _in_place_tensor_scatter(c.view(1, 4, 3), [1]),
+    "tensor_scatter entries": lambda c: _in_place_tensor_scatter(c.view(2, 2, 3), [1, 0]),
+    "openvino.scatter_update": lambda c: openvino.scatter_update(
+        c, torch.tensor([1]), torch.ones(1, 3), 0, out=c
+    ),
+    "openvino.scatter_elements_update max": lambda c: openvino.scatter_elements_update(
+        c,
+        torch.tensor([[1, 0, 2]]),
+        torch.ones(1, 3),
+        0,
+        reduction="max",
+        use_init_val=False,
+        out=c,
+    ),
+}
+
+
+@pytest.mark.parametrize("write", list(IN_PLACE.values()), ids=list(IN_PLACE))
+def test_an_in_place_write_bumps_the_version_autograd_checks(write: Any) -> None:
+    """A cache that autograd saved for a backward, then written in place through a view of
+    its memory, makes that backward raise as torch's own in-place writes do (not return a
+    gradient computed from the new values)."""
+    cache = torch.arange(12, dtype=torch.float32).reshape(4, 3)
+    weight = torch.ones(4, 3, requires_grad=True)
+    loss = (weight * cache).sum()  # (saves cache: d loss / d weight is cache)
+    before = cache._version
+    write(cache)
+    assert cache._version > before
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 import torch.autograd.forward_ad as _FORWARD_AD
+from torch.autograd.graph import increment_version
 
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._base import Backend
@@ -751,6 +752,8 @@ def _scatter_on_numpy(
     # In place: the one view, so the kernel sees data itself (and copies nothing).
     target = source if out is data else as_numpy(out)
     kernel(source, host, as_numpy(updates), plan, target, threads, fresh)
+    if not fresh:  # (the caller's out, written behind autograd's back: see _views)
+        increment_version(out)
     return out
 
 

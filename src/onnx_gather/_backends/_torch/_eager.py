@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 import torch.autograd.forward_ad as _FORWARD_AD
+from torch.autograd.graph import increment_version
 
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._numpy import _kernels
@@ -215,6 +216,8 @@ def _scattering(
         else:
             result = out
             done = run(source, None, host_indices, values, CheckMode.SCAN_FIRST, threads)
+            if done:
+                increment_version(data)  # (written behind autograd's back: see _views)
         return result if done else exact(arrays, out)
 
     return call
@@ -265,6 +268,7 @@ def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
         same = one_slice(starts)
         if same is not None:
             target[same] = source
+            increment_version(data)
             return data
         entries = plan.entry_slices(starts) if len(starts) <= _FEW_ENTRIES else None  # type: ignore[attr-defined]
         if entries is None:
@@ -273,6 +277,7 @@ def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
             source = source.copy()
         for b, index in enumerate(entries):
             target[index] = source[b]
+        increment_version(data)
         return data
 
     return call

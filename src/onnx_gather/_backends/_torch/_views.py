@@ -1,4 +1,10 @@
-"""Zero-copy NumPy views of CPU tensors, for the NumPy backend's kernels."""
+"""Zero-copy NumPy views of CPU tensors, for the NumPy backend's kernels.
+
+A write into a caller's tensor through such a view is one autograd does not see: whoever
+writes calls ``torch.autograd.graph.increment_version`` on the tensor after it, so a
+backward that saved the tensor raises "modified by an inplace operation", as after
+torch's own in-place writes, instead of computing with the new values.
+"""
 
 from __future__ import annotations
 
