@@ -169,6 +169,8 @@ og_part(npy_intp n, int t, int nt, npy_intp *lo, npy_intp *hi)
     }                                                                         \
     break;
 
+/* The longest axis (items) the zero modes copy for OG_SENTINEL_LOOP: 2**16, at most 1 MiB
+ * of 8-byte items twice over, and only where at least 4 reads per item remain. */
 #define OG_SENTINEL_MAX ((npy_int64)1 << 16)
 
 /* Element k of the kernel below, normalised (OG_NORM_OR_ZERO) and copied. */

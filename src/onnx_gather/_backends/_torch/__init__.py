@@ -20,7 +20,7 @@ from onnx_gather._backends._torch import _scatter as scatters
 from onnx_gather._backends._torch._exact import exact, exact_nd
 from onnx_gather._backends._torch._indices import placed, values_unknown, wrapped
 from onnx_gather._backends._torch._indices import xp as _xp
-from onnx_gather._backends._torch._views import as_numpy, of_new
+from onnx_gather._backends._torch._views import as_numpy, of_new, shares_memory
 from onnx_gather._host import Unrepresentable, python_indices
 
 if TYPE_CHECKING:
@@ -600,7 +600,7 @@ def _scatter_call(
         and torch.is_grad_enabled()
         and (data.requires_grad or updates.requires_grad)
     )
-    if grad and _shares_memory(out, data, updates):
+    if grad and shares_memory(out, data, updates):
         # The result's gradient formulas read data and updates as they were: ``out``,
         # written in place below, must not be one of them (autograd would refuse the
         # backward: "modified by an inplace operation").
@@ -631,12 +631,6 @@ def _into(out: torch.Tensor | None, result: torch.Tensor, grad: bool) -> torch.T
     with torch.no_grad():
         out.copy_(result)
     return out
-
-
-def _shares_memory(out: torch.Tensor, *inputs: torch.Tensor) -> bool:
-    """Whether ``out`` and one of ``inputs`` may share memory (the same storage)."""
-    storage = out.untyped_storage().data_ptr()
-    return any(x.untyped_storage().data_ptr() == storage for x in inputs)
 
 
 def _scatter_numpy_route(

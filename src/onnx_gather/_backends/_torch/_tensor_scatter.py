@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from onnx_gather._backends._torch._views import shares_memory
+
 if TYPE_CHECKING:
     from onnx_gather._spec.tensor_scatter import TensorScatterPlan
 
@@ -45,16 +47,11 @@ def into(
     Updates that share memory with ``out`` are read (copied) first, as is data that
     ``out`` overlaps without being it. Nothing here is recorded for autograd.
     """
-    if _shares_memory(out, updates):
+    if shares_memory(out, updates):
         updates = updates.clone()
     if out is not data:
-        out.copy_(data.clone() if _shares_memory(out, data) else data)
+        out.copy_(data.clone() if shares_memory(out, data) else data)
     write(out, updates, starts, plan)
-
-
-def _shares_memory(out: torch.Tensor, x: torch.Tensor) -> bool:
-    """Whether ``out`` and ``x`` may share memory (the same storage)."""
-    return bool(out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr())
 
 
 def write(

@@ -39,3 +39,9 @@ def of_new(out: torch.Tensor, shape: tuple[int, ...]) -> np.ndarray:
     if _kernels is not None:
         return _kernels.view(out, out.data_ptr(), shape, None, TYPENUMS[out.dtype])
     return as_numpy(out)
+
+
+def shares_memory(out: torch.Tensor, *inputs: torch.Tensor) -> bool:
+    """Whether ``out`` and one of ``inputs`` may share memory (the same storage)."""
+    storage = out.untyped_storage().data_ptr()
+    return any(x.untyped_storage().data_ptr() == storage for x in inputs)
