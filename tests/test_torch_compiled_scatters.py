@@ -176,3 +176,82 @@ def test_a_compiled_write_out_of_range_raises_whatever_the_number_of_tuples(tupl
     with pytest.raises(RuntimeError, match="out of bounds"):
         f(data, nd, updates)
     assert not data.any()
+
+
+def _layers(write: Callable[..., Any]) -> Callable[..., Any]:
+    """Three layers' caches written in place at the same positions, then summed."""
+
+    def step(caches: list[torch.Tensor], i: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        for c in caches:
+            write(c, i, u)
+        return sum(c.sum() for c in caches)
+
+    return step
+
+
+_WRITES = {
+    "scatter_nd": lambda c, i, u: og.scatter_nd(c, i, u, out=c),
+    "scatter_elements": lambda c, i, u: og.scatter_elements(c, i, u, axis=2, out=c),
+}
+
+
+@pytest.mark.parametrize("op", sorted(_WRITES))
+def test_layers_writing_at_the_same_positions_share_one_check(op: str) -> None:
+    """The indices' work is traced once per index tensor: one check, and every layer exact."""
+    cache, new, nd, elements = _kv()
+    indices = nd if op == "scatter_nd" else elements
+    attributes = {} if op == "scatter_nd" else {"axis": 2}
+    want = run_oracle(op, (cache.numpy(), indices.numpy(), new.numpy()), attributes, None)
+    step = _layers(_WRITES[op])
+    graph = _graph_of(step, [cache.clone() for _ in range(3)], indices, new)
+    assert graph.count("aten.index_put") == 3
+    check = "aten.amax" if op == "scatter_nd" else "aten.any"
+    assert graph.count(check) == 1, graph
+    caches = [cache.clone() for _ in range(3)]
+    _compile(step)(caches, indices, new)
+    for c in caches:
+        assert_identical(c.numpy(), want)
+
+
+@pytest.mark.parametrize("through", ["itself", "its base"])
+@pytest.mark.parametrize("op", sorted(_WRITES))
+def test_indices_changed_between_two_compiled_writes(op: str, through: str) -> None:
+    """An in-place change of the indices (or of their base) between calls is seen by the next."""
+    torch._dynamo.reset()
+    cache, new, nd, elements = _kv()
+    indices = nd if op == "scatter_nd" else elements
+    attributes = {} if op == "scatter_nd" else {"axis": 2}
+    write = _WRITES[op]
+
+    def step(caches: list[torch.Tensor], base: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        i = base[0]
+        write(caches[0], i, u)
+        (i if through == "itself" else base).sub_(1)  # positions 5 -> 4 (ND: -11 -> -12)
+        write(caches[1], i, u)
+        write(caches[2], i, u)
+        return caches[0].sum()
+
+    later = indices - 1
+    first = run_oracle(op, (cache.numpy(), indices.numpy(), new.numpy()), attributes, None)
+    second = run_oracle(op, (cache.numpy(), later.numpy(), new.numpy()), attributes, None)
+    caches = [cache.clone() for _ in range(3)]
+    base = indices.unsqueeze(0).clone()
+    _compile(step)(caches, base, new)
+    assert_identical(caches[0].numpy(), first)
+    assert_identical(caches[1].numpy(), second)
+    assert_identical(caches[2].numpy(), second)
+    assert not np.array_equal(first, second)
+
+
+@pytest.mark.parametrize("op", sorted(_WRITES))
+def test_layers_sharing_indices_out_of_range_raise_and_write_nothing(op: str) -> None:
+    cache, new, nd, elements = _kv()
+    if op == "scatter_nd":
+        nd[0, 3, 0, 2] = 16
+    else:
+        elements[0, 3, 0, 7] = 16
+    caches = [cache.clone() for _ in range(3)]
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        _compile(_layers(_WRITES[op]))(caches, nd if op == "scatter_nd" else elements, new)
+    for c in caches:
+        assert_identical(c.numpy(), cache.numpy())

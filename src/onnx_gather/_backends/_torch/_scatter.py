@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
+from torch.utils.weak import WeakIdKeyDictionary
 
 from onnx_gather import _ops
 from onnx_gather._backends import _numpy as numpy_kernels
@@ -16,6 +18,8 @@ from onnx_gather._indices import BoundsPolicy, normalise_indices
 from onnx_gather._spec.scatter_nd import plan as scatter_nd_plan
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from onnx_gather._spec import Plan
     from onnx_gather._spec.reductions import Reduction
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
@@ -464,63 +468,112 @@ def in_graph(  # plan: a ScatterPlan (Any while _torch/__init__.py passes a Plan
     ``c[:, :, pos] = new``. The range: an index out of range makes every index out of
     range, so the compiled kernel's own check (inductor's, or torch's where another
     backend runs the graph) raises on the first target, before anything is written.
+
+    What depends on the indices alone (:func:`_targets_in_graph`) is traced once per
+    index tensor of the graph (:func:`_once_per_trace`): a model's layers that write at
+    the same positions share one check.
+    """
+    key = (plan.coordinates, plan.axis, tuple(plan.sizes), tuple(data.shape))
+    targets, pick = _once_per_trace(indices, key, lambda: _targets_in_graph(indices, plan))
+    if plan.coordinates:
+        k = len(plan.sizes)
+        values = updates.reshape(targets.shape[0], *data.shape[k:])
+        if pick is not None:
+            values = values[pick]
+        flat = data.reshape(math.prod(plan.sizes), *data.shape[k:])
+        return flat.index_put((targets,), values).reshape(data.shape)
+    if pick is not None:
+        updates = torch.gather(updates, plan.axis, pick)
+    place = [
+        torch.arange(n, device=indices.device).reshape(
+            [n if e == d else 1 for e in range(indices.dim())]
+        )
+        for d, n in enumerate(indices.shape)
+    ]
+    place[plan.axis] = targets
+    return data.index_put(tuple(place), updates)
+
+
+def _targets_in_graph(indices: torch.Tensor, plan: Any) -> tuple[torch.Tensor, Any]:
+    """:func:`in_graph`'s targets and which update each takes (None: its own).
+
+    ScatterND: each index tuple's row of data seen as (cells, rest), and the position of
+    its row's last tuple; ScatterElements: each update's position along the axis, and
+    its target's last update along it. Out of range anywhere: every target out of range.
     """
     wide = indices.to(torch.int64)
-    if plan.coordinates:
-        k, cells = len(plan.sizes), math.prod(plan.sizes)
-        sizes = torch.tensor(plan.sizes, dtype=torch.int64, device=wide.device)
-        counted = torch.where(wide < 0, wide + sizes, wide)
-        outside = (counted < 0) | (counted >= sizes)
-        # Each tuple out of range or not, its k coordinates or'd: no reduction, so the
-        # check joins the loops that follow rather than running as a loop of its own.
-        stray = outside[..., 0]
-        for j in range(1, k):
-            stray = stray | outside[..., j]
-        stray = stray.reshape(-1)
-        # Each tuple's row of data seen as (cells, rest): one number to compare and to
-        # index with (tuples of k compared pairwise compiled 30% slower: 18 against 14 s
-        # for 8 KV-cache layers, and ran 15% slower).
-        rows = tuple_rows(xp, counted, plan.sizes, 0, wide.device).reshape(-1)
-        n = rows.shape[0]
-        values = updates.reshape(n, *data.shape[k:])
-        position = torch.arange(n, device=wide.device)
-        if n > 1 and n * n <= _PAIRS:
-            # One reduction finds both: the last of the rows equal to each (itself too),
-            # and n where any tuple is out of range. The check as a reduction of its own
-            # ran the compiled KV-cache step of 8 layers at 1.6x the native step; folded
-            # in, 1.23x. (Coordinates wrapped one by one with their sizes as numbers
-            # compiled in 6.0 against 7.9 s, native 2.2 s, but ran at 1.46x: inductor then
-            # keeps each pair's comparison in a buffer; probes of 2026-11-27.)
-            same = rows.unsqueeze(1) == rows.unsqueeze(0)
-            last = torch.where(same, position, -1)
-            last = torch.where(stray.unsqueeze(0), n, last).amax(1)
-            bad = last == n
-            rows = torch.where(bad, cells, rows)
-            values = values[torch.where(bad, 0, last)]
-        elif n > 1:
-            # Each row's last tuple, in a buffer of data's rows. The pairs compile slower
-            # (8 KV-cache layers: 18 against 9 s; native 2.5 s) but run faster (1.5x the
-            # native step against 3.5x: the buffer is filled each call).
-            rows = torch.where(torch.any(stray), cells, rows)
-            latest = torch.full((cells + 1,), -1, dtype=torch.int64, device=wide.device)
-            values = values[latest.scatter_reduce(0, rows, position, "amax")[rows]]
-        else:
-            rows = torch.where(stray, cells, rows)
-        flat = data.reshape(cells, *data.shape[k:])
-        return flat.index_put((rows,), values).reshape(data.shape)
-    size = plan.size
-    counted = torch.where(wide < 0, wide + size, wide)
-    bad = torch.any((counted < 0) | (counted >= size))
-    counted = torch.where(bad, size, counted)
-    winners = _winners(counted, plan.axis)
-    if winners is not None:
-        updates = torch.gather(updates, plan.axis, winners)
-    place = [
-        torch.arange(n, device=wide.device).reshape([n if e == d else 1 for e in range(wide.dim())])
-        for d, n in enumerate(wide.shape)
-    ]
-    place[plan.axis] = counted
-    return data.index_put(tuple(place), updates)
+    if not plan.coordinates:
+        size = plan.size
+        counted = torch.where(wide < 0, wide + size, wide)
+        bad = torch.any((counted < 0) | (counted >= size))
+        counted = torch.where(bad, size, counted)
+        return counted, _winners(counted, plan.axis)
+    k, cells = len(plan.sizes), math.prod(plan.sizes)
+    sizes = torch.tensor(plan.sizes, dtype=torch.int64, device=wide.device)
+    counted = torch.where(wide < 0, wide + sizes, wide)
+    outside = (counted < 0) | (counted >= sizes)
+    # Each tuple out of range or not, its k coordinates or'd: no reduction, so the
+    # check joins the loops that follow rather than running as a loop of its own.
+    stray = outside[..., 0]
+    for j in range(1, k):
+        stray = stray | outside[..., j]
+    stray = stray.reshape(-1)
+    # Each tuple's row of data seen as (cells, rest): one number to compare and to
+    # index with (tuples of k compared pairwise compiled 30% slower: 18 against 14 s
+    # for 8 KV-cache layers, and ran 15% slower).
+    rows = tuple_rows(xp, counted, plan.sizes, 0, wide.device).reshape(-1)
+    n = rows.shape[0]
+    position = torch.arange(n, device=wide.device)
+    if n > 1 and n * n <= _PAIRS:
+        # One reduction finds both: the last of the rows equal to each (itself too),
+        # and n where any tuple is out of range. The check as a reduction of its own
+        # ran the compiled KV-cache step of 8 layers at 1.6x the native step; folded
+        # in, 1.23x. (Coordinates wrapped one by one with their sizes as numbers
+        # compiled in 6.0 against 7.9 s, native 2.2 s, but ran at 1.46x: inductor then
+        # keeps each pair's comparison in a buffer; probes of 2026-11-27.)
+        same = rows.unsqueeze(1) == rows.unsqueeze(0)
+        last = torch.where(same, position, -1)
+        last = torch.where(stray.unsqueeze(0), n, last).amax(1)
+        bad = last == n
+        return torch.where(bad, cells, rows), torch.where(bad, 0, last)
+    if n > 1:
+        # Each row's last tuple, in a buffer of data's rows. The pairs compile slower
+        # (8 KV-cache layers: 18 against 9 s; native 2.5 s) but run faster (1.5x the
+        # native step against 3.5x: the buffer is filled each call).
+        rows = torch.where(torch.any(stray), cells, rows)
+        latest = torch.full((cells + 1,), -1, dtype=torch.int64, device=wide.device)
+        return rows, latest.scatter_reduce(0, rows, position, "amax")[rows]
+    return torch.where(stray, cells, rows), None
+
+
+#: What :func:`_once_per_trace` traced, by index tensor: (trace, key, version) -> result.
+#: (torch's dictionary by identity: a tensor's ``==`` compares its values.)
+_TRACED: Any = WeakIdKeyDictionary()
+
+
+def _once_per_trace(indices: torch.Tensor, key: Any, make: Callable[[], Any]) -> Any:
+    """``make()``, traced once for each index tensor, range rule and shape in one trace.
+
+    The eight layers of a KV-cache step write at the same positions with one index
+    tensor. Traced eight times, the check's reduction was computed once by inductor but
+    stored into eight buffers the compiled program allocates on every call: the step
+    ran 1.45x the native one; traced once, 1.15x (probe of 2026-11-28). The tensor
+    objects a trace sees are its own (AOTAutograd's functional tensors; Dynamo's fake
+    ones), so the entry is keyed by the trace's proxy mode (None in passes that record
+    nothing) and the tensor's version: an in-place change of the indices between two
+    calls (their own or their base's) makes a new entry.
+    """
+    from torch.fx.experimental.proxy_tensor import get_proxy_mode
+
+    mode = get_proxy_mode()
+    full = (id(mode), indices._version, key)
+    entries = _TRACED.setdefault(indices, {})
+    hit = entries.get(full)
+    if hit is not None and hit[0]() is mode:
+        return hit[1]
+    value = make()
+    entries[full] = (weakref.ref(mode) if mode is not None else lambda: None, value)
+    return value
 
 
 def _winners(targets: torch.Tensor, axis: int) -> torch.Tensor | None:
