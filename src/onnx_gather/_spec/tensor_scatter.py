@@ -11,6 +11,8 @@ from onnx_gather import _spec
 
 #: The write modes, by their attribute text.
 MODES = ("linear", "circular")
+#: The batch entries up to which :meth:`TensorScatterPlan.slice_copies` copies each by itself.
+_FEW_ENTRIES = 16
 
 
 class _Fields(NamedTuple):
@@ -73,6 +75,36 @@ class TensorScatterPlan(_Fields, _spec.Plan):
         index: list[Any] = [slice(None)] * len(self.out_shape)
         index[0], index[self.axis] = batch, positions
         return tuple(index)
+
+    def checked_starts(self, indices: Any) -> list[int]:
+        """The write indices as host ints, checked where the plan checks (:meth:`raise_if_bad`).
+
+        ``indices``: the call's, a NumPy array or a library's array with ``reshape`` and
+        ``tolist`` (one read: one synchronisation on a device). Read before anything is
+        written, so data that holds them can be written in place.
+        """
+        starts: list[int] = indices.tolist() if indices.ndim == 1 else indices.reshape(-1).tolist()
+        if self.check_bounds:
+            self.raise_if_bad(starts)
+        return starts
+
+    def slice_copies(self, starts: list[int]) -> list[tuple[tuple[Any, ...], Any]] | None:
+        """The plain copies that make every write: (the cache's slice, the update's part).
+
+        One copy where every write lands in one slice (:meth:`one_slice`; the part is None:
+        the whole update); one per entry where a few (at most 16) entries land whole at
+        their own positions (:meth:`entry_slices`; the part is the entry ``b``). None
+        where a write wraps or falls outside, or for more entries: advanced indexing
+        then (one advanced assignment, about 15 us for 4 entries, costs more than 16
+        copies of about 1 us).
+        """
+        same = self.one_slice(starts)
+        if same is not None:
+            return [(same, None)]
+        if len(starts) > _FEW_ENTRIES:
+            return None
+        entries = self.entry_slices(starts)
+        return None if entries is None else [(index, b) for b, index in enumerate(entries)]
 
     def one_slice(self, starts: Sequence[int] | np.ndarray) -> tuple[slice, ...] | None:
         """The one slice every write lands in, or None.

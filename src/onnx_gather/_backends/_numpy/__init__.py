@@ -362,28 +362,31 @@ backend = NumpyBackend()
 
 
 def _tensor_scatter_in_place(plan: Any, arrays: tuple[Array, ...], exact: Call) -> Call:
-    """TensorScatter with ``out`` data, every write at one slice: one assignment.
+    """TensorScatter with ``out`` data whose writes are plain copies: those copies.
 
-    A decode step's write (every batch entry at one position, ``plan.one_slice``): the
-    write indices read as host ints and checked, then ``data[slice] = update`` (NumPy's
-    assignment reads an update that overlaps data first). Anything else, and arrays of
-    numbers' subclasses, strings or objects, is ``exact``.
+    A decode step's write (every batch entry at one position) is one assignment of the
+    update; a few entries at their own positions, one each
+    (:meth:`~onnx_gather._spec.tensor_scatter.TensorScatterPlan.slice_copies`,
+    :func:`._scatter.copy_slices`). The write indices are read as host ints and checked
+    first. Anything else, and arrays of numbers' subclasses, strings or objects, is
+    ``exact``.
     """
     if not all(type(x) is np.ndarray for x in arrays) or arrays[0].dtype.kind in "OSUT":
         return exact
-    one_slice, check = plan.one_slice, plan.check_bounds
+    checked_starts, slice_copies, copy_slices = (
+        plan.checked_starts,
+        plan.slice_copies,
+        _scatter.copy_slices,
+    )
 
     def call(arrays: tuple[Array, ...], out: Any = None, /) -> Any:
         data, updates, indices = arrays
         if out is not data:
             return exact(arrays, out)
-        starts = indices.tolist() if indices.ndim == 1 else indices.reshape(-1).tolist()
-        if check:
-            plan.raise_if_bad(starts)
-        same = one_slice(starts)
-        if same is None:
-            return exact(arrays, out)  # (entries at their own positions: _scatter's)
-        data[same] = updates
+        copies = slice_copies(checked_starts(indices))
+        if copies is None:
+            return exact(arrays, out)
+        copy_slices(data, updates, copies)
         return data
 
     return call

@@ -398,11 +398,6 @@ def _is_zero(values: np.ndarray, negative: bool) -> np.ndarray:
     return (values == 0) & (np.signbit(values) == negative)
 
 
-#: The batch entries up to which TensorScatter writes each entry's slice by itself (a copy
-#: each, about 1 us) rather than by one advanced assignment (about 15 us for 4 entries).
-_FEW_ENTRIES = 16
-
-
 def tensor_scatter(
     data: np.ndarray,
     indices: np.ndarray,
@@ -425,9 +420,7 @@ def tensor_scatter(
     Unchecked, the writes outside the axis (all of a negative index's) are dropped.
     """
     # Host ints: read before anything is written (integer data that holds them too).
-    starts = np.asarray(indices).reshape(-1).tolist()
-    if plan.check_bounds:
-        plan.raise_if_bad(starts)
+    starts = plan.checked_starts(np.asarray(indices))
     if out is None:
         result = copied(data, kernel, threads)
     else:
@@ -436,14 +429,9 @@ def tensor_scatter(
             updates = updates.copy()
         if out is not data:  # (NumPy's assignment reads an overlapping data first)
             out[...] = data
-    same = plan.one_slice(starts)
-    if same is not None:
-        result[same] = updates
-        return result
-    entries = plan.entry_slices(starts) if len(starts) <= _FEW_ENTRIES else None
-    if entries is not None:
-        for b, index in enumerate(entries):
-            result[index] = updates[b]
+    copies = plan.slice_copies(starts)
+    if copies is not None:
+        copy_slices(result, updates, copies)
         return result
     host = np.array(starts, dtype=np.int64)
     positions, keep = plan.positions(host, np.arange(plan.length), np)
@@ -454,3 +442,19 @@ def tensor_scatter(
     batch = np.broadcast_to(np.arange(host.size)[:, None], positions.shape)
     result[plan.target(batch[keep], positions[keep])] = source[keep]
     return result
+
+
+def copy_slices(target: np.ndarray, source: np.ndarray, copies: list[tuple[Any, Any]]) -> None:
+    """TensorScatter's plain copies (:meth:`~onnx_gather._spec.tensor_scatter.TensorScatterPlan.slice_copies`) into ``target``.
+
+    One copy: NumPy's assignment reads a source that overlaps the target first. Several:
+    a source that shares the target's memory is copied before the first is written.
+    """
+    if len(copies) == 1:
+        index, part = copies[0]
+        target[index] = source if part is None else source[part]
+        return
+    if np.may_share_memory(target, source):
+        source = source.copy()
+    for index, part in copies:
+        target[index] = source[part]

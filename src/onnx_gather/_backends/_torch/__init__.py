@@ -469,7 +469,7 @@ class TorchBackend(Backend):
         elif out is None or grad:
             result = _tensor_scatter.eager(data, updates, indices, plan)
         else:  # in place, or into out: nothing but the cache is copied
-            starts = _tensor_scatter.host_starts(indices, plan)
+            starts = plan.checked_starts(indices)
             if out.requires_grad:  # (a leaf that requires grad: written as torch's out= is)
                 with torch.no_grad():
                     _tensor_scatter.into(out, data, updates, starts, plan)

@@ -12,7 +12,7 @@ from torch.autograd.graph import increment_version
 
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._numpy import _kernels
-from onnx_gather._backends._numpy._scatter import CheckMode, bound_compiled
+from onnx_gather._backends._numpy._scatter import CheckMode, bound_compiled, copy_slices
 from onnx_gather._backends._torch._views import TYPENUMS, as_numpy, of_new
 
 if TYPE_CHECKING:
@@ -223,18 +223,15 @@ def _scattering(
     return call
 
 
-#: The batch entries up to which TensorScatter copies each entry's update by itself.
-_FEW_ENTRIES = 16
-
-
 def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
     """TensorScatter in place: copies of the update into slices of a view of data.
 
     With ``out`` data, plain C-ordered CPU tensors that nothing records, the write indices
-    are read as host ints and checked. A decode step writes every batch entry at one
-    position (``plan.one_slice``): the update is copied into NumPy's view of that slice,
-    what ``c[:, :, p] = new`` costs (NumPy's assignment reads an update that overlaps data
-    first). A few entries at their own positions (``plan.entry_slices``): a copy each.
+    are read as host ints and checked; where the writes are plain copies (a decode step
+    writes every batch entry at one position: one copy, what ``c[:, :, p] = new`` costs; a
+    few entries at their own positions: a copy each;
+    :meth:`~onnx_gather._spec.tensor_scatter.TensorScatterPlan.slice_copies`) they are
+    made on NumPy's views (:func:`onnx_gather._backends._numpy._scatter.copy_slices`).
     Anything else (writes that wrap or fall outside) is ``exact``. (Complex types:
     ``exact``, which sees their conjugate views.)
     """
@@ -242,7 +239,7 @@ def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
     if not all(type(x) is torch.Tensor for x in arrays) or _kernels is None or data.is_complex():
         return exact
     shape, typenum = tuple(data.shape), TYPENUMS[data.dtype]
-    one_slice, check = plan.one_slice, plan.check_bounds  # type: ignore[attr-defined]
+    checked_starts, slice_copies = plan.checked_starts, plan.slice_copies  # type: ignore[attr-defined]
 
     def call(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
         data, updates, indices = arrays
@@ -261,22 +258,10 @@ def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
             source = as_numpy(updates)
         except RuntimeError:
             return exact(arrays, out)
-        starts = indices.tolist() if indices.ndim == 1 else indices.reshape(-1).tolist()
-        if check:
-            plan.raise_if_bad(starts)  # type: ignore[attr-defined]
-        target = _kernels.view(data, data.data_ptr(), shape, None, typenum)
-        same = one_slice(starts)
-        if same is not None:
-            target[same] = source
-            increment_version(data)
-            return data
-        entries = plan.entry_slices(starts) if len(starts) <= _FEW_ENTRIES else None  # type: ignore[attr-defined]
-        if entries is None:
+        copies = slice_copies(checked_starts(indices))
+        if copies is None:
             return exact(arrays, out)
-        if np.may_share_memory(target, source):  # (read before any entry is written)
-            source = source.copy()
-        for b, index in enumerate(entries):
-            target[index] = source[b]
+        copy_slices(_kernels.view(data, data.data_ptr(), shape, None, typenum), source, copies)
         increment_version(data)
         return data
 

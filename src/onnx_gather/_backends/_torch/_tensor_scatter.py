@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -22,17 +22,8 @@ def eager(
 ) -> torch.Tensor:
     """The present cache as a new tensor (:func:`write` into a copy of the cache)."""
     result = data.clone(memory_format=torch.contiguous_format)
-    write(result, updates, host_starts(indices, plan), plan)
+    write(result, updates, plan.checked_starts(indices), plan)
     return result
-
-
-def host_starts(indices: Any, plan: TensorScatterPlan) -> list[int]:
-    """The write indices as host ints, checked: one read (one synchronisation on a device)."""
-    # (integers: never a tensor that requires grad; host indices: one NumPy array)
-    starts = indices.reshape(-1).tolist() if indices.ndim != 1 else indices.tolist()
-    if plan.check_bounds:
-        plan.raise_if_bad(starts)
-    return starts
 
 
 def into(
