@@ -543,6 +543,11 @@ def _openvino_gather_nd_cases() -> list[Case]:
         # Empty batch dims flattened (Dask's reshape of an empty array in several chunks).
         case("ov-nd-5-empty-batch", OV_ND, np.zeros((0, 0, 0, 0), np.int32),
              np.zeros((0, 0, 3, 2), np.int64), batch_dims=2, opset=5),
+        # An empty result still checks its indices (Dask's reshape of an empty result in
+        # several chunks dropped the check; found by the campaign on an empty axis).
+        case("ov-nd-5-empty-result-bounds", OV_ND, np.zeros((3, 1, 2, 0), np.int32),
+             i64([[[0]], [[-2]], [[2]]]), batch_dims=2, opset=5, raises=IndexError,
+             match="OpenVINO GatherND-5: " + msg.format(v=2, p="2, 0, 0", ax=2, n=2)),
         case("ov-nd-opset-4", OV_ND, d2, i64([[0, 0]]), opset=4, raises=ValueError,
              match="opset 4 has no OpenVINO GatherND"),
         case("ov-nd-version-not-an-int", OV_ND, d2, i64([[0, 0]]), opset=8.0, raises=TypeError,

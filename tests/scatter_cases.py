@@ -291,6 +291,10 @@ TENSOR = [
        expected=a([[NAN1, NAN2]], F32)),
     ts("ts-strings", a([["a", "b", "c"]], object), a([["x"]], object), [1], axis=1,
        expected=a([["a", "x", "c"]], object)),
+    # Fixed-width strings: the result as wide as the update's (Dask's declared data's
+    # width and cut the update; found by the campaign).
+    ts("ts-strings-wider-update", a([[b"s9", b"a"]], "S2"), a([[b"\x00z", b"abcdef"]], "S6"),
+       [0], axis=1, expected=a([[b"\x00z", b"abcdef"]], "S6")),
     ts("ts-int32-write-indices", np.zeros((1, 2), F32), a([[1.0]], F32), a([1], np.int32),
        axis=1, expected=a([[0.0, 1.0]], F32)),
     # Unchecked: the writes that fall outside are dropped (all of a negative index's in

@@ -119,6 +119,11 @@ def _zeros(data: da.Array, shape: tuple[int, ...]) -> da.Array:
     return da.zeros_like(data, shape=shape, chunks=-1 if data.dtype == object else "auto")
 
 
+def _reshaped(result: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """An empty computed result given ``shape`` (:meth:`DaskBackend.reshaping`)."""
+    return result.reshape(shape)
+
+
 def _counted_tuples(indices: Array, plan: Plan, data: da.Array) -> da.Array:
     """GatherND's indices as a dask array of whole tuples, counted and checked per block.
 
@@ -225,18 +230,22 @@ class DaskBackend(Backend):
         return da.zeros(shape, dtype=like.dtype)
 
     def reshaping(self, call: Call, shape: tuple[int, ...], /) -> Call:
-        """``call`` whose result is given ``shape``; an empty one in one chunk first.
+        """``call`` whose result is given ``shape``; an empty one by one task after it.
 
         Dask's reshape fails on an empty array with a dim in several chunks (``reduce() of
         empty iterable``, dask 2026.8.0: ``reshape_rechunk`` multiplies an empty run of
-        dims); one chunk of nothing reshapes.
+        dims), and a rechunk of an empty array drops the tasks before it, with the check
+        of the indices they hold: an empty result is one task that computes the call's
+        (raising its IndexError) and reshapes nothing.
         """
 
         def reshaped(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
             result = call(arrays, out)
-            if 0 in result.shape:
-                result = result.rechunk(-1)
-            return result.reshape(shape)
+            if 0 not in result.shape:
+                return result.reshape(shape)
+            task = dask.delayed(_reshaped, pure=True)(result, shape)
+            meta = meta_from_array(result, ndim=len(shape))
+            return da.from_delayed(task, shape=shape, dtype=result.dtype, meta=meta)
 
         return reshaped
 
@@ -471,9 +480,13 @@ class DaskBackend(Backend):
         """
         from onnx_gather._backends._numpy import _scatter as numpy_scatter
 
+        # (strings: as wide as data's and the update's, as NumPy's result is)
+        dtype = numpy_scatter.result_dtype(data.dtype, updates.dtype)
+        if dtype != data.dtype:
+            data = data.astype(dtype)
         task = dask.delayed(numpy_scatter.tensor_scatter, pure=True)(data, indices, updates, plan)
-        meta = np.empty((0,) * len(plan.out_shape), data.dtype)
-        whole = da.from_delayed(task, shape=plan.out_shape, dtype=data.dtype, meta=meta)
+        meta = np.empty((0,) * len(plan.out_shape), dtype)
+        whole = da.from_delayed(task, shape=plan.out_shape, dtype=dtype, meta=meta)
         if 0 in plan.out_shape:  # (a rechunk of nothing drops the task, and its check)
             return whole
         return whole.rechunk(data.chunks)
