@@ -204,9 +204,10 @@ def test_layers_writing_at_the_same_positions_share_one_check(op: str) -> None:
     want = run_oracle(op, (cache.numpy(), indices.numpy(), new.numpy()), attributes, None)
     step = _layers(_WRITES[op])
     graph = _graph_of(step, [cache.clone() for _ in range(3)], indices, new)
+    one = _graph_of(step, [cache.clone()], indices, new)
     assert graph.count("aten.index_put") == 3
     check = "aten.amax" if op == "scatter_nd" else "aten.any"
-    assert graph.count(check) == 1, graph
+    assert graph.count(check) == one.count(check) > 0, graph
     caches = [cache.clone() for _ in range(3)]
     _compile(step)(caches, indices, new)
     for c in caches:

@@ -525,17 +525,22 @@ def _targets_in_graph(indices: torch.Tensor, plan: Any) -> tuple[torch.Tensor, A
     n = rows.shape[0]
     position = torch.arange(n, device=wide.device)
     if n > 1 and n * n <= _PAIRS:
-        # One reduction finds both: the last of the rows equal to each (itself too),
-        # and n where any tuple is out of range. The check as a reduction of its own
-        # ran the compiled KV-cache step of 8 layers at 1.6x the native step; folded
-        # in, 1.23x. (Coordinates wrapped one by one with their sizes as numbers
-        # compiled in 6.0 against 7.9 s, native 2.2 s, but ran at 1.46x: inductor then
-        # keeps each pair's comparison in a buffer; probes of 2026-11-27.)
+        # Two reductions over the pairs, in one kernel: the last of the rows equal to
+        # each (itself too), and each tuple's row, or ``cells`` where any tuple is out
+        # of range. Both are buffers the layers' writes load, rather than values each
+        # write recomputes: the 8-layer KV-cache step compiled in 3.2 against 3.4 s
+        # (the check and the pick derived from one reduction's result), the same speed
+        # (probe of 2026-11-28). The check as a reduction of its own ran that step at
+        # 1.6x the native one, before the pairs carried it. (Coordinates wrapped one by
+        # one with their sizes as numbers compiled in 6.0 against 7.9 s, native 2.2 s,
+        # but ran at 1.46x: inductor then keeps each pair's comparison in a buffer;
+        # probes of 2026-11-27.)
         same = rows.unsqueeze(1) == rows.unsqueeze(0)
-        last = torch.where(same, position, -1)
-        last = torch.where(stray.unsqueeze(0), n, last).amax(1)
-        bad = last == n
-        return torch.where(bad, cells, rows), torch.where(bad, 0, last)
+        last = torch.where(same, position, -1).amax(1)
+        own = position.unsqueeze(1) == position.unsqueeze(0)
+        pairs = torch.where(own, rows.unsqueeze(1), -1)
+        targets = torch.where(stray.unsqueeze(0), cells, pairs).amax(1)
+        return targets, last
     if n > 1:
         # Each row's last tuple, in a buffer of data's rows. The pairs compile slower
         # (8 KV-cache layers: 18 against 9 s; native 2.5 s) but run faster (1.5x the
