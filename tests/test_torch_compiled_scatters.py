@@ -214,7 +214,7 @@ def test_layers_writing_at_the_same_positions_share_one_check(op: str) -> None:
         assert_identical(c.numpy(), want)
 
 
-@pytest.mark.parametrize("through", ["itself", "its base"])
+@pytest.mark.parametrize("through", ["itself", "its base", "its .data"])
 @pytest.mark.parametrize("op", sorted(_WRITES))
 def test_indices_changed_between_two_compiled_writes(op: str, through: str) -> None:
     """An in-place change of the indices (or of their base) between calls is seen by the next."""
@@ -227,7 +227,8 @@ def test_indices_changed_between_two_compiled_writes(op: str, through: str) -> N
     def step(caches: list[torch.Tensor], base: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         i = base[0]
         write(caches[0], i, u)
-        (i if through == "itself" else base).sub_(1)  # positions 5 -> 4 (ND: -11 -> -12)
+        # Positions 5 -> 4 (ND: -11 -> -12). (A write through .data bumps no version.)
+        {"itself": i, "its base": base, "its .data": i.data}[through].sub_(1)
         write(caches[1], i, u)
         write(caches[2], i, u)
         return caches[0].sum()
@@ -256,3 +257,16 @@ def test_layers_sharing_indices_out_of_range_raise_and_write_nothing(op: str) ->
         _compile(_layers(_WRITES[op]))(caches, nd if op == "scatter_nd" else elements, new)
     for c in caches:
         assert_identical(c.numpy(), cache.numpy())
+
+
+@pytest.mark.parametrize("op", sorted(_WRITES))
+def test_host_indices_compile_into_one_graph(op: str) -> None:
+    """Host indices under ``fullgraph=True``: Dynamo traces the library's body, no break."""
+    torch._dynamo.reset()
+    cache, new, nd, elements = _kv()
+    host = (nd if op == "scatter_nd" else elements).numpy()
+    attributes = {} if op == "scatter_nd" else {"axis": 2}
+    want = run_oracle(op, (cache.numpy(), host, new.numpy()), attributes, None)
+    write = _WRITES[op]
+    _compile(lambda c, u: write(c, host, u))(cache, new)
+    assert_identical(cache.numpy(), want)

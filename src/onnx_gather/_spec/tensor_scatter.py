@@ -79,9 +79,10 @@ class TensorScatterPlan(_Fields, _spec.Plan):
     def checked_starts(self, indices: Any) -> list[int]:
         """The write indices as host ints, checked where the plan checks (:meth:`raise_if_bad`).
 
-        ``indices``: the call's, a NumPy array or a library's array with ``reshape`` and
-        ``tolist`` (one read: one synchronisation on a device). Read before anything is
-        written, so data that holds them can be written in place.
+        ``indices``: the call's, a NumPy array or a library's array with ``ndim``,
+        ``reshape`` and ``tolist`` (one read: one synchronisation on a device; integers,
+        so never a tensor that records a gradient). Read before anything is written, so
+        data that holds them can be written in place.
         """
         starts: list[int] = indices.tolist() if indices.ndim == 1 else indices.reshape(-1).tolist()
         if self.check_bounds:
@@ -92,11 +93,11 @@ class TensorScatterPlan(_Fields, _spec.Plan):
         """The plain copies that make every write: (the cache's slice, the update's part).
 
         One copy where every write lands in one slice (:meth:`one_slice`; the part is None:
-        the whole update); one per entry where a few (at most 16) entries land whole at
-        their own positions (:meth:`entry_slices`; the part is the entry ``b``). None
-        where a write wraps or falls outside, or for more entries: advanced indexing
-        then (one advanced assignment, about 15 us for 4 entries, costs more than 16
-        copies of about 1 us).
+        the whole update); one per entry where a few (at most ``_FEW_ENTRIES``, 16)
+        entries land whole at their own positions (:meth:`entry_slices`; the part is the
+        entry ``b``). None where a write wraps or falls outside, or for more entries:
+        advanced indexing then (one advanced assignment, about 15 us for 4 entries, costs
+        more than 16 copies of about 1 us).
         """
         same = self.one_slice(starts)
         if same is not None:

@@ -551,34 +551,52 @@ def _targets_in_graph(indices: torch.Tensor, plan: Any) -> tuple[torch.Tensor, A
     return torch.where(stray, cells, rows), None
 
 
-#: What :func:`_once_per_trace` traced, by index tensor: (trace, key, version) -> result.
+#: What :func:`_once_per_trace` traced, by index tensor: (trace, value, version, key) ->
+#: (the trace's mode, the value, the result), the first two weakly.
 #: (torch's dictionary by identity: a tensor's ``==`` compares its values.)
 _TRACED: Any = WeakIdKeyDictionary()
 
 
 def _once_per_trace(indices: torch.Tensor, key: Any, make: Callable[[], Any]) -> Any:
-    """``make()``, traced once for each index tensor, range rule and shape in one trace.
+    """``make()``, traced once for each index tensor's value, range rule and shape in one trace.
 
     The eight layers of a KV-cache step write at the same positions with one index
     tensor. Traced eight times, the check's reduction was computed once by inductor but
     stored into eight buffers the compiled program allocates on every call: the step
-    ran 1.45x the native one; traced once, 1.15x (probe of 2026-11-28). The tensor
-    objects a trace sees are its own (AOTAutograd's functional tensors; Dynamo's fake
-    ones), so the entry is keyed by the trace's proxy mode (None in passes that record
-    nothing) and the tensor's version: an in-place change of the indices between two
-    calls (their own or their base's) makes a new entry.
+    ran 1.38-1.45x the native one; traced once, 1.16-1.17x (probes and
+    ``benchmarks.programs`` of 2026-11-28).
+
+    Only in the pass that records the graph (AOTAutograd's trace, under a proxy mode):
+    Dynamo itself may trace this Python (host indices reach ``in_graph`` through the
+    library's body), where the lookup cannot be traced, and the passes that record
+    nothing gain nothing. The entry is keyed by that trace's mode and by the indices'
+    current value: functionalization replaces the value a functional tensor wraps on
+    any in-place change of it or of its base, including ones that do not bump the
+    wrapper's version (``x.data`` writes, a custom operator that mutates without an
+    ADInplaceOrView kernel); the version is kept too. (``torch._sync`` and
+    ``torch._from_functional_tensor``: private, what functionalization itself uses to
+    read a wrapped value, torch 2.13.)
     """
+    if torch.compiler.is_dynamo_compiling():
+        return make()
+    from torch._subclasses.functional_tensor import FunctionalTensor
     from torch.fx.experimental.proxy_tensor import get_proxy_mode
 
     mode = get_proxy_mode()
-    full = (id(mode), indices._version, key)
+    if mode is None:
+        return make()
+    value = indices
+    if isinstance(indices, FunctionalTensor):
+        torch._sync(indices)  # (a pending change of the base reaches this view first)
+        value = torch._from_functional_tensor(indices.elem)
+    full = (id(mode), id(value), indices._version, key)
     entries = _TRACED.setdefault(indices, {})
     hit = entries.get(full)
-    if hit is not None and hit[0]() is mode:
-        return hit[1]
-    value = make()
-    entries[full] = (weakref.ref(mode) if mode is not None else lambda: None, value)
-    return value
+    if hit is not None and hit[0]() is mode and hit[1]() is value:
+        return hit[2]
+    result = make()
+    entries[full] = (weakref.ref(mode), weakref.ref(value), result)
+    return result
 
 
 def _winners(targets: torch.Tensor, axis: int) -> torch.Tensor | None:
