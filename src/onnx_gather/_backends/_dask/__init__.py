@@ -119,11 +119,6 @@ def _zeros(data: da.Array, shape: tuple[int, ...]) -> da.Array:
     return da.zeros_like(data, shape=shape, chunks=-1 if data.dtype == object else "auto")
 
 
-def _reshaped(result: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """An empty computed result given ``shape`` (:meth:`DaskBackend.reshaping`)."""
-    return result.reshape(shape)
-
-
 def _counted_tuples(indices: Array, plan: Plan, data: da.Array) -> da.Array:
     """GatherND's indices as a dask array of whole tuples, counted and checked per block.
 
@@ -243,7 +238,7 @@ class DaskBackend(Backend):
             result = call(arrays, out)
             if 0 not in result.shape:
                 return result.reshape(shape)
-            task = dask.delayed(_reshaped, pure=True)(result, shape)
+            task = dask.delayed(np.reshape, pure=True)(result, shape)
             meta = meta_from_array(result, ndim=len(shape))
             return da.from_delayed(task, shape=shape, dtype=result.dtype, meta=meta)
 
@@ -478,13 +473,12 @@ class DaskBackend(Backend):
         One task holds the whole cache (not block by block: a block-wise graph is not
         written yet).
         """
-        from onnx_gather._backends._numpy import _scatter as numpy_scatter
+        from onnx_gather._backends._numpy._scatter import result_dtype
 
-        # (strings: as wide as data's and the update's, as NumPy's result is)
-        dtype = numpy_scatter.result_dtype(data.dtype, updates.dtype)
-        if dtype != data.dtype:
-            data = data.astype(dtype)
-        task = dask.delayed(numpy_scatter.tensor_scatter, pure=True)(data, indices, updates, plan)
+        # NumPy's backend widens strings to hold the update whole; its dtype, declared.
+        dtype = result_dtype(data.dtype, updates.dtype)
+        run = numpy_kernels.backend.tensor_scatter
+        task = dask.delayed(run, pure=True)(data, updates, indices, plan)
         meta = np.empty((0,) * len(plan.out_shape), dtype)
         whole = da.from_delayed(task, shape=plan.out_shape, dtype=dtype, meta=meta)
         if 0 in plan.out_shape:  # (a rechunk of nothing drops the task, and its check)
