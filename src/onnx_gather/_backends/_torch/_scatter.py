@@ -473,7 +473,7 @@ def in_graph(  # plan: a ScatterPlan (Any while _torch/__init__.py passes a Plan
     index tensor of the graph (:func:`_once_per_trace`): a model's layers that write at
     the same positions share one check.
     """
-    key = (plan.coordinates, plan.axis, tuple(plan.sizes), tuple(data.shape))
+    key = (plan.coordinates, plan.axis, tuple(plan.sizes))  # (all _targets_in_graph reads)
     targets, pick = _once_per_trace(indices, key, lambda: _targets_in_graph(indices, plan))
     if plan.coordinates:
         k = len(plan.sizes)
