@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from onnx_gather import _spec
 from onnx_gather._backends import _dynamo
-from onnx_gather._dispatch import backend_for, library_of
+from onnx_gather._dispatch import backend_for, known_backend, library_of
 from onnx_gather._dtypes import numpy_dtype_name
 from onnx_gather._host import Unrepresentable, index_array
 from onnx_gather._memo import Memo
@@ -79,17 +79,17 @@ def _run(
     4. The kernel owns the bounds policy: it counts negative indices from the end, checks,
        and raises ``_spec``'s IndexError where it reads the values.
     """
-    # The registry's table answers the common case inline (a bool is no opset: not here).
-    version = op.newest.get(opset) if type(opset) is int else None
-    if version is None:
-        version = op.resolve(opset)
-    backend = backend_for(arrays[0])
+    data = arrays[0]
+    backend = known_backend(type(data))
+    if backend is None:
+        backend = backend_for(data)
     traced = backend.traced()
     key = known = None
-    # Only a bool keys a call: a falsy None or 0 must not turn the check off unseen (nor
-    # 1 == True find a call), so anything else is checked by the planner's rule below.
-    if not traced and (check_bounds is True or check_bounds is False):
-        key = _key(op, version, backend, arrays, attributes, check_bounds, out)
+    # Only an int opset and a bool flag key a call: a falsy None or 0 must not turn the
+    # check off unseen (nor 1 == True find a call), so anything else is checked by the
+    # planner's rule below, and True is no opset.
+    if not traced and type(opset) is int and (check_bounds is True or check_bounds is False):
+        key = _key(op, opset, arrays, attributes, check_bounds, out)
         try:
             known = None if key is None else _CALLS.get(key)
         except TypeError:  # (a shape or dtype the planner will reject or explain)
@@ -98,6 +98,10 @@ def _run(
             if out is not None:
                 backend.check_writable(out)  # (its layout, which the key does not hold)
             return known.call(arrays, out if write else None)
+    # The registry's table answers the common case inline (a bool is no opset: not here).
+    version = op.newest.get(opset) if type(opset) is int else None
+    if version is None:
+        version = op.resolve(opset)
     arrays, owned = _inputs(op, backend, arrays, traced)
     if known is None:
         if check_bounds is not True and check_bounds is not False:
@@ -183,8 +187,7 @@ def _checked_out(backend: Backend, plan: Plan, data: Array, out: Array) -> Any:
 
 def _key(
     op: Operator,
-    version: int,
-    backend: Backend,
+    opset: int,
     arrays: tuple[Array, ...],
     attributes: tuple[Any, ...],
     check_bounds: bool,
@@ -192,7 +195,9 @@ def _key(
 ) -> tuple[Any, ...] | None:
     """The cache key of a call: everything its planner and binding read; None where none.
 
-    An attribute that is not a plain int or str (an ``__index__`` object) may change, and a
+    The opset as given (two opsets of one version are two keys: the version is looked up
+    only on a miss). No backend: data's type, which the key holds, decides it. An
+    attribute that is not a plain int or str (an ``__index__`` object) may change, and a
     bool equals an int: never a key. The arrays' own shape objects: a key is stored only
     after the planner accepted them (through ``backend.shape``, which also rejects
     unknown sizes). With ``out``: its shape, dtype and type, which ``_checked_out``
@@ -213,21 +218,32 @@ def _key(
         key: tuple[Any, ...]
         data, indices = arrays[0], arrays[1]
         if len(arrays) == 2:  # the gathers: one tuple, built at once
+            if out is None:
+                return (
+                    op, opset, attributes, check_bounds, data.shape, data.dtype, type(data),
+                    indices.shape, indices.dtype, type(indices),
+                )  # fmt: skip
             key = (
-                op, version, backend, attributes, check_bounds, data.shape, data.dtype,
-                type(data), indices.shape, indices.dtype, type(indices),
+                op, opset, attributes, check_bounds, data.shape, data.dtype, type(data),
+                indices.shape, indices.dtype, type(indices),
             )  # fmt: skip
         elif len(arrays) == 3:  # the scatters
             updates = arrays[2]
+            if out is data:  # (in place: out's shape, dtype and type are data's)
+                return (
+                    op, opset, attributes, check_bounds, data.shape, data.dtype, type(data),
+                    indices.shape, indices.dtype, type(indices), updates.shape,
+                    updates.dtype, type(updates), True,
+                )  # fmt: skip
             key = (
-                op, version, backend, attributes, check_bounds, data.shape, data.dtype,
-                type(data), indices.shape, indices.dtype, type(indices), updates.shape,
-                updates.dtype, type(updates),
+                op, opset, attributes, check_bounds, data.shape, data.dtype, type(data),
+                indices.shape, indices.dtype, type(indices), updates.shape, updates.dtype,
+                type(updates),
             )  # fmt: skip
         else:
             parts = (part for x in arrays for part in (x.shape, x.dtype, type(x)))
-            key = (op, version, backend, attributes, check_bounds, *parts)
-        if out is data:  # (in place: out's shape, dtype and type are data's)
+            key = (op, opset, attributes, check_bounds, *parts)
+        if out is data:
             key = (*key, True)
         elif out is not None:
             key = (*key, False, out.shape, out.dtype, type(out))

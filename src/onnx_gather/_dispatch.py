@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from onnx_gather._typing import Array
 
 _BY_TYPE: Memo[type, Backend] = Memo(256)
+#: ``known_backend(type(x))``: the backend :func:`backend_for` found for arrays of that
+#: type, or None (the memo's own lookup: every call's path reads it inline).
+known_backend = _BY_TYPE.get
 #: A tuple, not ``np.ndarray | np.generic``: torch.compile traces :func:`_select` and
 #: Dynamo cannot build a union of types (torch 2.13).
 _NUMPY_TYPES = (np.ndarray, np.generic)
