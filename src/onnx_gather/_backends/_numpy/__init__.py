@@ -366,24 +366,20 @@ def _tensor_scatter_in_place(plan: Any, arrays: tuple[Array, ...], exact: Call) 
 
     A decode step's write (every batch entry at one position) is one assignment of the
     update; a few entries at their own positions, one each
-    (:meth:`~onnx_gather._spec.tensor_scatter.TensorScatterPlan.slice_copies`,
+    (:meth:`~onnx_gather._spec.tensor_scatter.TensorScatterPlan.copies`,
     :func:`._scatter.copy_slices`). The write indices are read as host ints and checked
     first. Anything else, and arrays of numbers' subclasses, strings or objects, is
     ``exact``.
     """
     if not all(type(x) is np.ndarray for x in arrays) or arrays[0].dtype.kind in "OSUT":
         return exact
-    checked_starts, slice_copies, copy_slices = (
-        plan.checked_starts,
-        plan.slice_copies,
-        _scatter.copy_slices,
-    )
+    copies_of, copy_slices = plan.copies, _scatter.copy_slices
 
     def call(arrays: tuple[Array, ...], out: Any = None, /) -> Any:
         data, updates, indices = arrays
         if out is not data:
             return exact(arrays, out)
-        copies = slice_copies(checked_starts(indices))
+        copies = copies_of(indices)
         if copies is None:
             return exact(arrays, out)
         copy_slices(data, updates, copies)

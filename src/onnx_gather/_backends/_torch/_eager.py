@@ -250,7 +250,7 @@ def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
     are read as host ints and checked; where the writes are plain copies (a decode step
     writes every batch entry at one position: one copy, what ``c[:, :, p] = new`` costs; a
     few entries at their own positions: a copy each;
-    :meth:`~onnx_gather._spec.tensor_scatter.TensorScatterPlan.slice_copies`) they are
+    :meth:`~onnx_gather._spec.tensor_scatter.TensorScatterPlan.copies`) they are
     made on NumPy's views (:func:`onnx_gather._backends._numpy._scatter.copy_slices`).
     Anything else (writes that wrap or fall outside) is ``exact``. (Complex types:
     ``exact``, which sees their conjugate views.)
@@ -259,7 +259,7 @@ def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
     if not all(type(x) is torch.Tensor for x in arrays) or _kernels is None or data.is_complex():
         return exact
     shape, typenum = tuple(data.shape), TYPENUMS[data.dtype]
-    checked_starts, slice_copies = plan.checked_starts, plan.slice_copies  # type: ignore[attr-defined]
+    copies_of = plan.copies  # type: ignore[attr-defined]
 
     def call(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
         data, updates, indices = arrays
@@ -278,7 +278,7 @@ def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
             source = as_numpy(updates)
         except RuntimeError:
             return exact(arrays, out)
-        copies = slice_copies(checked_starts(indices))
+        copies = copies_of(indices)
         if copies is None:
             return exact(arrays, out)
         copy_slices(_kernels.view(data, data.data_ptr(), shape, None, typenum), source, copies)
