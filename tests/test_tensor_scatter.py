@@ -24,6 +24,8 @@ STARTS = np.array([2, 0], np.int64)
 IMMUTABLE = ("jax", "dask")
 #: The libraries under test whose arrays out= writes into.
 WRITABLE = [lib for lib in LIBS if lib.name not in IMMUTABLE]
+#: The libraries under test whose slices and reshapes are views of one memory.
+VIEWED = [lib for lib in LIBS if lib.name in ("numpy", "torch")]
 
 
 def _compile(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -92,6 +94,23 @@ def test_torch_update_that_is_a_view_of_out_is_read_first() -> None:
     want = oracle(CACHE, CACHE[:, :, 1:3].copy(), np.zeros(2, np.int64))
     assert og.tensor_scatter(cache, update, torch.zeros(2, dtype=torch.int64), out=cache) is cache
     assert_identical(cache.numpy(), want)
+
+
+@pytest.mark.parametrize("viewed", VIEWED, ids=[lib.name for lib in VIEWED])
+def test_a_c_ordered_update_that_shares_the_cache_is_read_first(viewed: Library) -> None:
+    """One slice's write from an update that is C-ordered memory of the cache itself.
+
+    (Its bytes are viewed as they are, not copied: the one assignment reads them first.)
+    """
+    lib = viewed
+    flat = np.arange(36, dtype=np.float32)
+    base = lib.asarray(flat.copy())
+    cache, update = base[:24].reshape(2, 1, 4, 3), base[6:18].reshape(2, 1, 2, 3)
+    want = oracle(flat[:24].reshape(2, 1, 4, 3), flat[6:18].reshape(2, 1, 2, 3).copy(),
+                  np.array([1, 1]))  # fmt: skip
+    got = og.tensor_scatter(cache, update, lib.indices(np.array([1, 1])), out=cache)
+    assert got is cache
+    assert_identical(lib.to_numpy(cache), want)
 
 
 @pytest.mark.parametrize("circular", [False, True], ids=["linear", "circular"])
