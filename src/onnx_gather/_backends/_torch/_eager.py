@@ -62,7 +62,7 @@ def _serves(plan: Plan, arrays: tuple[Array, ...]) -> bool:
 
 
 def _stage(native: Callable[..., torch.Tensor], then: Call, axis: int | None = None) -> Call:
-    """``native(data, axis, indices)``, or ``native(data, indices)``; where it refuses, ``then``.
+    """``native(data, axis, indices)``; where it refuses the call, ``then``.
 
     Torch's kernels refuse negative indices (``gather``, ``index_select``) and any index
     out of range, with a RuntimeError or IndexError: ``then`` (advanced indexing, which
@@ -71,29 +71,15 @@ def _stage(native: Callable[..., torch.Tensor], then: Call, axis: int | None = N
     some models' always do): a refusal costs 25-50 us, not paid again on every call.
 
     The tests of :func:`_plain` are written out here, and torch's kernel is called
-    without a wrapper: each Python call on this path cost a tiny gather 5-10% (about
-    0.6 us of a 2 us call went to the stage's generic loop). Indices on another device
-    than CPU data are refused by the kernel itself.
+    without a wrapper (``native`` takes the axis where it is ``torch.gather`` or
+    ``index_select``; advanced indexing ignores it): each Python call on this path cost
+    a tiny gather 5-10% (about 0.6 us of a 2 us call went to the stage's generic loop).
+    Indices on another device than CPU data are refused by the kernel itself.
     """
     live = True
     tracing, dispatch_stack = torch._C._get_tracing_state, torch._C._len_torch_dispatch_stack
 
-    if axis is None:
-
-        def call(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
-            nonlocal live
-            if live:
-                data, indices = arrays
-                if data.is_cpu and tracing() is None and dispatch_stack() == 0:
-                    try:
-                        return native(data, indices)
-                    except (RuntimeError, IndexError):
-                        live = False
-            return then(arrays, out)
-
-        return call
-
-    def call_by_axis(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
+    def call(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
         nonlocal live
         if live:
             data, indices = arrays
@@ -104,7 +90,7 @@ def _stage(native: Callable[..., torch.Tensor], then: Call, axis: int | None = N
                     live = False
         return then(arrays, out)
 
-    return call_by_axis
+    return call
 
 
 def gather_elements(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
@@ -135,7 +121,7 @@ def gather(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
         return exact
     axis = plan.axis
     leading = (slice(None),) * axis
-    call = _stage(lambda data, indices: data[(*leading, indices)], exact)
+    call = _stage(lambda data, _, indices: data[(*leading, indices)], exact)
     if indices.ndim == 1:
         call = _stage(torch.index_select, call, axis)
     return call
@@ -150,7 +136,7 @@ def gather_nd(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
     indices = arrays[1]
     if not _serves(plan, arrays) or plan.batch_dims or indices.ndim < 2:  # type: ignore[attr-defined]
         return exact
-    return _stage(lambda data, indices: data[indices.unbind(-1)], exact)
+    return _stage(lambda data, _, indices: data[indices.unbind(-1)], exact)
 
 
 def _scatter(kernel: Any, axis: bool) -> Callable[[Plan, tuple[Any, ...], Call], Call]:
