@@ -113,6 +113,55 @@ def test_a_c_ordered_update_that_shares_the_cache_is_read_first(viewed: Library)
     assert_identical(lib.to_numpy(cache), want)
 
 
+#: In-place writes of each form the compiled kernel serves or declines: (cache shape,
+#: update length, write indices, mode, index dtype, cache C-ordered).
+IN_PLACE = {
+    "70 entries, own positions": ((70, 2, 9, 3), 2, [(7 * b) % 8 for b in range(70)],
+                                  "linear", np.int64, True),
+    "circular, a start past the end": ((3, 2, 6, 2), 2, [7, 0, 13], "circular", np.int64,
+                                       True),
+    "circular, one write wraps": ((3, 2, 6, 2), 2, [5, 0, 2], "circular", np.int64, True),
+    "int32 indices": ((2, 3, 5, 2), 2, [3, 1], "linear", np.int32, True),
+    "over 64 KB": ((2, 4, 64, 128), 32, [32, 5], "linear", np.int64, True),
+    "cache not C-ordered": ((2, 3, 5, 4), 2, [0, 3], "linear", np.int64, False),
+    "axis 1, rank 2": ((4, 6), 3, [3, 0, 1, 3], "linear", np.int64, True),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("form", IN_PLACE)
+@pytest.mark.parametrize("viewed", VIEWED, ids=[lib.name for lib in VIEWED])
+def test_in_place_writes_of_every_form(viewed: Library, form: str) -> None:
+    """The compiled kernel's writes and each case it leaves to the Python path."""
+    shape, length, starts, mode, index_dtype, c_ordered = IN_PLACE[form]
+    axis = len(shape) - 2 if len(shape) > 2 else 1
+    rng = np.random.default_rng(7)
+    flat = rng.standard_normal(shape).astype(np.float32)
+    update = rng.standard_normal((*shape[:axis], length, *shape[axis + 1 :])).astype(np.float32)
+    indices = np.array(starts, index_dtype)
+    want = oracle(flat, update, indices, axis=axis, mode=mode)
+    lib = viewed
+    if c_ordered:
+        cache = lib.asarray(flat.copy())
+    else:  # (every other element of a wider array's last axis)
+        wide = np.zeros((*shape[:-1], 2 * shape[-1]), np.float32)
+        cache = lib.asarray(wide)[..., ::2]
+        cache[...] = lib.asarray(flat)
+    got = og.tensor_scatter(cache, lib.asarray(update), lib.indices(indices), axis=axis,
+                            mode=mode, out=cache)  # fmt: skip
+    assert got is cache
+    assert_identical(lib.to_numpy(cache), want)
+
+
+@pytest.mark.parametrize("viewed", VIEWED, ids=[lib.name for lib in VIEWED])
+def test_a_bad_last_entry_writes_nothing(viewed: Library) -> None:
+    """Every write index is read before the first write, the last one too."""
+    lib = viewed
+    cache = lib.asarray(CACHE)
+    with pytest.raises(IndexError, match="index 3 at position \\(1,\\) of write_indices"):
+        og.tensor_scatter(cache, lib.asarray(UPDATE), lib.indices(np.array([0, 3])), out=cache)
+    assert_identical(lib.to_numpy(cache), CACHE)
+
+
 @pytest.mark.parametrize("circular", [False, True], ids=["linear", "circular"])
 @pytest.mark.parametrize("writable", WRITABLE, ids=[lib.name for lib in WRITABLE])
 def test_entries_at_their_own_positions_in_place(writable: Library, circular: bool) -> None:

@@ -61,6 +61,14 @@ def scatter_nd(
     threads: int,
     /,
 ) -> bool | None: ...
+def tensor_scatter_slices(
+    cache: np.ndarray,
+    update: np.ndarray,
+    write_indices: np.ndarray,
+    axis: int,
+    circular: bool,
+    /,
+) -> bool: ...
 def view(
     base: object,
     address: int,

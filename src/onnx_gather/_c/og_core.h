@@ -198,5 +198,6 @@ PyObject *gather_nd_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t bat
 /* The scatters' entry points (og_scatter.c), which parse their own arguments. */
 PyObject *og_scatter_elements(PyObject *self, PyObject *args);
 PyObject *og_scatter_nd(PyObject *self, PyObject *args);
+PyObject *og_tensor_scatter_slices(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 #endif /* OG_CORE_H */

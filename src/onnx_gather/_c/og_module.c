@@ -9,6 +9,8 @@
  *   scatter_elements(out, data, indices, updates, axis, reduction, kind, check, threads)
  *   scatter_nd(out, data, indices, updates, reduction, kind, check, threads)
  *     -> True, None or NotImplemented (og_scatter.c says what they take)
+ *   tensor_scatter_slices(cache, update, write_indices, axis, circular) -> True or False
+ *     (TensorScatter's plain writes in place; og_tensor_scatter.c)
  *   view(base, address, shape, strides, typenum) -> ndarray over another library's memory
  *
  * `out` is a C-ordered array to fill, or None for a new one of data's dtype. All release
@@ -238,6 +240,12 @@ static PyMethodDef og_methods[] = {
      "scatter_nd(out, data, indices, updates, reduction, kind, check, threads) -> True, "
      "None or NotImplemented\n\nONNX ScatterND into `out`, after copying `data` into it "
      "(None: `out` holds data); None when `check` found a coordinate out of range."},
+    {"tensor_scatter_slices", (PyCFunction)(void (*)(void))og_tensor_scatter_slices,
+     METH_FASTCALL,
+     "tensor_scatter_slices(cache, update, write_indices, axis, circular) -> True or False\n\n"
+     "TensorScatter-24 in place where every batch entry's update lands whole in the axis "
+     "at its write index (C-ordered plain arrays, int64 indices, nothing shared): True, "
+     "written; False, nothing written."},
     {"view", og_view, METH_VARARGS,
      "view(base, address, shape, strides, typenum) -> ndarray\n\n"
      "An array over the memory at `address` (strides in items; None: C order), kept "

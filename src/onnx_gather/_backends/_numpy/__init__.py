@@ -364,21 +364,30 @@ backend = NumpyBackend()
 def _tensor_scatter_in_place(plan: Any, arrays: tuple[Array, ...], exact: Call) -> Call:
     """TensorScatter with ``out`` data whose writes are plain copies: those copies.
 
-    A decode step's write (every batch entry at one position) is one assignment of the
-    update; a few entries at their own positions, one each
+    A decode step's write (each batch entry's update landing whole in the axis, at one
+    position or each at its own) is the compiled kernel's
+    (``_kernels.tensor_scatter_slices``: every index read, then one copy per entry and
+    outer slab). Where it declines (NumPy's fallback build, arrays it does not take,
+    memory shared with the cache, a write that does not land whole), the write indices
+    are read as host ints and checked, and a write into one slice is one assignment, a
+    few entries at their own positions one each
     (:meth:`~onnx_gather._spec.tensor_scatter.TensorScatterPlan.copies`,
-    :func:`._scatter.copy_slices`). The write indices are read as host ints and checked
-    first. Anything else, and arrays of numbers' subclasses, strings or objects, is
-    ``exact``.
+    :func:`._scatter.copy_slices`). Anything else, and arrays of numbers' subclasses,
+    strings or objects, is ``exact``.
     """
     if not all(type(x) is np.ndarray for x in arrays) or arrays[0].dtype.kind in "OSUT":
         return exact
     copies_of, copy_slices = plan.copies, _scatter.copy_slices
+    axis, circular = plan.axis, plan.circular
 
     def call(arrays: tuple[Array, ...], out: Any = None, /) -> Any:
         data, updates, indices = arrays
         if out is not data:
             return exact(arrays, out)
+        if _kernels is not None and _kernels.tensor_scatter_slices(
+            data, updates, indices, axis, circular
+        ):
+            return data
         copies = copies_of(indices)
         if copies is None:
             return exact(arrays, out)

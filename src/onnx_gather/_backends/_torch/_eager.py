@@ -15,6 +15,9 @@ from onnx_gather._backends._numpy import _kernels
 from onnx_gather._backends._numpy._scatter import CheckMode, bound_compiled, copy_slices
 from onnx_gather._backends._torch._views import TYPENUMS, as_numpy, of_new
 
+#: NumPy's number for int64 (the compiled TensorScatter's write indices).
+INT64 = np.dtype(np.int64).num
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -232,14 +235,16 @@ def _scattering(
 def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
     """TensorScatter in place: copies of the update into slices of a view of data.
 
-    With ``out`` data, plain C-ordered CPU tensors that nothing records, the write indices
-    are read as host ints and checked; where the writes are plain copies (a decode step
-    writes every batch entry at one position: one copy, what ``c[:, :, p] = new`` costs; a
-    few entries at their own positions: a copy each;
-    :meth:`~onnx_gather._spec.tensor_scatter.TensorScatterPlan.copies`) they are
-    made on NumPy's views (:func:`onnx_gather._backends._numpy._scatter.copy_slices`).
-    Anything else (writes that wrap or fall outside) is ``exact``. (Complex types:
-    ``exact``, which sees their conjugate views.)
+    With ``out`` data, plain C-ordered CPU tensors that nothing records: where each batch
+    entry's update lands whole in the axis (a decode step, at one position or each at its
+    own), the compiled kernel writes it on NumPy's views of the tensors
+    (``_kernels.tensor_scatter_slices``: int64 indices, C-ordered, nothing shared with the
+    cache). Where it declines, the write indices are read as host ints and checked, and
+    plain copies (one slice; a few entries at their own positions;
+    :meth:`~onnx_gather._spec.tensor_scatter.TensorScatterPlan.copies`) are made on the
+    views (:func:`onnx_gather._backends._numpy._scatter.copy_slices`). Anything else
+    (writes that wrap or fall outside) is ``exact``. (Complex types: ``exact``, which sees
+    their conjugate views.)
     """
     data = arrays[0]
     if not all(type(x) is torch.Tensor for x in arrays) or _kernels is None or data.is_complex():
@@ -247,7 +252,9 @@ def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
     shape, typenum = tuple(data.shape), TYPENUMS[data.dtype]
     update_shape, update_typenum = tuple(arrays[1].shape), TYPENUMS[arrays[1].dtype]
     copies_of = plan.copies  # type: ignore[attr-defined]
-    view = _kernels.view
+    view, slices = _kernels.view, _kernels.tensor_scatter_slices
+    index_shape, int64 = tuple(arrays[2].shape), arrays[2].dtype == torch.int64
+    axis, circular = plan.axis, plan.circular  # type: ignore[attr-defined]
     tracing, dispatch_stack = torch._C._get_tracing_state, torch._C._len_torch_dispatch_stack
     grad_enabled = torch.is_grad_enabled
 
@@ -276,12 +283,21 @@ def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
                 if updates.is_contiguous()
                 else as_numpy(updates)
             )
+            host = (
+                view(indices, indices.data_ptr(), index_shape, None, INT64)
+                if int64 and indices.is_contiguous()  # (what the kernel reads)
+                else None
+            )
         except RuntimeError:
             return exact(arrays, out)
+        target = view(data, data.data_ptr(), shape, None, typenum)
+        if host is not None and slices(target, source, host, axis, circular):
+            increment_version(data)
+            return data
         copies = copies_of(indices)
         if copies is None:
             return exact(arrays, out)
-        copy_slices(view(data, data.data_ptr(), shape, None, typenum), source, copies)
+        copy_slices(target, source, copies)
         increment_version(data)
         return data
 
