@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import onnx_gather as og
+import onnx_gather.openvino
 
 X = np.arange(32, dtype=np.float32).reshape(8, 4)
 #: Per operator: the call, in-range non-negative indices, the same with negatives, one
@@ -278,3 +279,42 @@ def test_gather_of_1d_indices_goes_from_index_select_to_indexing(
     assert len(calls) == 2  # (the first call, and the refused second: then indexing)
     with pytest.raises(IndexError, match="index 4 "):
         og.gather(x, torch.tensor([0, 4]), axis=1)
+
+
+#: Each scatter writing updates [u0, u1] at positions 0 and 2 of four zeros.
+NEGATIVE_VIEW_SCATTERS: dict[str, Any] = {
+    "scatter_elements": lambda d, u, **o: og.scatter_elements(d, torch.tensor([0, 2]), u, **o),
+    "scatter_elements add": lambda d, u, **o: og.scatter_elements(
+        d, torch.tensor([0, 2]), u, reduction="add", **o
+    ),
+    "scatter_nd": lambda d, u, **o: og.scatter_nd(d, torch.tensor([[0], [2]]), u, **o),
+    "scatter": lambda d, u, **o: og.scatter(d, torch.tensor([0, 2]), u, **o),
+    "openvino.scatter_update": lambda d, u, **o: og.openvino.scatter_update(
+        d, torch.tensor([0, 2]), u, 0, **o
+    ),
+    "openvino.scatter_elements_update": lambda d, u, **o: og.openvino.scatter_elements_update(
+        d, torch.tensor([0, 2]), u, 0, **o
+    ),
+    "openvino.scatter_nd_update": lambda d, u, **o: og.openvino.scatter_nd_update(
+        d, torch.tensor([[0], [2]]), u, **o
+    ),
+}
+
+
+@pytest.mark.parametrize("in_place", [False, True], ids=["new", "out=data"])
+@pytest.mark.parametrize("op", list(NEGATIVE_VIEW_SCATTERS))
+def test_scatters_read_a_negative_view_as_its_values(
+    op: str, in_place: bool, fresh_calls: None
+) -> None:
+    """Updates that are a negative view (``z.conj().imag``: its memory holds -values).
+
+    The compiled route views the tensors' memory, which holds the values unnegated: such
+    updates take the exact path (they once wrote 2 and 4 for -2 and -4).
+    """
+    updates = torch.tensor([1 + 2j, 3 + 4j], dtype=torch.complex64).conj().imag
+    assert updates.is_neg()
+    call = NEGATIVE_VIEW_SCATTERS[op]
+    for _ in range(2):  # (the second call: the bound one)
+        data = torch.zeros(4)
+        got = call(data, updates, out=data) if in_place else call(data, updates)
+        assert got.tolist() == [-2.0, 0.0, -4.0, 0.0]

@@ -202,7 +202,10 @@ def _scattering(
             and updates.is_cpu
             and _FORWARD_AD._current_level < 0
             and not (torch.is_grad_enabled() and (data.requires_grad or updates.requires_grad))
-            and not (complex_ and (data.is_conj() or updates.is_conj() or data.is_neg()))
+            # (A negative view of any type, ``z.conj().imag`` of complex ``z``: NumPy's
+            # view of its memory holds the values unnegated.)
+            and not (data.is_neg() or updates.is_neg())
+            and not (complex_ and (data.is_conj() or updates.is_conj()))
         ):
             return exact(arrays, out)
         try:
