@@ -69,6 +69,18 @@ def tensor_scatter_slices(
     circular: bool,
     /,
 ) -> bool: ...
+def tensor_scatter_slices_at(
+    cache: int,
+    update: int,
+    write_indices: int,
+    batch: int,
+    outer: int,
+    size: int,
+    length: int,
+    inner: int,
+    circular: bool,
+    /,
+) -> bool: ...
 def view(
     base: object,
     address: int,

@@ -199,5 +199,6 @@ PyObject *gather_nd_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t bat
 PyObject *og_scatter_elements(PyObject *self, PyObject *args);
 PyObject *og_scatter_nd(PyObject *self, PyObject *args);
 PyObject *og_tensor_scatter_slices(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *og_tensor_scatter_slices_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 #endif /* OG_CORE_H */

@@ -10,6 +10,8 @@
  *   scatter_nd(out, data, indices, updates, reduction, kind, check, threads)
  *     -> True, None or NotImplemented (og_scatter.c says what they take)
  *   tensor_scatter_slices(cache, update, write_indices, axis, circular) -> True or False
+ *   tensor_scatter_slices_at(cache, update, write_indices, batch, outer, size, length,
+ *                            inner, circular) -> True or False (by address)
  *     (TensorScatter's plain writes in place; og_tensor_scatter.c)
  *   view(base, address, shape, strides, typenum) -> ndarray over another library's memory
  *
@@ -246,6 +248,12 @@ static PyMethodDef og_methods[] = {
      "TensorScatter-24 in place where every batch entry's update lands whole in the axis "
      "at its write index (C-ordered plain arrays, int64 indices, nothing shared): True, "
      "written; False, nothing written."},
+    {"tensor_scatter_slices_at", (PyCFunction)(void (*)(void))og_tensor_scatter_slices_at,
+     METH_FASTCALL,
+     "tensor_scatter_slices_at(cache, update, write_indices, batch, outer, size, length, "
+     "inner, circular) -> True or False\n\ntensor_scatter_slices on C-ordered buffers by "
+     "address: batch x outer x size rows of `inner` bytes, the update's length rows, "
+     "`batch` int64 indices."},
     {"view", og_view, METH_VARARGS,
      "view(base, address, shape, strides, typenum) -> ndarray\n\n"
      "An array over the memory at `address` (strides in items; None: C order), kept "

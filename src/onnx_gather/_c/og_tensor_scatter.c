@@ -3,6 +3,8 @@
  * the cache's slice at its write index (og_tensor_scatter_slices).
  *
  *   tensor_scatter_slices(cache, update, write_indices, axis, circular) -> True or False
+ *   tensor_scatter_slices_at(cache, update, write_indices, batch, outer, size, length,
+ *                            inner, circular) -> True or False
  *
  * The decode step of a KV cache: every entry's update lands whole inside the axis, at one
  * position or each at its own. True: written. False, with nothing written, for anything
@@ -12,6 +14,12 @@
  * of plain bytes, an update of another item type, indices that are not a C-ordered 1-D
  * int64 array of one per batch entry, or an update or indices that share the cache's
  * memory. Every index is read before the first write.
+ *
+ * `_at` takes the three C-ordered buffers by address (another library's tensors, whose
+ * NumPy views cost more than the write): the cache of batch x outer x size rows of
+ * `inner` bytes, the update of batch x outer x length rows, `batch` native int64 indices.
+ * The caller vouches for the layout; the call still declines indices out of range,
+ * misaligned indices and memory shared with the cache.
  */
 #include "og_core.h"
 
@@ -27,13 +35,61 @@ plain_c_array(PyObject *a)
            PyArray_IS_C_CONTIGUOUS((PyArrayObject *)a) && PyArray_ISALIGNED((PyArrayObject *)a);
 }
 
-/* Whether the bytes of `a` and `b` overlap. */
+/* Whether the byte ranges [a, a + na) and [b, b + nb) overlap. */
 static int
-overlaps(PyArrayObject *a, PyArrayObject *b)
+overlaps(const char *a, npy_intp na, const char *b, npy_intp nb)
 {
-    char *pa = PyArray_BYTES(a), *pb = PyArray_BYTES(b);
-    npy_intp na = PyArray_NBYTES(a), nb = PyArray_NBYTES(b);
-    return na > 0 && nb > 0 && pa < pb + nb && pb < pa + na;
+    return na > 0 && nb > 0 && a < b + nb && b < a + na;
+}
+
+/* The writes, given the layout: `batch` entries of `outer` slabs each, the cache's slab
+ * `size` rows and the update's `length` rows of `inner` bytes. 1: written; 0: an index
+ * does not land whole (nothing written); -1: an error set (memory). */
+static int
+write_slices(char *cache, const char *update, const npy_int64 *starts, npy_intp batch,
+             npy_intp outer, npy_intp size, npy_intp length, npy_intp inner, int circular)
+{
+    npy_intp *at, on_stack[64], row = length * inner, b, o;
+    int ok = 1;
+    if (batch == 0) return 1;
+    at = batch <= 64 ? on_stack : PyMem_Malloc((size_t)batch * sizeof(npy_intp));
+    if (at == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    /* Every position first: a write index that does not land whole writes nothing. */
+    for (b = 0; b < batch; b++) {
+        npy_int64 s = starts[b];
+        if (circular && s >= 0) s %= (size > 0 ? size : 1);
+        if (s < 0 || s > size - length) {
+            ok = 0;
+            break;
+        }
+        at[b] = (npy_intp)s;
+    }
+    if (ok && outer > 0 && row > 0) {
+        if (batch * outer * row >= (1 << 16)) {
+            Py_BEGIN_ALLOW_THREADS
+            for (b = 0; b < batch; b++) {
+                for (o = 0; o < outer; o++) {
+                    npy_intp slab = b * outer + o;
+                    memcpy(cache + (slab * size + at[b]) * inner, update + slab * row,
+                           (size_t)row);
+                }
+            }
+            Py_END_ALLOW_THREADS
+        } else {
+            for (b = 0; b < batch; b++) {
+                for (o = 0; o < outer; o++) {
+                    npy_intp slab = b * outer + o;
+                    memcpy(cache + (slab * size + at[b]) * inner, update + slab * row,
+                           (size_t)row);
+                }
+            }
+        }
+    }
+    if (at != on_stack) PyMem_Free(at);
+    return ok;
 }
 
 PyObject *
@@ -41,12 +97,8 @@ og_tensor_scatter_slices(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 {
     PyArrayObject *cache, *update, *ind;
     Py_ssize_t axis, nd, k;
-    npy_intp batch, size, length, outer = 1, inner, row, b, o;
-    const npy_int64 *starts;
-    npy_intp *at, on_stack[64];
-    char *dst;
-    const char *src;
-    int circular, ok = 1;
+    npy_intp batch, size, length, outer = 1, inner;
+    int circular, ok;
     (void)self;
     if (nargs != 5) {
         PyErr_Format(PyExc_TypeError, "tensor_scatter_slices takes 5 arguments (%zd given)",
@@ -80,48 +132,57 @@ og_tensor_scatter_slices(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         if (k > 0 && k < axis) outer *= PyArray_DIM(cache, k);
         if (k > axis) inner *= PyArray_DIM(cache, k);
     }
-    if (overlaps(cache, update) || overlaps(cache, ind)) Py_RETURN_FALSE;
-    if (batch == 0 || outer == 0 || inner == 0) {
-        /* Nothing to write, but every index is still read: the caller checks them. */
-        if (batch > 0) Py_RETURN_FALSE;
-        Py_RETURN_TRUE;
+    if (overlaps(PyArray_BYTES(cache), PyArray_NBYTES(cache), PyArray_BYTES(update),
+                 PyArray_NBYTES(update)) ||
+        overlaps(PyArray_BYTES(cache), PyArray_NBYTES(cache), PyArray_BYTES(ind),
+                 PyArray_NBYTES(ind))) {
+        Py_RETURN_FALSE;
     }
-    /* Every position first: a write index that does not land whole writes nothing. */
-    at = batch <= 64 ? on_stack : PyMem_Malloc((size_t)batch * sizeof(npy_intp));
-    if (at == NULL) return PyErr_NoMemory();
-    starts = (const npy_int64 *)PyArray_DATA(ind);
-    for (b = 0; b < batch; b++) {
-        npy_int64 s = starts[b];
-        if (circular && s >= 0) s %= (size > 0 ? size : 1);
-        if (s < 0 || s > size - length) {
-            ok = 0;
-            break;
-        }
-        at[b] = (npy_intp)s;
+    ok = write_slices(PyArray_BYTES(cache), PyArray_BYTES(update),
+                      (const npy_int64 *)PyArray_DATA(ind), batch, outer, size, length, inner,
+                      circular);
+    if (ok < 0) return NULL;
+    return PyBool_FromLong(ok);
+}
+
+PyObject *
+og_tensor_scatter_slices_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    void *address[3];
+    npy_intp dims[5];
+    Py_ssize_t k;
+    int circular, ok;
+    (void)self;
+    if (nargs != 9) {
+        PyErr_Format(PyExc_TypeError,
+                     "tensor_scatter_slices_at takes 9 arguments (%zd given)", nargs);
+        return NULL;
     }
-    if (ok) {
-        row = length * inner;
-        dst = PyArray_BYTES(cache);
-        src = PyArray_BYTES(update);
-        if (batch * outer * row >= (1 << 16)) {
-            Py_BEGIN_ALLOW_THREADS
-            for (b = 0; b < batch; b++) {
-                for (o = 0; o < outer; o++) {
-                    npy_intp slab = b * outer + o;
-                    memcpy(dst + (slab * size + at[b]) * inner, src + slab * row, (size_t)row);
-                }
-            }
-            Py_END_ALLOW_THREADS
-        } else {
-            for (b = 0; b < batch; b++) {
-                for (o = 0; o < outer; o++) {
-                    npy_intp slab = b * outer + o;
-                    memcpy(dst + (slab * size + at[b]) * inner, src + slab * row, (size_t)row);
-                }
-            }
+    for (k = 0; k < 3; k++) {
+        address[k] = PyLong_AsVoidPtr(args[k]);
+        if (address[k] == NULL && PyErr_Occurred()) return NULL;
+    }
+    for (k = 0; k < 5; k++) {
+        dims[k] = PyLong_AsSsize_t(args[3 + k]);
+        if (dims[k] == -1 && PyErr_Occurred()) return NULL;
+        if (dims[k] < 0) {
+            PyErr_SetString(PyExc_ValueError, "tensor_scatter_slices_at: a negative size");
+            return NULL;
         }
     }
-    if (at != on_stack) PyMem_Free(at);
-    if (ok) Py_RETURN_TRUE;
-    Py_RETURN_FALSE;
+    circular = PyObject_IsTrue(args[8]);
+    if (circular < 0) return NULL;
+    if (dims[3] > dims[2] || ((npy_intp)address[2] % (npy_intp)sizeof(npy_int64)) != 0) {
+        Py_RETURN_FALSE;
+    }
+    if (overlaps(address[0], dims[0] * dims[1] * dims[2] * dims[4], address[1],
+                 dims[0] * dims[1] * dims[3] * dims[4]) ||
+        overlaps(address[0], dims[0] * dims[1] * dims[2] * dims[4], address[2],
+                 dims[0] * (npy_intp)sizeof(npy_int64))) {
+        Py_RETURN_FALSE;
+    }
+    ok = write_slices(address[0], address[1], address[2], dims[0], dims[1], dims[2], dims[3],
+                      dims[4], circular);
+    if (ok < 0) return NULL;
+    return PyBool_FromLong(ok);
 }

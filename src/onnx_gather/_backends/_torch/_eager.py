@@ -15,9 +15,6 @@ from onnx_gather._backends._numpy import _kernels
 from onnx_gather._backends._numpy._scatter import CheckMode, bound_compiled, copy_slices
 from onnx_gather._backends._torch._views import TYPENUMS, as_numpy, of_new
 
-#: NumPy's number for int64 (the compiled TensorScatter's write indices).
-INT64 = np.dtype(np.int64).num
-
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -240,9 +237,9 @@ def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
 
     With ``out`` data, plain C-ordered CPU tensors that nothing records: where each batch
     entry's update lands whole in the axis (a decode step, at one position or each at its
-    own), the compiled kernel writes it on NumPy's views of the tensors
-    (``_kernels.tensor_scatter_slices``: int64 indices, C-ordered, nothing shared with the
-    cache). Where it declines, the write indices are read as host ints and checked, and
+    own), the compiled kernel writes it into the tensors' memory by address
+    (``_kernels.tensor_scatter_slices_at``: C-ordered tensors, int64 indices, nothing
+    shared with the cache; NumPy views of the three cost more than the write). Where it declines, the write indices are read as host ints and checked, and
     plain copies (one slice; a few entries at their own positions;
     :meth:`~onnx_gather._spec.tensor_scatter.TensorScatterPlan.copies`) are made on the
     views (:func:`onnx_gather._backends._numpy._scatter.copy_slices`). Anything else
@@ -255,9 +252,15 @@ def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
     shape, typenum = tuple(data.shape), TYPENUMS[data.dtype]
     update_shape, update_typenum = tuple(arrays[1].shape), TYPENUMS[arrays[1].dtype]
     copies_of = plan.copies  # type: ignore[attr-defined]
-    view, slices = _kernels.view, _kernels.tensor_scatter_slices
-    index_shape, int64 = tuple(arrays[2].shape), arrays[2].dtype == torch.int64
-    axis, circular = plan.axis, plan.circular  # type: ignore[attr-defined]
+    view, slices_at = _kernels.view, _kernels.tensor_scatter_slices_at
+    circular = plan.circular  # type: ignore[attr-defined]
+    # The layout the kernel writes by address (the key fixes the shapes and types): batch
+    # entries of outer slabs, the cache's slab size rows and the update's length rows of
+    # inner bytes; int64 write indices only.
+    axis = plan.axis
+    batch, size, length = shape[0], shape[axis], update_shape[axis]
+    outer, inner = math.prod(shape[1:axis]), math.prod(shape[axis + 1 :]) * data.element_size()
+    int64 = arrays[2].dtype == torch.int64 and arrays[1].dtype == data.dtype
     tracing, dispatch_stack = torch._C._get_tracing_state, torch._C._len_torch_dispatch_stack
     grad_enabled = torch.is_grad_enabled
 
@@ -281,26 +284,35 @@ def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
         try:  # (no strides or storage: sparse layouts, torch.func's wrappers; exact's)
             if not data.is_contiguous():
                 return exact(arrays, out)
+            if (
+                int64
+                and updates.is_contiguous()
+                and indices.is_contiguous()
+                and slices_at(
+                    data.data_ptr(),
+                    updates.data_ptr(),
+                    indices.data_ptr(),
+                    batch,
+                    outer,
+                    size,
+                    length,
+                    inner,
+                    circular,
+                )
+            ):
+                increment_version(data)
+                return data
             source = (
                 view(updates, updates.data_ptr(), update_shape, None, update_typenum)
                 if updates.is_contiguous()
                 else as_numpy(updates)
             )
-            host = (
-                view(indices, indices.data_ptr(), index_shape, None, INT64)
-                if int64 and indices.is_contiguous()  # (what the kernel reads)
-                else None
-            )
         except RuntimeError:
             return exact(arrays, out)
-        target = view(data, data.data_ptr(), shape, None, typenum)
-        if host is not None and slices(target, source, host, axis, circular):
-            increment_version(data)
-            return data
         copies = copies_of(indices)
         if copies is None:
             return exact(arrays, out)
-        copy_slices(target, source, copies)
+        copy_slices(view(data, data.data_ptr(), shape, None, typenum), source, copies)
         increment_version(data)
         return data
 
