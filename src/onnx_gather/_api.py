@@ -218,23 +218,14 @@ def _key(
         key: tuple[Any, ...]
         data, indices = arrays[0], arrays[1]
         if len(arrays) == 2:  # the gathers: one tuple, built at once
-            if out is None:
-                return (
-                    op, opset, attributes, check_bounds, data.shape, data.dtype, type(data),
-                    indices.shape, indices.dtype, type(indices),
-                )  # fmt: skip
             key = (
                 op, opset, attributes, check_bounds, data.shape, data.dtype, type(data),
                 indices.shape, indices.dtype, type(indices),
             )  # fmt: skip
+            if out is None:
+                return key
         elif len(arrays) == 3:  # the scatters
             updates = arrays[2]
-            if out is data:  # (in place: out's shape, dtype and type are data's)
-                return (
-                    op, opset, attributes, check_bounds, data.shape, data.dtype, type(data),
-                    indices.shape, indices.dtype, type(indices), updates.shape,
-                    updates.dtype, type(updates), True,
-                )  # fmt: skip
             key = (
                 op, opset, attributes, check_bounds, data.shape, data.dtype, type(data),
                 indices.shape, indices.dtype, type(indices), updates.shape, updates.dtype,
@@ -243,7 +234,7 @@ def _key(
         else:
             parts = (part for x in arrays for part in (x.shape, x.dtype, type(x)))
             key = (op, opset, attributes, check_bounds, *parts)
-        if out is data:
+        if out is data:  # (in place: out's shape, dtype and type are data's)
             key = (*key, True)
         elif out is not None:
             key = (*key, False, out.shape, out.dtype, type(out))
