@@ -87,7 +87,7 @@ class TensorScatterPlan(_Fields, _spec.Plan):
         so never a tensor that records a gradient). Read before anything is written, so
         data that holds them can be written in place.
         """
-        starts: list[int] = indices.tolist() if indices.ndim == 1 else indices.reshape(-1).tolist()
+        starts = _host_starts(indices)
         if self.check_bounds:
             self.raise_if_bad(starts)
         return starts
@@ -99,13 +99,13 @@ class TensorScatterPlan(_Fields, _spec.Plan):
         (:meth:`one_slice`: a decode step's) are valid in either mode: they are not
         checked again (the check cost a tiny in-place call a sixth of its time).
         """
-        starts: list[int] = indices.tolist() if indices.ndim == 1 else indices.reshape(-1).tolist()
+        starts = _host_starts(indices)
         same = self.one_slice(starts)
         if same is not None:
             return [(same, None)]
         if self.check_bounds:
             self.raise_if_bad(starts)
-        return self.slice_copies(starts)
+        return self._entry_copies(starts)
 
     def slice_copies(self, starts: list[int]) -> list[tuple[tuple[Any, ...], Any]] | None:
         """The plain copies that make every write: (the cache's slice, the update's part).
@@ -120,6 +120,10 @@ class TensorScatterPlan(_Fields, _spec.Plan):
         same = self.one_slice(starts)
         if same is not None:
             return [(same, None)]
+        return self._entry_copies(starts)
+
+    def _entry_copies(self, starts: list[int]) -> list[tuple[tuple[Any, ...], Any]] | None:
+        """:meth:`slice_copies` where no one slice takes every write: a copy per entry."""
         if len(starts) > _FEW_ENTRIES:
             return None
         entries = self.entry_slices(starts)
@@ -207,6 +211,11 @@ class TensorScatterPlan(_Fields, _spec.Plan):
             f"mode needs write_indices[b] + {self.length} <= {self.size} (mode='circular' "
             "wraps around)"
         )
+
+
+def _host_starts(indices: Any) -> list[int]:
+    """The write indices as host ints (one read: one synchronisation on a device)."""
+    return indices.tolist() if indices.ndim == 1 else indices.reshape(-1).tolist()  # type: ignore[no-any-return]
 
 
 def plan(
