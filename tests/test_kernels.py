@@ -1033,3 +1033,57 @@ def test_view_validation_names_the_bad_value():
         _kernels.view(data, "address", (8,), None, num)
     with pytest.raises(ValueError, match="negative"):
         _kernels.view(data, data.ctypes.data, (-1,), None, num)
+
+
+def _outside_oracle(values: list[int], size: int) -> bool:
+    return any(not -size <= v < size for v in values)
+
+
+@pytest.mark.parametrize("idt", [np.int32, np.int64])
+@pytest.mark.parametrize("size", [0, 1, 4, 2**31 - 1, 2**31, 2**40, 2**62])
+def test_outside_at_finds_any_index_outside_the_range(idt, size):
+    """Every edge of ``[-size, size-1]`` and of the index type, at every position.
+
+    Lengths 1-40 cross the vectorised loop's blocks and its scalar tail; each array holds
+    one value under test among in-range ones (or zeros where size is 0).
+    """
+    info = np.iinfo(idt)
+    edges = [0, 1, -1, size - 1, size, -size, -size - 1, info.min, info.min + 1, info.max]
+    edges = sorted({v for v in edges if info.min <= v <= info.max})
+    fill = 0 if size else None
+    for value in edges:
+        for length in (1, 2, 3, 4, 5, 8, 9, 17, 40):
+            for position in {0, length // 2, length - 1}:
+                values = [fill if fill is not None else value] * length
+                values[position] = value
+                a = np.array(values, idt)
+                got = _kernels.outside_at(a.ctypes.data, a.size, a.itemsize, size)
+                assert got is _outside_oracle(values, size), (value, length, position)
+
+
+def test_outside_at_reads_large_buffers_and_nothing_when_empty():
+    rng = np.random.default_rng(7)
+    a = rng.integers(-100, 100, 1 << 17).astype(np.int32)  # (past the GIL's release)
+    assert _kernels.outside_at(a.ctypes.data, a.size, 4, 100) is False
+    a[-1] = 100
+    assert _kernels.outside_at(a.ctypes.data, a.size, 4, 100) is True
+    assert _kernels.outside_at(a.ctypes.data, a.size - 1, 4, 100) is False  # (count is read)
+    assert _kernels.outside_at(0, 0, 8, 0) is False
+
+
+def test_outside_at_validation_names_the_bad_value():
+    a = np.zeros(4, np.int64)
+    with pytest.raises(ValueError, match="itemsize 2"):
+        _kernels.outside_at(a.ctypes.data, 4, 2, 4)
+    with pytest.raises(ValueError, match="count -1"):
+        _kernels.outside_at(a.ctypes.data, -1, 8, 4)
+    with pytest.raises(ValueError, match="size -3"):
+        _kernels.outside_at(a.ctypes.data, 4, 8, -3)
+    with pytest.raises(ValueError, match="size 4611686018427387905"):
+        _kernels.outside_at(a.ctypes.data, 4, 8, 2**62 + 1)
+    with pytest.raises(ValueError, match="misaligned"):
+        _kernels.outside_at(a.ctypes.data + 1, 2, 8, 4)
+    with pytest.raises(ValueError, match="null"):
+        _kernels.outside_at(0, 2, 8, 4)
+    with pytest.raises(TypeError, match="4 arguments"):
+        _kernels.outside_at(a.ctypes.data, 4, 8)

@@ -81,6 +81,7 @@ def tensor_scatter_slices_at(
     circular: bool,
     /,
 ) -> bool: ...
+def outside_at(address: int, count: int, itemsize: int, size: int, /) -> bool: ...
 def view(
     base: object,
     address: int,

@@ -201,4 +201,7 @@ PyObject *og_scatter_nd(PyObject *self, PyObject *args);
 PyObject *og_tensor_scatter_slices(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *og_tensor_scatter_slices_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
+/* The bounds check by address (og_bounds.c). */
+PyObject *og_outside_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
 #endif /* OG_CORE_H */

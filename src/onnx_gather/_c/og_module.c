@@ -13,6 +13,9 @@
  *   tensor_scatter_slices_at(cache, update, write_indices, batch, outer, size, length,
  *                            inner, circular) -> True or False (by address)
  *     (TensorScatter's plain writes in place; og_tensor_scatter.c)
+ *   outside_at(address, count, itemsize, size) -> True or False
+ *     (whether an index in another library's CPU memory is outside [-size, size-1];
+ *     og_bounds.c)
  *   view(base, address, shape, strides, typenum) -> ndarray over another library's memory
  *
  * `out` is a C-ordered array to fill, or None for a new one of data's dtype. All release
@@ -254,6 +257,10 @@ static PyMethodDef og_methods[] = {
      "inner, circular) -> True or False\n\ntensor_scatter_slices on C-ordered buffers by "
      "address: batch x outer x size rows of `inner` bytes, the update's length rows, "
      "`batch` int64 indices."},
+    {"outside_at", (PyCFunction)(void (*)(void))og_outside_at, METH_FASTCALL,
+     "outside_at(address, count, itemsize, size) -> True or False\n\nWhether any of count "
+     "native int32 (itemsize 4) or int64 (8) indices at address lies outside "
+     "[-size, size-1]."},
     {"view", og_view, METH_VARARGS,
      "view(base, address, shape, strides, typenum) -> ndarray\n\n"
      "An array over the memory at `address` (strides in items; None: C order), kept "
