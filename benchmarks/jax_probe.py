@@ -10,8 +10,10 @@
   opponent).
 * **jit**: ``jax.jit`` of the converted graph of ``benchmarks.programs`` (13 each of the
   three calls, chained through elementwise ops, the indices inputs of the program).
-* **host-check** (not by default): the jitted check against NumPy's on the host for eager
-  CPU GatherElements of 2**12, 2**16 and 2**20 indices (``_HOST_CHECK_FROM``).
+* **host-check** (not by default): where eager CPU GatherElements of 2**12, 2**16 and
+  2**20 indices checks them: the jitted flag, and NumPy's check on the host
+  (``_HOST_CHECK_FROM``), each against the compiled kernel's check in place
+  (``_outside_at``, the default).
 * **decode**: a ``jax.jit`` decoding step with donated caches: 8 layers of (1, 8, 512, 64)
   float32, the new entry written with ``og.scatter_nd(c, idx, new)`` against
   ``c.at[:, :, pos].set(new)``.
@@ -137,40 +139,42 @@ def _decode(
 def _host_check(
     jax: Any, jnp: Any, index: Any
 ) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
-    """Not a target: where eager CPU calls should check on the host (``_HOST_CHECK_FROM``).
+    """Not a target: where eager CPU calls should check their indices.
 
-    "ours" is the jitted flag, "native" here the host check (NumPy) of the same call.
+    "ours" is the jitted flag or NumPy's host check (the compiled kernel turned off, and
+    ``_HOST_CHECK_FROM`` past or below the call), "native" the compiled kernel's check in
+    place at every size (``_IN_PLACE_BELOW`` lifted), each with a call cache of its own
+    (the binding reads these settings).
     """
     from onnx_gather import _api
     from onnx_gather._backends import _jax
     from onnx_gather._memo import Memo
+
+    def setting(x: Any, i: Any, kernel: Any, start: int) -> Callable[[], Any]:
+        calls = Memo(4)
+
+        def call() -> Any:
+            saved = _jax._outside_at, _jax._HOST_CHECK_FROM, _jax._IN_PLACE_BELOW, _api._CALLS
+            _jax._outside_at, _jax._HOST_CHECK_FROM, _api._CALLS = kernel, start, calls
+            _jax._IN_PLACE_BELOW = 1 << 62
+            try:
+                return og.gather_elements(x, i, 1).block_until_ready()
+            finally:
+                _jax._outside_at, _jax._HOST_CHECK_FROM, _jax._IN_PLACE_BELOW, _api._CALLS = saved
+
+        return call
 
     rng = np.random.default_rng(20261125)
     pairs: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {}
     for n in (1 << 12, 1 << 16, 1 << 20):
         x = jnp.asarray(rng.standard_normal((n // 4, 4)), jnp.float32)
         i = jnp.asarray(rng.integers(-4, 4, (n // 4, 4)), index)
-
-        # Each with a call cache of its own: the binding reads _HOST_CHECK_FROM.
-        flag_calls, host_calls = Memo(4), Memo(4)
-
-        def flag(x: Any = x, i: Any = i, calls: Any = flag_calls) -> Any:
-            saved = _jax._HOST_CHECK_FROM, _api._CALLS
-            _jax._HOST_CHECK_FROM, _api._CALLS = 1 << 62, calls
-            try:
-                return og.gather_elements(x, i, 1).block_until_ready()
-            finally:
-                _jax._HOST_CHECK_FROM, _api._CALLS = saved
-
-        def host(x: Any = x, i: Any = i, calls: Any = host_calls) -> Any:
-            saved = _jax._HOST_CHECK_FROM, _api._CALLS
-            _jax._HOST_CHECK_FROM, _api._CALLS = 1, calls
-            try:
-                return og.gather_elements(x, i, 1).block_until_ready()
-            finally:
-                _jax._HOST_CHECK_FROM, _api._CALLS = saved
-
-        pairs[f"GatherElements {n} indices: flag / host"] = (flag, host)
+        kernel = setting(x, i, _jax._outside_at, _jax._HOST_CHECK_FROM)
+        pairs[f"GatherElements {n} indices: flag / kernel"] = (
+            setting(x, i, None, 1 << 62),
+            kernel,
+        )
+        pairs[f"GatherElements {n} indices: NumPy / kernel"] = (setting(x, i, None, 1), kernel)
     return pairs
 
 

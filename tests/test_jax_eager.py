@@ -24,6 +24,7 @@ from helpers import assert_identical
 
 import onnx_gather as og
 from onnx_gather import _api
+from onnx_gather._backends._numpy import _kernels
 from onnx_gather._conformance import oracle
 from onnx_gather._memo import Memo
 
@@ -361,10 +362,15 @@ def test_the_jax_backend_imports_nothing_above_the_backends() -> None:
 def test_large_cpu_indices_are_checked_on_the_host(
     op: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """From ``_HOST_CHECK_FROM`` indices on, NumPy reads CPU indices in place (lowered here)."""
+    """From ``_HOST_CHECK_FROM`` indices on, NumPy reads CPU indices in place (lowered here).
+
+    Where the compiled kernel checks them in place at every size (one size bounds every
+    index: Gather, GatherElements), it is turned off here to reach NumPy's check.
+    """
     from onnx_gather._backends import _jax
 
     monkeypatch.setattr(_jax, "_HOST_CHECK_FROM", 1)
+    monkeypatch.setattr(_jax, "_outside_at", None)
     monkeypatch.setattr(_api, "_CALLS", Memo(16))  # (no bound call from earlier tests)
     checks = []
     host_check = _jax._spec.check_range
@@ -377,3 +383,44 @@ def test_large_cpu_indices_are_checked_on_the_host(
         with pytest.raises(IndexError, match=message):
             ours(x, jax.device_put(bad, cpu))
     assert len(checks) == 4  # (checked on the host, every call)
+
+
+@pytest.mark.skipif(_kernels is None, reason="built without the compiled kernel")
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("op", list(OPS))
+def test_cpu_indices_are_checked_in_place_by_the_compiled_kernel(
+    op: str, dtype: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Checked calls on CPU indices bounded by one size read them where they lie.
+
+    Gather and GatherElements, int32 and (with x64) int64 indices: every call asks the
+    compiled kernel, which finds the bad index, and the jitted call computes no flag.
+    GatherND's coordinates address axes of different sizes (8 and 4): its flag stays.
+    """
+    from onnx_gather._backends import _jax
+
+    monkeypatch.setattr(_api, "_CALLS", Memo(16))
+    asked = []
+
+    def counting(*args: Any) -> bool:
+        asked.append(args)
+        return _kernels.outside_at(*args)
+
+    monkeypatch.setattr(_jax, "_outside_at", counting)
+    ours, loop, good, bad, message = OPS[op]
+    cpu = jax.devices("cpu")[0]
+    x = jax.device_put(X, cpu)
+    good_j, bad_j = jax.device_put(good.astype(dtype), cpu), jax.device_put(bad.astype(dtype), cpu)
+    for _ in range(3):
+        assert_identical(np.asarray(ours(x, good_j)), loop(X, good))
+        with pytest.raises(IndexError, match=message):
+            ours(x, bad_j)
+    if op == "gather_nd":
+        assert asked == []
+        return
+    assert len(asked) == 6
+    itemsize = good_j.dtype.itemsize  # (int32 without x64)
+    assert {a[1:] for a in asked} == {(good.size, itemsize, X.shape[OPS_AXIS[op]])}
+
+
+OPS_AXIS = {"gather": 0, "gather_elements": 1}

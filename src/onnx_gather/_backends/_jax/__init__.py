@@ -30,6 +30,7 @@ from onnx_gather._backends._jax._take import (
     take_nd,
     traced,
 )
+from onnx_gather._backends._numpy import _kernels
 from onnx_gather._host import value_range
 from onnx_gather._indices import INT32_MAX
 from onnx_gather._memo import Memo
@@ -47,6 +48,9 @@ if TYPE_CHECKING:
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
     from onnx_gather._spec.tensor_scatter import TensorScatterPlan
     from onnx_gather._typing import Array
+
+    #: The in-place check's signature (:data:`_outside_at`).
+    Outside = Callable[[int, int, int, int], bool]
 
 
 def _eager_fn(
@@ -85,7 +89,11 @@ _EAGER: Memo[tuple[Any, ...], Callable[[jax.Array, jax.Array], Any]] = Memo(1024
 
 
 def _bound(
-    fn: Callable[[jax.Array, jax.Array], Any], plan: Plan, kind: type[jax.Array], exact: Call
+    fn: Callable[[jax.Array, jax.Array], Any],
+    plan: Plan,
+    kind: type[jax.Array],
+    exact: Call,
+    host: tuple[Callable[[jax.Array, jax.Array], Any], Outside, int, int, int] | None = None,
 ) -> Call:
     """The bound eager call of ``plan`` on ``kind`` arrays (jaxlib's concrete array type).
 
@@ -95,34 +103,51 @@ def _bound(
     takes indices committed to a device that data is not (jit would run there: the result
     belongs on data's), arrays on devices jit refuses to combine, and concrete arrays
     inside a trace, whose results are tracers.
+
+    ``host``: for indices in CPU memory, ``(unchecked, outside, count, itemsize, size)``:
+    ``outside``, the compiled kernel (:data:`_outside_at`), reads the ``count`` indices in
+    place and ``unchecked``, the jitted call without the flag, runs. Elsewhere ``fn`` computes the
+    flag, which is read back.
     """
     checked = plan.check_bounds
     in_place = None  # the sharding of the last flag read in place (the same object each call)
+    on_host = None  # the sharding of the last indices checked in place
+    unchecked, outside, count, itemsize, size = host or (None, None, 0, 0, 0)
 
     def call(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
-        nonlocal in_place
+        nonlocal in_place, on_host
         data, indices = arrays
-        if not indices.committed or data.committed:
-            try:
-                result = fn(data, indices)
-            except ValueError:  # (arrays committed to different devices: _run moves indices)
-                return exact(arrays, out)
-            if not checked:
-                if type(result) is kind:
-                    return result
-                return exact(arrays, out)
-            bad: Any = result[1]
-            if type(bad) is kind:
-                sharding = bad.sharding
-                if sharding is in_place or _in_place(sharding):
-                    in_place = sharding
-                    bad.block_until_ready()
-                    if _BOOL_AT(bad.unsafe_buffer_pointer()).value:
-                        _raise_for(plan, indices)
-                elif np.asarray(bad):  # the one transfer of a checked call
+        if indices.committed and not data.committed:
+            return exact(arrays, out)
+        run = fn
+        if outside is not None:
+            sharding = indices.sharding
+            if sharding is on_host or _in_place(sharding):
+                on_host = sharding
+                indices.block_until_ready()
+                if outside(indices.unsafe_buffer_pointer(), count, itemsize, size):
                     _raise_for(plan, indices)
-                return result[0]
-        return exact(arrays, out)
+                run = unchecked  # type: ignore[assignment]
+        try:
+            result = run(data, indices)
+        except ValueError:  # (arrays committed to different devices: _run moves indices)
+            return exact(arrays, out)
+        if run is not fn or not checked:
+            if type(result) is kind:
+                return result
+            return exact(arrays, out)
+        bad: Any = result[1]
+        if type(bad) is not kind:
+            return exact(arrays, out)
+        sharding = bad.sharding
+        if sharding is in_place or _in_place(sharding):
+            in_place = sharding
+            bad.block_until_ready()
+            if _BOOL_AT(bad.unsafe_buffer_pointer()).value:
+                _raise_for(plan, indices)
+        elif np.asarray(bad):  # the one transfer of a checked call
+            _raise_for(plan, indices)
+        return result[0]
 
     return call
 
@@ -135,6 +160,21 @@ def _bound(
 _BOOL_AT = ctypes.c_bool.from_address
 
 _IN_PLACE: Memo[Any, bool] = Memo(256)
+
+#: ``_outside_at(address, count, itemsize, size)``: whether an index of CPU memory lies
+#: outside ``[-size, size-1]`` (the compiled kernel's ``outside_at``; None without it). A
+#: checked eager call on fewer than :data:`_IN_PLACE_BELOW` CPU indices reads them there
+#: before the jitted call rather than computing a flag inside it and reading that back:
+#: the flag is a second output to allocate and wait for (GatherElements 8x4, jitted call
+#: and flag 8.8 us, jitted call alone 6.1 us, the check in place 0.1 us; 2-core VM, jax
+#: 0.10.2).
+_outside_at: Outside | None = None if _kernels is None else _kernels.outside_at
+
+#: Indices from which the flag, fused into the jitted gather, costs no more than the
+#: kernel's separate pass: eager GatherElements, flag / kernel 1.09, 0.99, 0.98, 0.90,
+#: 0.95 at 2**12, 2**16, 2**18, 2**20, 2**22 int32 indices (2-core VM, 2026-11-28;
+#: ``python -m benchmarks.jax_probe --only host-check``).
+_IN_PLACE_BELOW = 1 << 16
 
 
 def _in_place(sharding: Any) -> bool:
@@ -200,10 +240,12 @@ def _static(plan: Plan) -> bool:
     return all(type(size) is int for size in plan.sizes)
 
 
-#: Indices from which an eager CPU call checks them with NumPy in place rather than inside
-#: the jitted call. Below, the jitted flag (one fused pass) costs less: GatherElements of
-#: 2**12, 2**16, 2**20 int32 indices, flag / host 0.70, 0.74, 0.81 (2 loaded cores;
-#: ``python -m benchmarks.jax_probe --only host-check``).
+#: Indices from which an eager CPU call the compiled kernel cannot check (GatherND's
+#: coordinates of axes of different sizes; a build without the kernel) checks them with
+#: NumPy in place rather than inside the jitted call. Below, the jitted flag (one fused
+#: pass) costs less: GatherElements of 2**12, 2**16, 2**20 int32 indices, flag / host
+#: 0.70, 0.74, 0.81 (2 loaded cores; ``python -m benchmarks.jax_probe --only host-check``,
+#: which turns the kernel off).
 _HOST_CHECK_FROM = 1 << 20
 
 _CPU_SHARDINGS: Memo[Any, bool] = Memo(256)
@@ -219,11 +261,13 @@ def _on_cpu(sharding: Any) -> bool:
 class JaxBackend(Backend):
     """The JAX backend.
 
-    Eagerly, a gather runs one jitted function per plan, cached (:func:`_eager_fn`), which
-    gathers and also returns whether an index is out of range: a checked call reads that
-    one bool back and raises the IndexError; an unchecked call reads nothing back. Large
-    CPU indices are host memory, which NumPy checks in place before the call instead;
-    host indices are checked on the host before they travel (:func:`_from_host`). From a
+    Eagerly, a gather runs one jitted function per plan, cached (:func:`_eager_fn`). A
+    checked call on indices in CPU memory has the compiled kernel read them in place
+    first (:data:`_outside_at`; NumPy from :data:`_HOST_CHECK_FROM` indices on, where
+    coordinates address axes of different sizes); elsewhere the jitted function also
+    returns whether an index is out of range, and the call reads that one bool back. An
+    unchecked call reads nothing back. Host indices are checked on the host before they
+    travel (:func:`_from_host`). From a
     plan's second call on, the call goes straight to that function (:meth:`bind`). Under
     tracing nothing can raise: an out-of-range index yields the fill value (:func:`_run`).
     """
@@ -254,13 +298,20 @@ class JaxBackend(Backend):
             or data.dtype in BITS
             or type(largest) is not int  # (a symbolic size: jax.export)
             or largest > INT32_MAX
-            or (plan.check_bounds and indices.size >= _HOST_CHECK_FROM)
         ):
             return exact
         kernel, blocked = route
         block = plan.block() if blocked else None  # type: ignore[attr-defined]
+        host = None
+        if plan.check_bounds and _outside_at is not None and 0 < indices.size < _IN_PLACE_BELOW:
+            size = plan.sizes[0]
+            if indices.dtype in (np.int32, np.int64) and all(s == size for s in plan.sizes):
+                unchecked = _eager_fn(kernel, plan, block, False, None)
+                host = (unchecked, _outside_at, indices.size, indices.dtype.itemsize, size)
+        if plan.check_bounds and host is None and indices.size >= _HOST_CHECK_FROM:
+            return exact
         fn = _eager_fn(kernel, plan, block, plan.check_bounds, None)
-        return _bound(fn, plan, kind, exact)
+        return _bound(fn, plan, kind, exact, host)
 
     def gather(self, data: jax.Array, indices: Array, plan: GatherPlan, /) -> jax.Array:
         """ONNX Gather: ``jnp.take`` in fill mode (:func:`_run`)."""
