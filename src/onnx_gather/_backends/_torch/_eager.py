@@ -182,6 +182,11 @@ def _scattering(
     index_shape, update_shape = tuple(arrays[1].shape), tuple(arrays[2].shape)
     types = [TYPENUMS[x.dtype] for x in arrays]
     nbytes = math.prod(shape) * arrays[0].element_size()
+    # Fewer updates than one thread's share: the kernel runs on one thread whatever it is
+    # given, so torch's thread count (0.15 us a call) is not asked.
+    one_thread = math.prod(update_shape) < _kernels._tune()[0]  # type: ignore[union-attr]
+    tracing, dispatch_stack = torch._C._get_tracing_state, torch._C._len_torch_dispatch_stack
+    grad_enabled = torch.is_grad_enabled
 
     def view(x: torch.Tensor, shape: tuple[int, ...], typenum: int, start: int) -> np.ndarray:
         """A C-ordered view of ``x``, a copy where ``x`` may share data's memory (at start)."""
@@ -193,12 +198,17 @@ def _scattering(
 
     def call(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
         data, indices, updates = arrays
+        # What _plain tests, written out (as tensor_scatter's call does), and what else
+        # torch records: autograd, forward AD, negative and conjugate views.
         if not (
             (out is None or out is data)
-            and _plain(data, indices)
+            and data.is_cpu
+            and indices.is_cpu
             and updates.is_cpu
+            and tracing() is None
+            and dispatch_stack() == 0
             and _FORWARD_AD._current_level < 0
-            and not (torch.is_grad_enabled() and (data.requires_grad or updates.requires_grad))
+            and not (grad_enabled() and (data.requires_grad or updates.requires_grad))
             # (A negative view of any type, ``z.conj().imag`` of complex ``z``: NumPy's
             # view of its memory holds the values unnegated.)
             and not (data.is_neg() or updates.is_neg())
@@ -216,7 +226,7 @@ def _scattering(
         except RuntimeError:
             return exact(arrays, out)
         # Within torch's own thread count too (torch.set_num_threads, DataLoader workers' 1).
-        threads = min(numpy_kernels.THREADS, torch.get_num_threads())
+        threads = 1 if one_thread else min(numpy_kernels.THREADS, torch.get_num_threads())
         source = new_view(data, start, shape, None, types[0])
         if out is None:
             result = torch.empty(shape, dtype=dtype)
