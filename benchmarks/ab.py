@@ -13,6 +13,8 @@ place)::
     (cd /tmp/old && python setup.py build_ext --inplace)
     python -m benchmarks.ab /tmp/old/src src --backends numpy,torch --rounds 11
 
+``--backends`` takes numpy, torch and jax (JAX's results each waited for).
+
 The child imports only ``onnx_gather`` from its tree and the public functions both trees
 have (``gather`` and ``gather_elements``), so any two commits compare.
 """
@@ -54,18 +56,27 @@ def _child(backend: str, sample: float) -> None:
     import onnx_gather as og
 
     convert: Any = np.asarray
+    sync: Any = _same
     if backend == "torch":
         import torch
 
         convert = torch.from_numpy
+    elif backend == "jax":  # (each result waited for: JAX dispatches asynchronously)
+        import jax.numpy as jnp
+
+        convert, sync = jnp.asarray, _ready
     times = {}
     for name, function, data_shape, indices_shape, axis, dtype, index_dtype, mixed in WORKLOADS:
         rng = np.random.default_rng(zlib.crc32(name.encode()))
         data = rng.standard_normal(data_shape).astype(dtype)
         size = data_shape[axis]
         indices = rng.integers(-size if mixed else 0, size, indices_shape).astype(index_dtype)
-        fn = getattr(og, function)
+        call = getattr(og, function)
         d, i = convert(data), convert(indices)
+
+        def fn(d: Any, i: Any, axis: int, call: Any = call) -> Any:
+            return sync(call(d, i, axis))
+
         fn(d, i, axis)  # first-call costs are not timed
         n = 1
         while True:
@@ -84,6 +95,14 @@ def _child(backend: str, sample: float) -> None:
             best = min(best, (time.perf_counter() - start) / n)
         times[name] = best
     print(json.dumps(times))
+
+
+def _same(x: Any) -> Any:
+    return x
+
+
+def _ready(x: Any) -> Any:
+    return x.block_until_ready()
 
 
 def _run(tree: str, backend: str, sample: float) -> dict[str, float]:
