@@ -424,3 +424,29 @@ def test_cpu_indices_are_checked_in_place_by_the_compiled_kernel(
 
 
 OPS_AXIS = {"gather": 0, "gather_elements": 1}
+
+
+@pytest.mark.skipif(_kernels is None, reason="built without the compiled kernel")
+def test_indices_still_being_computed_are_read_once_ready() -> None:
+    """The check in place waits for indices a jitted computation is still writing.
+
+    An array's address is known before its values are (jax 0.10.2 gave the old bytes of
+    the buffer); the indices here come from a computation that runs for tens of
+    milliseconds, and the call is made at once.
+    """
+    cpu = jax.devices("cpu")[0]
+    heavy = jax.device_put(jnp.ones((1000, 1000), jnp.float32), cpu)
+    x = jax.device_put(X, cpu)
+
+    @jax.jit
+    def late(a: jax.Array, value: int) -> jax.Array:
+        for _ in range(4):
+            a = a @ a / 1000.0
+        zero = (a[0, :2] * 0).astype(jnp.int32)  # (depends on the whole computation)
+        return zero + jnp.array([1, value], jnp.int32)
+
+    late(heavy, 0).block_until_ready()  # (compiled before the calls)
+    for _ in range(3):
+        with pytest.raises(IndexError, match="index 8 at position"):
+            og.gather(x, late(heavy, 8), 0)
+        assert_identical(np.asarray(og.gather(x, late(heavy, -8), 0)), X[[1, 0]])

