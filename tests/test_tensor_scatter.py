@@ -113,6 +113,28 @@ def test_a_c_ordered_update_that_shares_the_cache_is_read_first(viewed: Library)
     assert_identical(lib.to_numpy(cache), want)
 
 
+@pytest.mark.parametrize("viewed", VIEWED, ids=[lib.name for lib in VIEWED])
+def test_write_indices_that_are_memory_of_the_cache_are_read_before_any_write(
+    viewed: Library,
+) -> None:
+    """An int64 cache whose first two elements are the write indices themselves.
+
+    Entry 0 writes rows 0-1 of its slab, over both indices: read after that write, entry
+    1's start would be 101 (out of range). The compiled kernel declines indices that
+    share the cache; the Python path reads every index first.
+    """
+    lib = viewed
+    flat = np.arange(24, dtype=np.int64)
+    flat[:2] = [0, 2]
+    base = lib.asarray(flat.copy())
+    cache, indices = base.reshape(2, 1, 4, 3), base[:2]
+    update = np.arange(100, 112, dtype=np.int64).reshape(2, 1, 2, 3)
+    want = oracle(flat.reshape(2, 1, 4, 3), update, np.array([0, 2]))
+    got = og.tensor_scatter(cache, lib.asarray(update), indices, out=cache)
+    assert got is cache
+    assert_identical(lib.to_numpy(cache), want)
+
+
 #: In-place writes of each form the compiled kernel serves or declines: (cache shape,
 #: update length, write indices, mode, index dtype, cache C-ordered).
 IN_PLACE = {
