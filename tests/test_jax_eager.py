@@ -450,3 +450,21 @@ def test_indices_still_being_computed_are_read_once_ready() -> None:
         with pytest.raises(IndexError, match="index 8 at position"):
             og.gather(x, late(heavy, 8), 0)
         assert_identical(np.asarray(og.gather(x, late(heavy, -8), 0)), X[[1, 0]])
+
+
+@pytest.mark.parametrize("op", list(OPS))
+def test_deleted_indices_raise_as_the_native_call_does(op: str) -> None:
+    """Deleted (or donated) indices: JAX's own RuntimeError from later calls too.
+
+    (The check in place must not ask a deleted array whether it is ready: jaxlib 0.10.2
+    crashes the process.)
+    """
+    ours, _, good, _, _ = OPS[op]
+    x = jnp.asarray(X)
+    for _ in range(2):  # (the second call is the bound one)
+        ours(x, jnp.asarray(good))
+    gone = jnp.asarray(good)
+    gone.delete()
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="deleted"):
+            ours(x, gone)

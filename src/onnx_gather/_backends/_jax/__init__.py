@@ -122,7 +122,10 @@ def _bound(
         run = fn
         if outside is not None:
             sharding = indices.sharding
-            if sharding is on_host or _in_place(sharding):
+            # (Deleted or donated indices: the jitted call raises JAX's own error. And
+            # is_ready() of a deleted array crashes the process, jaxlib 0.10.2; no
+            # upstream report found.)
+            if (sharding is on_host or _in_place(sharding)) and not indices.is_deleted():
                 on_host = sharding
                 # (The address is given before the values are: wait for them. Asking
                 # first costs less than a wait on a ready array: 0.22 against 0.31 us.)
