@@ -468,3 +468,35 @@ def test_deleted_indices_raise_as_the_native_call_does(op: str) -> None:
     for _ in range(2):
         with pytest.raises(RuntimeError, match="deleted"):
             ours(x, gone)
+
+
+def test_indices_of_host_memory_changed_after_the_call_leave_its_result_as_checked() -> None:
+    """A call returns a finished result: changing the indices' memory afterwards is harmless.
+
+    ``jax.device_put`` of an aligned NumPy array shares its memory. With data still being
+    computed, a gather dispatched but not yet run would read the changed index (100: out
+    of range, the fill value NaN) although the check had passed; the call waits for its
+    gather before it returns.
+    """
+    cpu = jax.devices("cpu")[0]
+    heavy = jax.device_put(jnp.ones((1000, 1000), jnp.float32), cpu)
+
+    @jax.jit
+    def late(a: jax.Array) -> jax.Array:
+        for _ in range(4):
+            a = a @ a / 1000.0
+        return a[:8, :4]
+
+    buf = np.zeros(64, np.int32)
+    at = (-buf.ctypes.data % 64) // 4
+    host = buf[at : at + 2]
+    host[:] = [1, 2]
+    indices = jax.device_put(host, cpu)
+    if indices.unsafe_buffer_pointer() != host.ctypes.data:
+        pytest.skip("this jax copies the NumPy array: nothing shared to change")
+    late(heavy).block_until_ready()
+    for _ in range(3):
+        host[1] = 2
+        got = og.gather(late(heavy), indices, 0)
+        host[1] = 100
+        assert not np.isnan(np.asarray(got)).any()

@@ -105,9 +105,9 @@ def _bound(
     inside a trace, whose results are tracers.
 
     ``host``: for indices in CPU memory, ``(unchecked, outside, count, itemsize, size)``:
-    ``outside``, the compiled kernel (:data:`_outside_at`), reads the ``count`` indices in
-    place and ``unchecked``, the jitted call without the flag, runs. Elsewhere ``fn`` computes the
-    flag, which is read back.
+    ``unchecked``, the jitted call without the flag, runs, and once its result is done
+    ``outside``, the compiled kernel (:data:`_outside_at`), reads the ``count`` indices
+    where they lie. Elsewhere ``fn`` computes the flag, which is read back.
     """
     checked = plan.check_bounds
     in_place = None  # the sharding of the last flag read in place (the same object each call)
@@ -122,26 +122,30 @@ def _bound(
         run = fn
         if outside is not None:
             sharding = indices.sharding
-            # (Deleted or donated indices: the jitted call raises JAX's own error. And
-            # is_ready() of a deleted array crashes the process, jaxlib 0.10.2; no
-            # upstream report found.)
-            if (sharding is on_host or _in_place(sharding)) and not indices.is_deleted():
+            if sharding is on_host or _in_place(sharding):
                 on_host = sharding
-                # (The address is given before the values are: wait for them. Asking
-                # first costs less than a wait on a ready array: 0.22 against 0.31 us.)
-                if not indices.is_ready():
-                    indices.block_until_ready()
-                if outside(indices.unsafe_buffer_pointer(), count, itemsize, size):
-                    _raise_for(plan, indices)
                 run = unchecked  # type: ignore[assignment]
         try:
             result = run(data, indices)
         except ValueError:  # (arrays committed to different devices: _run moves indices)
             return exact(arrays, out)
         if run is not fn or not checked:
-            if type(result) is kind:
-                return result
-            return exact(arrays, out)
+            if type(result) is not kind:
+                return exact(arrays, out)
+            if run is not fn and outside is not None:
+                # The indices are read where they lie once the gather is done: it has
+                # read them (they are ready, and the values checked are the values it
+                # read, also where they are NumPy or torch memory imported without a
+                # copy, which their owner may change once the call returns), and the call
+                # returns a finished result, as the flag's read made it. Its result is
+                # discarded if an index is out of range; the gather never reads outside
+                # data. (Deleted or donated indices: the jitted call has raised JAX's own
+                # error. Not is_ready() first: of a deleted array, jaxlib 0.10.2 crashes
+                # the process.)
+                result.block_until_ready()
+                if outside(indices.unsafe_buffer_pointer(), count, itemsize, size):
+                    _raise_for(plan, indices)
+            return result
         bad: Any = result[1]
         if type(bad) is not kind:
             return exact(arrays, out)
@@ -170,8 +174,8 @@ _IN_PLACE: Memo[Any, bool] = Memo(256)
 #: ``_outside_at(address, count, itemsize, size)``: whether an index of CPU memory lies
 #: outside ``[-size, size-1]`` (the compiled kernel's ``outside_at``; None without it). A
 #: checked eager call on fewer than :data:`_IN_PLACE_BELOW` CPU indices reads them there
-#: before the jitted call rather than computing a flag inside it and reading that back:
-#: the flag is a second output to allocate and wait for (GatherElements 8x4, jitted call
+#: once the jitted call is done rather than computing a flag inside it and reading that
+#: back: the flag is a second output to allocate and wait for (GatherElements 8x4, jitted call
 #: and flag 8.8 us, jitted call alone 6.1 us, the check in place 0.1 us; 2-core VM, jax
 #: 0.10.2).
 _outside_at: Outside | None = None if _kernels is None else _kernels.outside_at
@@ -268,14 +272,14 @@ class JaxBackend(Backend):
     """The JAX backend.
 
     Eagerly, a gather runs one jitted function per plan, cached (:func:`_eager_fn`). A
-    checked call on indices in CPU memory has the compiled kernel read them in place
-    first (:data:`_outside_at`; NumPy from :data:`_HOST_CHECK_FROM` indices on, where
-    coordinates address axes of different sizes); elsewhere the jitted function also
-    returns whether an index is out of range, and the call reads that one bool back. An
-    unchecked call reads nothing back. Host indices are checked on the host before they
-    travel (:func:`_from_host`). From a
-    plan's second call on, the call goes straight to that function (:meth:`bind`). Under
-    tracing nothing can raise: an out-of-range index yields the fill value (:func:`_run`).
+    checked call on few indices in CPU memory has the compiled kernel read them where
+    they lie once the gather is done (:data:`_outside_at`); elsewhere the jitted function
+    also returns whether an index is out of range, and the call reads that one bool back
+    (or NumPy checks large CPU indices first, :data:`_HOST_CHECK_FROM`). An unchecked
+    call reads nothing back. Host indices are checked on the host before they travel
+    (:func:`_from_host`). From a plan's second call on, the call goes straight to that
+    function (:meth:`bind`). Under tracing nothing can raise: an out-of-range index
+    yields the fill value (:func:`_run`).
     """
 
     name = "jax"
