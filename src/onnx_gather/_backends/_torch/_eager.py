@@ -182,9 +182,6 @@ def _scattering(
     index_shape, update_shape = tuple(arrays[1].shape), tuple(arrays[2].shape)
     types = [TYPENUMS[x.dtype] for x in arrays]
     nbytes = math.prod(shape) * arrays[0].element_size()
-    # Fewer updates than one thread's share: the kernel runs on one thread whatever it is
-    # given, so torch's thread count (0.15 us a call) is not asked.
-    one_thread = math.prod(update_shape) < _kernels._tune()[0]  # type: ignore[union-attr]
     tracing, dispatch_stack = torch._C._get_tracing_state, torch._C._len_torch_dispatch_stack
     grad_enabled = torch.is_grad_enabled
 
@@ -226,7 +223,7 @@ def _scattering(
         except RuntimeError:
             return exact(arrays, out)
         # Within torch's own thread count too (torch.set_num_threads, DataLoader workers' 1).
-        threads = 1 if one_thread else min(numpy_kernels.THREADS, torch.get_num_threads())
+        threads = min(numpy_kernels.THREADS, torch.get_num_threads())
         source = new_view(data, start, shape, None, types[0])
         if out is None:
             result = torch.empty(shape, dtype=dtype)
