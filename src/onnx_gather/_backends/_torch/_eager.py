@@ -182,8 +182,6 @@ def _scattering(
     index_shape, update_shape = tuple(arrays[1].shape), tuple(arrays[2].shape)
     types = [TYPENUMS[x.dtype] for x in arrays]
     nbytes = math.prod(shape) * arrays[0].element_size()
-    tracing, dispatch_stack = torch._C._get_tracing_state, torch._C._len_torch_dispatch_stack
-    grad_enabled = torch.is_grad_enabled
 
     def view(x: torch.Tensor, shape: tuple[int, ...], typenum: int, start: int) -> np.ndarray:
         """A C-ordered view of ``x``, a copy where ``x`` may share data's memory (at start)."""
@@ -195,17 +193,12 @@ def _scattering(
 
     def call(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
         data, indices, updates = arrays
-        # What _plain tests, written out (as tensor_scatter's call does), and what else
-        # torch records: autograd, forward AD, negative and conjugate views.
         if not (
             (out is None or out is data)
-            and data.is_cpu
-            and indices.is_cpu
+            and _plain(data, indices)
             and updates.is_cpu
-            and tracing() is None
-            and dispatch_stack() == 0
             and _FORWARD_AD._current_level < 0
-            and not (grad_enabled() and (data.requires_grad or updates.requires_grad))
+            and not (torch.is_grad_enabled() and (data.requires_grad or updates.requires_grad))
             # (A negative view of any type, ``z.conj().imag`` of complex ``z``: NumPy's
             # view of its memory holds the values unnegated.)
             and not (data.is_neg() or updates.is_neg())
