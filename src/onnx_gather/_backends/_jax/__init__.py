@@ -110,20 +110,21 @@ def _bound(
     where they lie. Elsewhere ``fn`` computes the flag, which is read back.
     """
     checked = plan.check_bounds
-    in_place = None  # the sharding of the last flag read in place (the same object each call)
-    on_host = None  # the sharding of the last indices checked in place
+    # The last sharding found to be one buffer in CPU memory (the same object each call):
+    # the indices' where they are checked in place, else the flag's.
+    in_place = None
     unchecked, outside, count, itemsize, size = host or (None, None, 0, 0, 0)
 
     def call(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
-        nonlocal in_place, on_host
+        nonlocal in_place
         data, indices = arrays
         if indices.committed and not data.committed:
             return exact(arrays, out)
         run = fn
         if outside is not None:
             sharding = indices.sharding
-            if sharding is on_host or _in_place(sharding):
-                on_host = sharding
+            if sharding is in_place or _in_place(sharding):
+                in_place = sharding
                 run = unchecked  # type: ignore[assignment]
         try:
             result = run(data, indices)
@@ -250,9 +251,10 @@ def _static(plan: Plan) -> bool:
     return all(type(size) is int for size in plan.sizes)
 
 
-#: Indices from which an eager CPU call the compiled kernel cannot check (GatherND's
-#: coordinates of axes of different sizes; a build without the kernel) checks them with
-#: NumPy in place rather than inside the jitted call. Below, the jitted flag (one fused
+#: Indices from which an eager checked CPU call that the compiled kernel does not check
+#: (:data:`_IN_PLACE_BELOW` and more, GatherND's coordinates of axes of different sizes, a
+#: build without the kernel) checks them with NumPy in place rather than inside the
+#: jitted call. Below, the jitted flag (one fused
 #: pass) costs less: GatherElements of 2**12, 2**16, 2**20 int32 indices, flag / host
 #: 0.70, 0.74, 0.81 (2 loaded cores; ``python -m benchmarks.jax_probe --only host-check``,
 #: which turns the kernel off).
