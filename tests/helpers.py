@@ -2,16 +2,36 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
+import pytest
 from cases import Case
-from libs import Library
+from libs import LIBS, Library
 
 from onnx_gather import _ops
 from onnx_gather._conformance.libraries import type_name
 from onnx_gather._conformance.runner import difference, run_oracle
 from onnx_gather._ops import call
+
+
+def without_compiled_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As a build without the compiled kernel: ``_kernels`` None in each module holding it.
+
+    Every backend of the run's libraries is loaded first: a module first imported under
+    the patch (``from ... import _kernels`` reads it once) would keep None after it, and
+    later tests would run a backend whose views and routes disagree (the torch backend's
+    views took uint64 as int64 while its route ran the kernel's unsigned max on them).
+    """
+    from onnx_gather import _kernels
+    from onnx_gather._dispatch import backend_for
+
+    for lib in LIBS:
+        backend_for(lib.asarray(np.zeros(1, np.float32)))
+    for name, module in list(sys.modules.items()):
+        if name.startswith("onnx_gather.") and getattr(module, "_kernels", None) is _kernels:
+            monkeypatch.setattr(module, "_kernels", None)
 
 
 def run_case(lib: Library, case: Case, indices: Any = None) -> Any:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import assert_identical
+from helpers import assert_identical, without_compiled_kernel
 
 import onnx_gather as og
 
@@ -166,7 +166,7 @@ def test_without_the_compiled_kernel_the_fallbacks_run(monkeypatch: pytest.Monke
 
         return call
 
-    monkeypatch.setattr(_numpy, "_kernels", None)
+    without_compiled_kernel(monkeypatch)
     monkeypatch.setattr(_numpy, "_COMPILED", dict.fromkeys(_numpy._COMPILED, compiled))
     for op in ("gather", "gather_elements", "gather_nd"):
         monkeypatch.setattr(_fallback, op, spy(op, getattr(_fallback, op)))

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import without_compiled_kernel
 from libs import Library
 
 import onnx_gather as og
@@ -35,7 +36,7 @@ def _module(name: str) -> Any:
 def kernel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Runs a NumPy test with the compiled kernel and with the pure-NumPy fallback."""
     if request.param == "fallback":
-        monkeypatch.setattr(_numpy, "_kernels", None)
+        without_compiled_kernel(monkeypatch)
     elif _numpy._kernels is None:
         pytest.skip("the compiled kernel is not built here")
     return str(request.param)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from cases import Case
-from helpers import applies, assert_identical, oracle_answer
+from helpers import applies, assert_identical, oracle_answer, without_compiled_kernel
 from libs import BFLOAT16, LIBS, Library
 from openvino_scatter_cases import OPENVINO_SCATTER_CASES
 from scatter_cases import F32, SCATTER_CASES, a, scatter
@@ -279,10 +279,6 @@ CHECKED_SWEEP = [
 ]
 
 
-def _without_compiled_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_numpy_backend, "_kernels", None)
-
-
 #: NumPy's routes: the compiled kernel where it is built (tests/test_compiled_kernel.py
 #: holds its presence to what the session expects), and NumPy's own kernels.
 ROUTES = (["compiled"] if _numpy_backend._kernels is not None else []) + ["numpy-kernels"]
@@ -292,7 +288,7 @@ ROUTES = (["compiled"] if _numpy_backend._kernels is not None else []) + ["numpy
 def route(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """NumPy's two routes: the compiled kernel, and NumPy's own kernels without it."""
     if request.param == "numpy-kernels":
-        _without_compiled_kernel(monkeypatch)
+        without_compiled_kernel(monkeypatch)
     return str(request.param)
 
 
@@ -321,7 +317,7 @@ def test_sweep_is_bit_identical_to_the_oracle(
     names it (a value, its position in indices, its axis' size).
     """
     if not compiled:
-        _without_compiled_kernel(monkeypatch)
+        without_compiled_kernel(monkeypatch)
     ran = raised_ = 0
     for case in [*SWEEP, *CHECKED_SWEEP]:
         if not applies(lib_, case):
@@ -408,7 +404,7 @@ def test_large_threaded_calls_agree_with_numpy_kernels(
     for part in _independent_parts(case, 2):
         want = oracle_answer(dataclasses.replace(case, **part.arrays))
         assert_identical(compiled[part.where], want)
-    monkeypatch.setattr(_numpy_backend, "_kernels", None)
+    without_compiled_kernel(monkeypatch)
     assert_identical(compiled, _ops.call(case.op, *case.arrays, **case.attributes))
 
 
@@ -544,7 +540,7 @@ def test_out_that_is_updates_gives_the_onnx_result(
 ) -> None:  # fmt: skip
     """Every update is read before ``out`` (the updates themselves) is written."""
     if not compiled:
-        _without_compiled_kernel(monkeypatch)
+        without_compiled_kernel(monkeypatch)
     case = _aliased(op, attributes, F32)
     want = oracle_answer(case)  # (before: a library may share case's memory)
     updates = lib_.asarray(case.updates)
@@ -565,7 +561,7 @@ def test_out_that_is_the_indices_gives_the_onnx_result(
     Data [5, 6, 7] copied into the indices first would make every index out of range.
     """
     if not compiled:
-        _without_compiled_kernel(monkeypatch)
+        without_compiled_kernel(monkeypatch)
     case = _aliased(op, attributes, np.int64)
     want = oracle_answer(case)  # (before: a library may share case's memory)
     indices = lib_.indices(case.indices)
@@ -584,7 +580,7 @@ def test_out_that_overlaps_data_gives_the_onnx_result(
 ) -> None:  # fmt: skip
     """``out`` a view of data shifted by one element: data is read before out is written."""
     if not compiled:
-        _without_compiled_kernel(monkeypatch)
+        without_compiled_kernel(monkeypatch)
     case = _aliased(op, attributes, F32)
     want = oracle_answer(case)
     whole = lib_.asarray(np.concatenate([case.data, a([8], F32)]))
@@ -604,7 +600,7 @@ def test_a_failed_call_leaves_a_separate_out_untouched(
 ) -> None:  # fmt: skip
     """A bad index: the IndexError, and neither ``out`` nor data written, on every layout."""
     if not compiled:
-        _without_compiled_kernel(monkeypatch)
+        without_compiled_kernel(monkeypatch)
     values = np.arange(6, dtype=F32).reshape(2, 3)
     data = lib_.asarray(values)
     if layout == "transposed-data":  # (not C-ordered: copied into out by another path)
