@@ -1087,3 +1087,212 @@ def test_outside_at_validation_names_the_bad_value():
         _kernels.outside_at(0, 2, 8, 4)
     with pytest.raises(TypeError, match="4 arguments"):
         _kernels.outside_at(a.ctypes.data, 4, 8)
+
+
+def _nd_oracle(data, indices, updates):
+    """ScatterND, reduction none, one tuple at a time in C order (the last duplicate wins)."""
+    want = data.copy()
+    depth = indices.shape[-1]
+    count = int(np.prod(indices.shape[:-1]))
+    for tuple_, update in zip(
+        indices.reshape(count, depth), updates.reshape(count, *data.shape[depth:]), strict=True
+    ):
+        want[tuple(tuple_)] = update
+    return want
+
+
+def _nd_at(data, indices, updates):
+    depth = indices.shape[-1]
+    row = int(np.prod(data.shape[depth:], dtype=np.int64)) * data.itemsize
+    count = int(np.prod(indices.shape[:-1]))
+    return _kernels.scatter_nd_at(
+        data.ctypes.data, updates.ctypes.data, indices.ctypes.data, count,
+        data.shape[:depth], row,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.float16, np.float32, np.float64, np.complex128])
+@pytest.mark.parametrize("depth", [0, 1, 2, 3])
+def test_scatter_nd_at_writes_as_scatter_nd_does(dtype, depth):
+    """Negative coordinates from the end, duplicates in C order (the last wins)."""
+    rng = np.random.default_rng(depth)
+    shape = (3, 4, 5, 2)
+    for count in (1, 2, 7, 40):
+        data = rng.integers(-9, 9, shape).astype(dtype)
+        indices = np.zeros((count, depth), np.int64)
+        for j, n in enumerate(shape[:depth]):
+            indices[:, j] = rng.integers(-n, n, count)
+        updates = rng.integers(-9, 9, (count, *shape[depth:])).astype(dtype)
+        want = _nd_oracle(data, indices, updates)
+        assert _nd_at(data, indices, updates) is True
+        np.testing.assert_array_equal(data, want)
+
+
+@pytest.mark.parametrize("bad", [5, -6, 2**62, -(2**63)])
+def test_scatter_nd_at_writes_nothing_for_a_coordinate_out_of_range(bad):
+    data = np.zeros((4, 5, 3), np.float32)
+    indices = np.array([[0, 1], [3, 4], [2, -5]], np.int64)
+    updates = np.ones((3, 3), np.float32)
+    for where in range(indices.size):  # (bad is outside both axes, of 4 and of 5)
+        rows = indices.copy()
+        rows.reshape(-1)[where] = bad
+        assert _nd_at(data, rows, updates) is False
+        assert not data.any()
+
+
+def test_scatter_nd_at_declines_shared_memory_and_misaligned_indices():
+    cache = np.zeros((4, 8), np.float32)
+    indices = np.array([[1], [2]], np.int64)
+    # Updates that are rows of the cache itself: the general path copies them first.
+    assert _nd_at(cache, indices, cache[:2]) is False
+    store = np.zeros(3, np.int64)  # indices inside the cache's bytes
+    as_cache = store.view(np.float32).reshape(3, 2)
+    assert (
+        _kernels.scatter_nd_at(
+            as_cache.ctypes.data, np.ones(2, np.float32).ctypes.data, store.ctypes.data, 1, (3,), 8
+        )
+        is False
+    )
+    raw = np.zeros(3, np.int64)
+    misaligned = raw.view(np.uint8)[4:20].view(np.int64)
+    assert _kernels.scatter_nd_at(
+        cache.ctypes.data, np.ones((2, 8), np.float32).ctypes.data, misaligned.ctypes.data,
+        2, (4,), 32,
+    ) is False  # fmt: skip
+    assert not cache.any()
+
+
+def test_scatter_nd_at_large_writes_and_empty_ones():
+    data = np.zeros((64, 8192), np.float32)  # 2 MiB: past the GIL's release
+    indices = np.arange(63, -1, -1, dtype=np.int64).reshape(64, 1)
+    updates = np.arange(64 * 8192, dtype=np.float32).reshape(64, 8192)
+    assert _nd_at(data, indices, updates) is True
+    np.testing.assert_array_equal(data, updates[::-1])
+    # Empty slices: coordinates are still checked, nothing is written.
+    empty = np.zeros((4, 0), np.float32)
+    assert _nd_at(empty, np.array([[3]], np.int64), np.zeros((1, 0), np.float32)) is True
+    assert _nd_at(empty, np.array([[4]], np.int64), np.zeros((1, 0), np.float32)) is False
+    assert _kernels.scatter_nd_at(0, 0, 0, 0, (4,), 8) is True  # (no tuples)
+
+
+def test_scatter_nd_at_validation_names_the_bad_value():
+    a = np.zeros(4, np.int64)
+    p = a.ctypes.data
+    with pytest.raises(ValueError, match="count -1"):
+        _kernels.scatter_nd_at(p, p, p, -1, (4,), 8)
+    with pytest.raises(ValueError, match="row -8"):
+        _kernels.scatter_nd_at(p, p, p, 1, (4,), -8)
+    with pytest.raises(ValueError, match="dims item -4"):
+        _kernels.scatter_nd_at(p, p, p, 1, (-4,), 8)
+    with pytest.raises(TypeError, match="dims must be a tuple"):
+        _kernels.scatter_nd_at(p, p, p, 1, [4], 8)
+    with pytest.raises(ValueError, match="null address"):
+        _kernels.scatter_nd_at(p, p, 0, 1, (4,), 8)
+    data = np.zeros((4, 2), np.float32)
+    with pytest.raises(ValueError, match="null address"):
+        _kernels.scatter_nd_at(data.ctypes.data, 0, np.zeros(1, np.int64).ctypes.data, 1, (4,), 8)
+    with pytest.raises(TypeError, match="6 arguments"):
+        _kernels.scatter_nd_at(p, p, p, 1, (4,))
+
+
+def _elements_at(data, indices, updates, axis):
+    shape = data.shape
+    outer, inner = int(np.prod(shape[:axis])), int(np.prod(shape[axis + 1 :]))
+    return _kernels.scatter_elements_at(
+        data.ctypes.data, updates.ctypes.data, indices.ctypes.data, outer, shape[axis],
+        indices.shape[axis], inner, data.itemsize,
+    )  # fmt: skip
+
+
+def _elements_oracle(data, indices, updates, axis):
+    want = data.copy()
+    for position in np.ndindex(indices.shape):
+        target = list(position)
+        target[axis] = indices[position]
+        want[tuple(target)] = updates[position]
+    return want
+
+
+@pytest.mark.parametrize(
+    "dtype", [np.uint8, np.int16, np.float32, np.float64, np.complex128, np.dtype("V3")]
+)
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_scatter_elements_at_writes_as_scatter_elements_does(dtype, axis):
+    """Every item size the kernel moves (a compile-time 1, 2, 4, 8, 16; a run-time 3)."""
+    rng = np.random.default_rng(axis)
+    shape = (3, 5, 4)
+    for length in (1, 2, 7):
+        index_shape = tuple(length if k == axis else n for k, n in enumerate(shape))
+        raw = rng.integers(0, 256, (*shape, 16), dtype=np.uint8)
+        data = np.ascontiguousarray(raw[..., : np.dtype(dtype).itemsize]).view(dtype)[..., 0]
+        raw = rng.integers(0, 256, (*index_shape, 16), dtype=np.uint8)
+        updates = np.ascontiguousarray(raw[..., : np.dtype(dtype).itemsize]).view(dtype)[..., 0]
+        n = shape[axis]
+        indices = rng.integers(-n, n, index_shape).astype(np.int64)
+        want = _elements_oracle(data, indices, updates, axis)
+        assert _elements_at(data, indices, updates, axis) is True
+        assert data.tobytes() == want.tobytes()
+
+
+def test_scatter_elements_at_writes_nothing_for_an_index_out_of_range():
+    data = np.zeros((2, 4, 3), np.float32)
+    updates = np.ones((2, 1, 3), np.float32)
+    for bad in (4, -5, 2**62, -(2**63)):
+        for where in range(6):
+            indices = np.zeros((2, 1, 3), np.int64)
+            indices.reshape(-1)[where] = bad
+            assert _elements_at(data, indices, updates, 1) is False
+            assert not data.any()
+    assert _elements_at(data, np.full((2, 1, 3), -4, np.int64), updates, 1) is True
+    assert (data[:, 0] == 1).all()
+    # An empty axis: every index is out of range.
+    empty = np.zeros((2, 0, 3), np.float32)
+    assert _elements_at(empty, np.zeros((2, 1, 3), np.int64), updates, 1) is False
+
+
+def test_scatter_elements_at_declines_shared_memory_and_validates():
+    data = np.zeros((4, 4), np.float32)
+    indices = np.zeros((1, 4), np.int64)
+    assert _elements_at(data, indices, data[1:2], 0) is False  # (updates are data's row 1)
+    assert not data.any()
+    p = data.ctypes.data
+    with pytest.raises(ValueError, match="length -1"):
+        _kernels.scatter_elements_at(p, p, p, 1, 4, -1, 4, 4)
+    with pytest.raises(ValueError, match="itemsize -4"):
+        _kernels.scatter_elements_at(p, p, p, 1, 4, 1, 4, -4)
+    with pytest.raises(ValueError, match="null address"):
+        _kernels.scatter_elements_at(p, p, 0, 1, 4, 1, 4, 4)
+    with pytest.raises(TypeError, match="8 arguments"):
+        _kernels.scatter_elements_at(p, p, p, 1, 4, 1, 4)
+    assert _kernels.scatter_elements_at(0, 0, 0, 0, 4, 1, 4, 4) is True  # (nothing to write)
+
+
+def test_scatter_at_takes_plain_ndarrays_of_exactly_the_bytes():
+    """An ndarray in place of an address: C-ordered, aligned, of exactly the bytes (data
+    writeable, indices native int64), else False with nothing written."""
+    data = np.zeros((4, 3), np.float32)
+    indices = np.array([[2], [-1]], np.int64)
+    updates = np.arange(6, dtype=np.float32).reshape(2, 3)
+    nd = _kernels.scatter_nd_at
+    assert nd(data, updates, indices, 2, (4,), 12) is True
+    np.testing.assert_array_equal(data[[2, 3]], updates)
+    data[:] = 0
+    declined = [
+        (data[:, :2].copy(), updates, indices),  # (fewer bytes than the layout's)
+        (np.zeros((4, 6), np.float32)[:, ::2], updates, indices),  # (strided)
+        (data, updates, indices.astype(np.int32)),
+        (data, updates, indices.astype(">i8")),
+        (data, np.asfortranarray(updates), indices),
+    ]
+    for k, (d, u, i) in enumerate(declined):
+        assert nd(d, u, i, 2, (4,), 12) is False, k
+        assert not d.any(), k
+    frozen = np.zeros((4, 3), np.float32)
+    frozen.flags.writeable = False
+    assert nd(frozen, updates, indices, 2, (4,), 12) is False
+    assert not frozen.any()
+    e = np.zeros((2, 3), np.float32)
+    assert _kernels.scatter_elements_at(
+        e, np.ones((2, 1), np.float32), np.array([[-1], [0]], np.int64), 2, 3, 1, 1, 4
+    ) is True  # fmt: skip
+    assert e.tolist() == [[0, 0, 1], [1, 0, 0]]

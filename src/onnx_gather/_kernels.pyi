@@ -81,6 +81,20 @@ def tensor_scatter_slices_at(
     circular: bool,
     /,
 ) -> bool: ...
+def scatter_nd_at(
+    data: int, updates: int, indices: int, count: int, dims: tuple[int, ...], row: int, /
+) -> bool: ...
+def scatter_elements_at(
+    data: int,
+    updates: int,
+    indices: int,
+    outer: int,
+    size: int,
+    length: int,
+    inner: int,
+    itemsize: int,
+    /,
+) -> bool: ...
 def outside_at(address: int, count: int, itemsize: int, size: int, /) -> bool: ...
 def view(
     base: object,

@@ -13,6 +13,10 @@
  *   tensor_scatter_slices_at(cache, update, write_indices, batch, outer, size, length,
  *                            inner, circular) -> True or False (by address)
  *     (TensorScatter's plain writes in place; og_tensor_scatter.c)
+ *   scatter_nd_at(data, updates, indices, count, dims, row) -> True or False
+ *   scatter_elements_at(data, updates, indices, outer, size, length, inner, itemsize)
+ *     -> True or False
+ *     (ScatterND's and ScatterElements' plain writes in place by address; og_scatter_at.c)
  *   outside_at(address, count, itemsize, size) -> True or False
  *     (whether an index in another library's CPU memory is outside [-size, size-1];
  *     og_bounds.c)
@@ -257,6 +261,18 @@ static PyMethodDef og_methods[] = {
      "inner, circular) -> True or False\n\ntensor_scatter_slices on C-ordered buffers by "
      "address: batch x outer x size rows of `inner` bytes, the update's length rows, "
      "`batch` int64 indices."},
+    {"scatter_nd_at", (PyCFunction)(void (*)(void))og_scatter_nd_at, METH_FASTCALL,
+     "scatter_nd_at(data, updates, indices, count, dims, row) -> True or False\n\n"
+     "ScatterND (reduction none) in place on C-ordered buffers by address: data of "
+     "prod(dims) slices of `row` bytes, `count` int64 tuples of len(dims) coordinates and "
+     "their update slices. True: written; False: nothing written (an index out of range, "
+     "misaligned indices, memory shared with data)."},
+    {"scatter_elements_at", (PyCFunction)(void (*)(void))og_scatter_elements_at,
+     METH_FASTCALL,
+     "scatter_elements_at(data, updates, indices, outer, size, length, inner, itemsize) "
+     "-> True or False\n\nScatterElements (reduction none) in place on C-ordered buffers "
+     "by address: data of outer x size x inner items, int64 indices and updates of outer x "
+     "length x inner. True: written; False: nothing written."},
     {"outside_at", (PyCFunction)(void (*)(void))og_outside_at, METH_FASTCALL,
      "outside_at(address, count, itemsize, size) -> True or False\n\nWhether any of count "
      "native int32 (itemsize 4) or int64 (8) indices at address lies outside "

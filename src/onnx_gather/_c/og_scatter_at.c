@@ -1,0 +1,244 @@
+/*
+ * ScatterND's and ScatterElements' plain writes in place, on buffers by address: the
+ * decode step's KV-cache write of a few rows into another library's tensor, whose NumPy
+ * views (and the general kernel's argument parsing, og_scatter.c) cost more than the
+ * write.
+ *
+ *   scatter_nd_at(data, updates, indices, count, dims, row) -> True or False
+ *   scatter_elements_at(data, updates, indices, outer, size, length, inner, itemsize)
+ *     -> True or False
+ *
+ * Reduction none. True: written. False, with nothing written: an index out of range
+ * (the caller's general path then raises, or drops the update unchecked), misaligned
+ * indices, or updates or indices that share data's memory (the general path copies them
+ * first). Every index is read before the first write, and the writes run in C order of
+ * the indices: with duplicates the last update wins, as the general kernel's does.
+ * Negative indices count from the end of their axis.
+ *
+ * Each buffer is an address (a Python int: another library's memory), for which the
+ * caller vouches that it holds C-ordered data of the sizes below (indices native int64),
+ * or an exact ndarray, which must be C-ordered, aligned and of exactly those bytes (data
+ * writeable, indices native int64; else False). The layout:
+ *   - scatter_nd_at: data of prod(dims) slices of `row` bytes; `count` index tuples of
+ *     len(dims) coordinates, the first addressing dims[0]; `count` update slices.
+ *   - scatter_elements_at: data of outer x size x inner items of `itemsize` bytes;
+ *     indices and updates of outer x length x inner (the axis is the middle one: the
+ *     indices' other dims are data's).
+ * Writes of 1 MiB and more release the GIL. ValueError for a size out of [0, 2**62] or a
+ * null address where something is read or written.
+ */
+#include "og_core.h"
+
+#define OG_AT_MAX_DIMS 32
+#define OG_AT_UNLOCKED ((npy_intp)1 << 20)
+
+/* Whether the byte ranges [a, a + na) and [b, b + nb) share no byte. */
+static int
+apart(const char *a, npy_intp na, const char *b, npy_intp nb)
+{
+    return na <= 0 || nb <= 0 || a >= b + nb || b >= a + na;
+}
+
+/* Whether v lies in [-size, size-1] (unsigned: v + size below 2 * size; size <= 2**62). */
+static inline int
+inside(npy_int64 v, npy_int64 size)
+{
+    return (npy_uint64)v + (npy_uint64)size < 2 * (npy_uint64)size;
+}
+
+/* The three buffers (data, updates, indices) of nbytes[k] bytes each: an address (a
+ * Python int), or an exact, C-ordered, aligned ndarray of exactly those bytes (data
+ * writeable; indices native int64). 1: at[] holds them; 0: an ndarray is not such (the
+ * caller's general path serves it); -1 with an error set. */
+static int
+buffers(PyObject *const *args, const npy_intp *nbytes, char **at)
+{
+    int k;
+    for (k = 0; k < 3; k++) {
+        if (PyArray_CheckExact(args[k])) {
+            PyArrayObject *a = (PyArrayObject *)args[k];
+            if (!PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISALIGNED(a) ||
+                PyDataType_REFCHK(PyArray_DESCR(a)) || PyArray_NBYTES(a) != nbytes[k] ||
+                (k == 0 && !PyArray_ISWRITEABLE(a)) ||
+                (k == 2 && (PyArray_TYPE(a) != NPY_INT64 || !PyArray_ISNOTSWAPPED(a)))) {
+                return 0;
+            }
+            at[k] = PyArray_BYTES(a);
+        }
+        else {
+            at[k] = PyLong_AsVoidPtr(args[k]);
+            if (at[k] == NULL && PyErr_Occurred()) return -1;
+        }
+    }
+    return 1;
+}
+
+/* ValueError: a buffer the write reads or writes has no address. Returns NULL. */
+static PyObject *
+null_address(const char *function)
+{
+    PyErr_Format(PyExc_ValueError, "%s: a null address", function);
+    return NULL;
+}
+
+/* A size argument: >= 0, at most 2**62 (else ValueError naming it). -1 with an error set. */
+static npy_intp
+size_arg(PyObject *arg, const char *function, const char *name)
+{
+    npy_intp v = PyLong_AsSsize_t(arg);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (v < 0 || (npy_int64)v > ((npy_int64)1 << 62)) {
+        PyErr_Format(PyExc_ValueError, "%s: %s %zd (want 0 <= %s <= 2**62)", function, name,
+                     (Py_ssize_t)v, name);
+        return -1;
+    }
+    return v;
+}
+
+static void
+nd_write(char *data, const char *updates, const npy_int64 *ind, npy_intp count, int depth,
+         const npy_int64 *dims, npy_intp row)
+{
+    npy_intp n;
+    int j;
+    for (n = 0; n < count; n++) {
+        const npy_int64 *c = ind + n * depth;
+        npy_int64 slice = 0;
+        for (j = 0; j < depth; j++) slice = slice * dims[j] + (c[j] < 0 ? c[j] + dims[j] : c[j]);
+        memcpy(data + slice * row, updates + n * row, (size_t)row);
+    }
+}
+
+PyObject *
+og_scatter_nd_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    char *at[3];
+    npy_int64 dims[OG_AT_MAX_DIMS], slices = 1;
+    npy_intp count, row, n, nbytes[3];
+    Py_ssize_t depth, j;
+    int ok;
+    npy_uint64 bad = 0;
+    (void)self;
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "scatter_nd_at takes 6 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if ((count = size_arg(args[3], "scatter_nd_at", "count")) < 0) return NULL;
+    if ((row = size_arg(args[5], "scatter_nd_at", "row")) < 0) return NULL;
+    if (!PyTuple_CheckExact(args[4]) || PyTuple_GET_SIZE(args[4]) > OG_AT_MAX_DIMS) {
+        PyErr_Format(PyExc_TypeError, "scatter_nd_at: dims must be a tuple of at most %d ints",
+                     OG_AT_MAX_DIMS);
+        return NULL;
+    }
+    depth = PyTuple_GET_SIZE(args[4]);
+    for (j = 0; j < depth; j++) {
+        dims[j] = size_arg(PyTuple_GET_ITEM(args[4], j), "scatter_nd_at", "dims item");
+        if (dims[j] < 0) return NULL;
+        slices *= dims[j];
+    }
+    nbytes[0] = (npy_intp)slices * row;
+    nbytes[1] = count * row;
+    nbytes[2] = count * (npy_intp)depth * (npy_intp)sizeof(npy_int64);
+    if ((ok = buffers(args, nbytes, at)) <= 0) return ok < 0 ? NULL : Py_NewRef(Py_False);
+    if (count == 0) Py_RETURN_TRUE;
+    if (depth > 0 && at[2] == NULL) return null_address("scatter_nd_at");
+    if ((npy_intp)at[2] % (npy_intp)sizeof(npy_int64) != 0 ||
+        !apart(at[0], nbytes[0], at[1], nbytes[1]) || !apart(at[0], nbytes[0], at[2], nbytes[2])) {
+        Py_RETURN_FALSE;
+    }
+    /* Every coordinate first, without a branch: a bad one writes nothing. */
+    {
+        const npy_int64 *ind = (const npy_int64 *)at[2];
+        for (n = 0; n < count; n++) {
+            for (j = 0; j < depth; j++) bad |= !inside(ind[n * depth + j], dims[j]);
+        }
+    }
+    if (bad) Py_RETURN_FALSE;
+    if (row == 0) Py_RETURN_TRUE;
+    if (at[0] == NULL || at[1] == NULL) return null_address("scatter_nd_at");
+    if (count * row >= OG_AT_UNLOCKED) {
+        Py_BEGIN_ALLOW_THREADS
+        nd_write(at[0], at[1], (const npy_int64 *)at[2], count, (int)depth, dims, row);
+        Py_END_ALLOW_THREADS
+    }
+    else {
+        nd_write(at[0], at[1], (const npy_int64 *)at[2], count, (int)depth, dims, row);
+    }
+    Py_RETURN_TRUE;
+}
+
+/* One item of a compile-time size where it is a common one: a memcpy the compiler turns
+ * into a move. */
+#define OG_ELEMENTS_LOOP(SIZE)                                                              \
+    for (o = 0; o < outer; o++) {                                                          \
+        for (l = 0; l < length; l++) {                                                     \
+            npy_intp from = (o * length + l) * inner;                                      \
+            for (i = 0; i < inner; i++) {                                                  \
+                npy_int64 v = ind[from + i];                                               \
+                npy_intp to = (o * size + (v < 0 ? v + size : v)) * inner + i;             \
+                memcpy(data + to * (SIZE), updates + (from + i) * (SIZE), (size_t)(SIZE)); \
+            }                                                                              \
+        }                                                                                  \
+    }
+
+static void
+elements_write(char *data, const char *updates, const npy_int64 *ind, npy_intp outer,
+               npy_intp size, npy_intp length, npy_intp inner, npy_intp itemsize)
+{
+    npy_intp o, l, i;
+    switch (itemsize) {
+    case 1: OG_ELEMENTS_LOOP(1) break;
+    case 2: OG_ELEMENTS_LOOP(2) break;
+    case 4: OG_ELEMENTS_LOOP(4) break;
+    case 8: OG_ELEMENTS_LOOP(8) break;
+    case 16: OG_ELEMENTS_LOOP(16) break;
+    default: OG_ELEMENTS_LOOP(itemsize) break;
+    }
+}
+
+PyObject *
+og_scatter_elements_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    static const char *names[5] = {"outer", "size", "length", "inner", "itemsize"};
+    char *at[3];
+    npy_intp sizes[5], outer, size, length, inner, itemsize, count, k, nbytes[3];
+    int ok;
+    npy_uint64 bad = 0;
+    const npy_int64 *ind;
+    (void)self;
+    if (nargs != 8) {
+        PyErr_Format(PyExc_TypeError, "scatter_elements_at takes 8 arguments (%zd given)",
+                     nargs);
+        return NULL;
+    }
+    for (k = 0; k < 5; k++) {
+        sizes[k] = size_arg(args[3 + k], "scatter_elements_at", names[k]);
+        if (sizes[k] < 0) return NULL;
+    }
+    outer = sizes[0], size = sizes[1], length = sizes[2], inner = sizes[3], itemsize = sizes[4];
+    count = outer * length * inner;
+    nbytes[0] = outer * size * inner * itemsize;
+    nbytes[1] = count * itemsize;
+    nbytes[2] = count * (npy_intp)sizeof(npy_int64);
+    if ((ok = buffers(args, nbytes, at)) <= 0) return ok < 0 ? NULL : Py_NewRef(Py_False);
+    if (count == 0) Py_RETURN_TRUE;
+    if (at[2] == NULL) return null_address("scatter_elements_at");
+    if ((npy_intp)at[2] % (npy_intp)sizeof(npy_int64) != 0 ||
+        !apart(at[0], nbytes[0], at[1], nbytes[1]) || !apart(at[0], nbytes[0], at[2], nbytes[2])) {
+        Py_RETURN_FALSE;
+    }
+    ind = (const npy_int64 *)at[2];
+    for (k = 0; k < count; k++) bad |= !inside(ind[k], size);
+    if (bad) Py_RETURN_FALSE;
+    if (itemsize == 0) Py_RETURN_TRUE;
+    if (at[0] == NULL || at[1] == NULL) return null_address("scatter_elements_at");
+    if (count * itemsize >= OG_AT_UNLOCKED) {
+        Py_BEGIN_ALLOW_THREADS
+        elements_write(at[0], at[1], ind, outer, size, length, inner, itemsize);
+        Py_END_ALLOW_THREADS
+    }
+    else {
+        elements_write(at[0], at[1], ind, outer, size, length, inner, itemsize);
+    }
+    Py_RETURN_TRUE;
+}
