@@ -180,6 +180,64 @@ def test_in_place_updates_data_itself() -> None:
     assert twin[:, 5].max() == 1
 
 
+@pytest.mark.parametrize("op", ["scatter_nd", "scatter_elements"])
+def test_numpy_in_place_writes_by_address_first(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A NumPy KV write in place goes by address (``_scatter.writer_at``); where that
+    declines (an index out of range, updates sharing the cache, int32 indices, a layout
+    it does not take), the general path answers, and raises before writing anything."""
+    from onnx_gather import _api
+    from onnx_gather._backends._numpy import _scatter
+    from onnx_gather._memo import Memo
+
+    monkeypatch.setattr(_api, "_CALLS", Memo(4096))
+    written = []
+    real = _scatter.writer_at
+
+    def spy(*args: Any) -> Any:
+        at = real(*args)
+        return None if at is None else lambda *a: written.append(at(*a)) or written[-1]
+
+    monkeypatch.setattr(_scatter, "writer_at", spy)
+    cache = np.arange(2 * 3 * 5 * 4, dtype=F32).reshape(2, 3, 5, 4)
+    new = -np.arange(2 * 3 * 1 * 4, dtype=F32).reshape(2, 3, 1, 4) - 1
+    if op == "scatter_nd":
+        rows = np.stack(np.meshgrid([0, 1], [0, 1, 2], [-2], indexing="ij"), -1)  # (2, 3, 1, 3)
+        rows = rows.reshape(2, 3, 1, 3)
+
+        def write(c: Any, i: Any, u: Any, **kw: Any) -> Any:
+            return og.scatter_nd(c, i, u, **kw)
+
+    else:
+        rows = np.full((2, 3, 1, 4), -2)
+
+        def write(c: Any, i: Any, u: Any, **kw: Any) -> Any:
+            return og.scatter_elements(c, i, u, axis=2, **kw)
+
+    want = write(cache, rows, new)  # (a new array: the general path)
+    assert written == []
+    c = cache.copy()
+    assert write(c, rows, new, out=c) is c
+    assert_identical(c, want)
+    assert written == [True]
+    bad = rows.copy()
+    bad[1, 2, 0, -1] = 5  # (axis 2 has 5 positions)
+    c = cache.copy()
+    with pytest.raises(IndexError, match="index 5 "):
+        write(c, bad, new, out=c)
+    assert_identical(c, cache)
+    assert written == [True, False]
+    c = cache.copy()
+    shared = c[:, :, 1:2]  # (the updates are the cache's position 1)
+    write(c, rows, shared, out=c)
+    expected_ = write(cache, rows, cache[:, :, 1:2].copy())
+    assert_identical(c, expected_)
+    assert written == [True, False, False]
+    c = cache.copy()
+    write(c, rows.astype(np.int32), new, out=c)
+    assert_identical(c, want)
+    assert len(written) == 3
+
+
 #: The random sweep: shapes small enough for the oracle's Python loops, many duplicates.
 _DTYPES = ["bool", "int8", "uint8", "int32", "int64", "uint64", "float16", "float32",
            "float64", "complex64", "string"]  # fmt: skip

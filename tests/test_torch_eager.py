@@ -215,6 +215,62 @@ def test_in_place_scatter_out_of_range_writes_nothing(fresh_calls: None) -> None
     assert torch.equal(c, before)
 
 
+def _spied_writes_at(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that gets a 1 for each write the bound scatters make by address."""
+    from onnx_gather._backends._torch import _eager
+
+    used: list[int] = []
+    real = _eager._writing_at
+
+    def spy(*args: Any) -> Any:
+        at = real(*args)
+        return None if at is None else lambda *a: used.append(1) or at(*a)
+
+    monkeypatch.setattr(_eager, "_writing_at", spy)
+    return used
+
+
+def _scattered_elements(data: np.ndarray, index: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """ScatterElements along axis 2, one update at a time in C order."""
+    want = data.copy()
+    for position in np.ndindex(index.shape):
+        target = list(position)
+        target[2] = index[position]
+        want[tuple(target)] = values[position]
+    return want
+
+
+def test_in_place_scatter_elements_writes_by_address(
+    fresh_calls: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A KV write of ScatterElements: negatives from the end, duplicates in C order,
+    nothing written for an index out of range; past AT_UP_TO bytes, the general kernel."""
+    from onnx_gather import _api
+    from onnx_gather._backends._numpy import _scatter
+    from onnx_gather._memo import Memo
+
+    used = _spied_writes_at(monkeypatch)
+    index = np.array([3, -1, 0, 3])[None, None, :, None] * np.ones((2, 4, 1, 6), np.int64)
+    values = np.arange(2 * 4 * 4 * 6, dtype=np.float32).reshape(2, 4, 4, 6)
+    want = _scattered_elements(CACHE, index, values)  # (position 3 twice: the second wins)
+    c = _t(CACHE)
+    og.scatter_elements(c, _t(index), _t(values), axis=2, out=c)
+    np.testing.assert_array_equal(c.numpy(), want)
+    assert used == [1]
+    bad = index.copy()
+    bad[1, 3, 2, 5] = 5
+    with pytest.raises(IndexError, match="index 5 "):
+        og.scatter_elements(c, _t(bad), _t(values - 1), axis=2, out=c)
+    np.testing.assert_array_equal(c.numpy(), want)
+    assert used == [1, 1]  # (it declined; the general path raised)
+    monkeypatch.setattr(_api, "_CALLS", Memo(4096))
+    monkeypatch.setattr(_scatter, "AT_UP_TO", values.nbytes - 1)
+    c = _t(CACHE)
+    og.scatter_elements(c, _t(index), _t(values), axis=2, out=c)
+    np.testing.assert_array_equal(c.numpy(), want)
+    assert used == [1, 1]
+
+
 def test_duplicates_resolve_in_c_order(fresh_calls: None) -> None:
     c = _t(CACHE)
     rows = np.array([[[0, 1, 3]], [[0, 1, 3]]])  # both aim at one row: the last wins
@@ -231,30 +287,41 @@ def test_duplicates_resolve_in_c_order(fresh_calls: None) -> None:
 def test_scatter_route_taken_and_left_where_it_does_not_serve(
     fresh_calls: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The bound route runs the compiled kernel; a view, a gradient: the exact path."""
+    """The bound route writes by address in place, else runs the compiled kernel; a view,
+    a gradient: the exact path."""
     from onnx_gather._backends._torch import _eager
 
     used = []
-    real = _eager.bound_compiled
+    real, real_at = _eager.bound_compiled, _eager._writing_at
 
     def spy(*args: Any) -> Any:
         run = real(*args)
-        return None if run is None else lambda *a: used.append(1) or run(*a)
+        return None if run is None else lambda *a: used.append("kernel") or run(*a)
+
+    def spy_at(*args: Any) -> Any:
+        at = real_at(*args)
+        return None if at is None else lambda *a: used.append("at") or at(*a)
 
     monkeypatch.setattr(_eager, "bound_compiled", spy)
+    monkeypatch.setattr(_eager, "_writing_at", spy_at)
     monkeypatch.setitem(
         _eager.BINDERS, "scatter_nd", _eager._scatter(_eager._kernels.scatter_nd, axis=False)
     )
     c = _t(CACHE)
     og.scatter_nd(c, _t(ROWS), _t(NEW), out=c)
-    assert used == [1]
+    assert used == ["at"]
+    og.scatter_nd(c, _t(ROWS).int(), _t(NEW), out=c)  # (int32 tuples: the general kernel)
+    assert used == ["at", "kernel"]
+    og.scatter_nd(c, _t(ROWS), _t(NEW))  # (a new tensor: the general kernel)
+    assert used == ["at", "kernel", "kernel"]
+    used.clear()
     strided = _t(CACHE.transpose(1, 0, 2, 3).copy()).transpose(1, 0)  # (not C-ordered)
     og.scatter_nd(strided, _t(ROWS), _t(NEW), out=strided)
     np.testing.assert_array_equal(strided.numpy(), _written(CACHE, ROWS, NEW))
     leaf = _t(CACHE).requires_grad_()
     new = _t(NEW).requires_grad_()
     og.scatter_nd(leaf, _t(ROWS), new).sum().backward()
-    assert used == [1]
+    assert used == []
     np.testing.assert_array_equal(new.grad.numpy(), np.ones_like(NEW))
     assert leaf.grad[0, 1, 3].sum() == 0
     assert leaf.grad[0, 0, 0].sum() == 6

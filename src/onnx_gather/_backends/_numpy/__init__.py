@@ -247,12 +247,13 @@ class NumpyBackend(Backend):
         """A gather of plain arrays: the compiled kernel itself, with nothing between.
 
         Types it does not take (strings, objects: NotImplemented), data of a subclass and
-        the scatters bind the method (:func:`_run` says the rest); TensorScatter in place
-        at one slice binds one assignment (:func:`_tensor_scatter_in_place`).
+        the scatters bind the method (:func:`_run` says the rest); the scatters bind their
+        plain writes in place first (:data:`_IN_PLACE`).
         """
         exact = super().bind(method, plan, arrays)
-        if method == "tensor_scatter":
-            return _tensor_scatter_in_place(plan, arrays, exact)
+        in_place = _IN_PLACE.get(method)
+        if in_place is not None:
+            return in_place(plan, arrays, exact)
         name, kernel = _KERNEL_ATTRIBUTE.get(method), _COMPILED.get(method)
         if name is None or kernel is None or type(arrays[0]) is not np.ndarray:
             return exact
@@ -395,6 +396,46 @@ def _tensor_scatter_in_place(plan: Any, arrays: tuple[Array, ...], exact: Call) 
         return data
 
     return call
+
+
+def _scatter_in_place(elements: bool) -> Callable[[Any, tuple[Array, ...], Call], Call]:
+    """ScatterElements' (``elements``) or ScatterND's binder: in place, a plain write.
+
+    With ``out`` data, the plain write by address (:func:`._scatter.writer_at`) first.
+    Plain arrays of plain items with int64 indices; where it declines (an index out of
+    range, shared memory, another layout), and for everything else, ``exact``.
+    """
+
+    def bind(plan: Any, arrays: tuple[Array, ...], exact: Call) -> Call:
+        data, indices = arrays[0], arrays[1]
+        if (
+            not all(type(x) is np.ndarray for x in arrays)
+            or data.dtype.kind in "OSUT"
+            or data.dtype.hasobject
+            or indices.dtype != np.int64
+        ):
+            return exact
+        at = _scatter.writer_at(_kernels, plan, data.shape, indices.shape, data.itemsize, elements)
+        if at is None:
+            return exact
+
+        def call(arrays: tuple[Array, ...], out: Any = None, /) -> Any:
+            data, indices, updates = arrays
+            if out is data and at(data, updates, indices):
+                return data
+            return exact(arrays, out)
+
+        return call
+
+    return bind
+
+
+#: The operators whose calls with ``out`` data bind a write in place of their own.
+_IN_PLACE: dict[str, Callable[[Any, tuple[Array, ...], Call], Call]] = {
+    "scatter_elements": _scatter_in_place(elements=True),
+    "scatter_nd": _scatter_in_place(elements=False),
+    "tensor_scatter": _tensor_scatter_in_place,
+}
 
 
 def compiled_available() -> bool:

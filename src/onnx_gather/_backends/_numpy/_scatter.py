@@ -225,6 +225,55 @@ def bound_compiled(
     return run
 
 
+#: The bytes up to which a plain write in place goes by address, on one thread
+#: (:func:`writer_at`); the general kernel splits larger ones over threads.
+AT_UP_TO = 1 << 18
+
+
+def writer_at(
+    kernels: Any,
+    plan: Any,
+    data_shape: tuple[int, ...],
+    index_shape: tuple[int, ...],
+    itemsize: int,
+    elements: bool,
+) -> Callable[[Any, Any, Any], bool] | None:
+    """A plain write in place by address: ``at(data, updates, indices) -> written``.
+
+    ``kernels.scatter_nd_at``, or ``scatter_elements_at`` (``elements``) where the
+    indices span data off the axis. Each of the three is an address or a plain C-ordered
+    ndarray; the caller vouches for what an address holds: these shapes, C-ordered,
+    updates of data's type, int64 indices. Reduction ``none``, at most
+    :data:`AT_UP_TO` bytes written: a decode step's KV-cache write of a few rows, where
+    the views and the general kernel's argument parsing cost more than the write (8
+    rows of 64 floats from torch: 2.5 against 1.2 us). It writes nothing and says False
+    for an index out of range, memory shared with data, or an ndarray of another layout:
+    the general path then serves the call (it raises, drops the update unchecked, or
+    copies what is shared). None where it does not apply.
+    """
+    if kernels is None or plan.reduction != Reduction.NONE:
+        return None
+    if elements:
+        along = plan.axis
+        if math.prod(index_shape) * itemsize > AT_UP_TO or any(
+            n != m
+            for k, (n, m) in enumerate(zip(data_shape, index_shape, strict=True))
+            if k != along
+        ):
+            return None
+        outer, inner = math.prod(data_shape[:along]), math.prod(data_shape[along + 1 :])
+        layout = (outer, data_shape[along], index_shape[along], inner, itemsize)
+        elements_at = kernels.scatter_elements_at
+        return lambda data, updates, indices: elements_at(data, updates, indices, *layout)
+    depth = index_shape[-1]
+    count, dims = math.prod(index_shape[:-1]), tuple(data_shape[:depth])
+    row = math.prod(data_shape[depth:]) * itemsize
+    if count * row > AT_UP_TO:
+        return None
+    nd_at = kernels.scatter_nd_at
+    return lambda data, updates, indices: nd_at(data, updates, indices, count, dims, row)
+
+
 def copied(data: np.ndarray, kernel: Callable[..., Any] | None, threads: int) -> np.ndarray:
     """A C-ordered copy of ``data``, over threads where the compiled kernel takes it.
 

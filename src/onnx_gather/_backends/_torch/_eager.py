@@ -12,7 +12,12 @@ from torch.autograd.graph import increment_version
 
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._numpy import _kernels
-from onnx_gather._backends._numpy._scatter import CheckMode, bound_compiled, copy_slices
+from onnx_gather._backends._numpy._scatter import (
+    CheckMode,
+    bound_compiled,
+    copy_slices,
+    writer_at,
+)
 from onnx_gather._backends._torch._views import TYPENUMS, as_numpy, of_new
 
 if TYPE_CHECKING:
@@ -155,9 +160,22 @@ def _scatter(kernel: Any, axis: bool) -> Callable[[Plan, tuple[Any, ...], Call],
         run = bound_compiled(kernel, attributes, plan, str(data.dtype).removeprefix("torch."))
         if run is None:
             return exact
-        return _scattering(run, _kernels.view, arrays, tuple(plan.out_shape), exact)
+        at = _writing_at(plan, arrays, axis)
+        return _scattering(run, _kernels.view, arrays, tuple(plan.out_shape), exact, at)
 
     return bind
+
+
+def _writing_at(plan: Plan, arrays: tuple[Array, ...], axis: bool) -> Callable[..., bool] | None:
+    """The plain in-place write by address, for int64 indices: ``writer_at``'s.
+
+    (:func:`onnx_gather._backends._numpy._scatter.writer_at`)
+    """
+    data, indices, _ = arrays
+    if indices.dtype != torch.int64:
+        return None
+    shape, index_shape = tuple(data.shape), tuple(indices.shape)
+    return writer_at(_kernels, plan, shape, index_shape, data.element_size(), axis)
 
 
 def _scattering(
@@ -166,6 +184,7 @@ def _scattering(
     arrays: tuple[Array, ...],
     shape: tuple[int, ...],
     exact: Call,
+    at: Callable[..., bool] | None = None,
 ) -> Call:
     """The bound scatter: into a new tensor, or in place where ``out`` is data.
 
@@ -175,7 +194,8 @@ def _scattering(
     copied first (read before written). The shapes and types are those of ``arrays``
     (the call's key holds them): a C-ordered tensor's view (``new_view``:
     ``_kernels.view``) needs only its address, and its bytes span ``[address, address +
-    nbytes)``, which tells whether it shares data's memory.
+    nbytes)``, which tells whether it shares data's memory. In place, ``at`` (see
+    :func:`_writing_at`), where given, writes first without views.
     """
     dtype = arrays[0].dtype
     complex_ = dtype.is_complex
@@ -211,6 +231,15 @@ def _scattering(
             if not data.is_contiguous():
                 return exact(arrays, out)
             start = data.data_ptr()
+            if (
+                at is not None
+                and out is not None
+                and updates.is_contiguous()
+                and indices.is_contiguous()
+                and at(start, updates.data_ptr(), indices.data_ptr())
+            ):
+                increment_version(data)  # (written behind autograd's back: see _views)
+                return data
             host_indices = view(indices, index_shape, types[1], start)
             values = view(updates, update_shape, types[2], start)
         except RuntimeError:
