@@ -525,7 +525,7 @@ def _targets_in_graph(indices: torch.Tensor, plan: Any) -> tuple[torch.Tensor, A
     n = rows.shape[0]
     position = torch.arange(n, device=wide.device)
     if n > 1 and n * n <= _PAIRS:
-        # Two reductions over the pairs, in one kernel: the last of the rows equal to
+        # Two maxima over the pairs, in one kernel: the last of the rows equal to
         # each (itself too), and each tuple's row, or ``cells`` where any tuple is out
         # of range. Both are buffers the layers' writes load, rather than values each
         # write recomputes: the 8-layer KV-cache step compiled in 3.2 against 3.4 s
@@ -535,11 +535,19 @@ def _targets_in_graph(indices: torch.Tensor, plan: Any) -> tuple[torch.Tensor, A
         # one with their sizes as numbers compiled in 6.0 against 7.9 s, native 2.2 s,
         # but ran at 1.46x: inductor then keeps each pair's comparison in a buffer;
         # probes of 2026-11-27.)
+        #
+        # The two are one reduction of their pairs stacked, (2, n, n): its loop over 2n
+        # outputs is not the n tuples' loop of the layers' writes, so inductor's
+        # outer-loop fusion no longer analyses it with each of them (1.3 of 2.4 s of
+        # code generation under cProfile): the 8-layer step compiled in 2.5-2.7 against
+        # 2.9-3.0 s (native 1.9), at the same speed (probes of 2026-11-28, fresh
+        # processes).
         same = rows.unsqueeze(1) == rows.unsqueeze(0)
-        last = torch.where(same, position, -1).amax(1)
         own = position.unsqueeze(1) == position.unsqueeze(0)
         pairs = torch.where(own, rows.unsqueeze(1), -1)
-        targets = torch.where(stray.unsqueeze(0), cells, pairs).amax(1)
+        last, targets = torch.stack(
+            [torch.where(same, position, -1), torch.where(stray.unsqueeze(0), cells, pairs)]
+        ).amax(2)
         return targets, last
     if n > 1:
         # Each row's last tuple, in a buffer of data's rows. The pairs compile slower
