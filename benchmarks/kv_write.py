@@ -21,7 +21,6 @@ medians over rounds of ours / theirs within a round.
 from __future__ import annotations
 
 import argparse
-import statistics
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -29,7 +28,7 @@ from typing import Any
 import numpy as np
 
 import onnx_gather as og
-from benchmarks.timer import interleaved, median_ratio
+from benchmarks.timer import interleaved, median_ratio, median_us
 
 SHAPE, POSITION = (1, 8, 512, 64), 300
 
@@ -112,13 +111,9 @@ def main() -> None:
             ours = f"{prefix} ours {op}"
             for native in natives:
                 print(
-                    f"| {ours} | {_us(times[ours])} | {native} | {_us(times[native])} "
+                    f"| {ours} | {median_us(times[ours], 2)} | {native} | {median_us(times[native], 2)} "
                     f"| {median_ratio(times[ours], times[native]):.2f} |"
                 )
-
-
-def _us(seconds: list[float]) -> str:
-    return f"{statistics.median(seconds) * 1e6:.2f} µs"
 
 
 if __name__ == "__main__":

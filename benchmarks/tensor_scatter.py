@@ -19,7 +19,6 @@ Ratios are medians over rounds of ours / theirs within a round.
 from __future__ import annotations
 
 import argparse
-import statistics
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +26,7 @@ from typing import Any
 import numpy as np
 
 import onnx_gather as og
-from benchmarks.timer import interleaved, median_ratio
+from benchmarks.timer import interleaved, median_ratio, median_us
 from onnx_gather import _ops
 
 #: (name, cache shape, update length along axis 2, write indices)
@@ -118,13 +117,9 @@ def main() -> None:
         for ours, others in PAIRS.items():
             for other in (o for o in others if o in times):
                 print(
-                    f"| {name} | {ours} | {_us(times[ours])} | {other} | {_us(times[other])} "
+                    f"| {name} | {ours} | {median_us(times[ours])} | {other} | {median_us(times[other])} "
                     f"| {median_ratio(times[ours], times[other]):.2f} |"
                 )
-
-
-def _us(seconds: list[float]) -> str:
-    return f"{statistics.median(seconds) * 1e6:.1f} µs"
 
 
 if __name__ == "__main__":

@@ -64,3 +64,8 @@ def interleaved(
 def median_ratio(ours: list[float], other: list[float]) -> float:
     """The median over rounds of ``ours / other`` taken within each round."""
     return statistics.median(a / b for a, b in zip(ours, other, strict=True))
+
+
+def median_us(seconds: list[float], digits: int = 1) -> str:
+    """The median of per-call times, in microseconds, as a table cell (``"2.6 µs"``)."""
+    return f"{statistics.median(seconds) * 1e6:.{digits}f} µs"
