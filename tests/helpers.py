@@ -23,15 +23,22 @@ def without_compiled_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
     the patch (``from ... import _kernels`` reads it once) would keep None after it, and
     later tests would run a backend whose views and routes disagree (the torch backend's
     views took uint64 as int64 while its route ran the kernel's unsigned max on them).
+    A module's own names for the kernel's functions become None too, and the bound calls
+    are new ones: a call bound before holds what its binder read then.
     """
-    from onnx_gather import _kernels
+    from onnx_gather import _api, _kernels
     from onnx_gather._dispatch import backend_for
+    from onnx_gather._memo import Memo
 
     for lib in LIBS:
         backend_for(lib.asarray(np.zeros(1, np.float32)))
     for name, module in list(sys.modules.items()):
-        if name.startswith("onnx_gather.") and getattr(module, "_kernels", None) is _kernels:
-            monkeypatch.setattr(module, "_kernels", None)
+        if not name.startswith("onnx_gather.") or module is _kernels:
+            continue
+        for attribute, value in list(vars(module).items()):
+            if value is _kernels or getattr(value, "__self__", None) is _kernels:
+                monkeypatch.setattr(module, attribute, None)
+    monkeypatch.setattr(_api, "_CALLS", Memo(4096))
 
 
 def run_case(lib: Library, case: Case, indices: Any = None) -> Any:

@@ -1186,13 +1186,24 @@ def test_scatter_nd_at_validation_names_the_bad_value():
         _kernels.scatter_nd_at(p, p, p, 1, (-4,), 8)
     with pytest.raises(TypeError, match="dims must be a tuple"):
         _kernels.scatter_nd_at(p, p, p, 1, [4], 8)
-    with pytest.raises(ValueError, match="null address"):
-        _kernels.scatter_nd_at(p, p, 0, 1, (4,), 8)
-    data = np.zeros((4, 2), np.float32)
-    with pytest.raises(ValueError, match="null address"):
-        _kernels.scatter_nd_at(data.ctypes.data, 0, np.zeros(1, np.int64).ctypes.data, 1, (4,), 8)
     with pytest.raises(TypeError, match="6 arguments"):
         _kernels.scatter_nd_at(p, p, p, 1, (4,))
+    # Products past npy_intp: an error, never a wrapped size an ndarray's bytes could match.
+    with pytest.raises(OverflowError, match="scatter_nd_at: the layout's sizes overflow"):
+        _kernels.scatter_nd_at(np.zeros(0), np.zeros(1), np.zeros(2, np.int64), 1, (2**62, 4), 8)
+    with pytest.raises(OverflowError, match="sizes overflow"):
+        _kernels.scatter_nd_at(np.zeros(2), np.zeros(1), a, 2**61 + 1, (2,), 8)
+    # Declined, nothing written: a null address (a torch ZeroTensor's), more than 32 dims.
+    data = np.zeros((4, 2), np.float32)
+    one = np.zeros((1, 1), np.int64)
+    assert _kernels.scatter_nd_at(p, p, 0, 1, (4,), 8) is False
+    assert _kernels.scatter_nd_at(data.ctypes.data, 0, one.ctypes.data, 1, (4,), 8) is False
+    assert _kernels.scatter_nd_at(0, data.ctypes.data, one.ctypes.data, 1, (4,), 8) is False
+    deep = np.zeros((1,) * 33, np.float32)
+    assert _kernels.scatter_nd_at(deep, np.ones(1, np.float32), np.zeros(33, np.int64), 1,
+                                  (1,) * 33, 4) is False  # fmt: skip
+    assert not data.any()
+    assert not deep.any()
 
 
 def _elements_at(data, indices, updates, axis):
@@ -1260,8 +1271,10 @@ def test_scatter_elements_at_declines_shared_memory_and_validates():
         _kernels.scatter_elements_at(p, p, p, 1, 4, -1, 4, 4)
     with pytest.raises(ValueError, match="itemsize -4"):
         _kernels.scatter_elements_at(p, p, p, 1, 4, 1, 4, -4)
-    with pytest.raises(ValueError, match="null address"):
-        _kernels.scatter_elements_at(p, p, 0, 1, 4, 1, 4, 4)
+    assert _kernels.scatter_elements_at(p, p, 0, 1, 4, 1, 4, 4) is False  # (a null address)
+    assert _kernels.scatter_elements_at(0, p, indices.ctypes.data, 1, 4, 1, 4, 4) is False
+    with pytest.raises(OverflowError, match="scatter_elements_at: the layout's sizes overflow"):
+        _kernels.scatter_elements_at(np.zeros(0), p, p, 2**62, 2**62, 1, 1, 4)
     with pytest.raises(TypeError, match="8 arguments"):
         _kernels.scatter_elements_at(p, p, p, 1, 4, 1, 4)
     assert _kernels.scatter_elements_at(0, 0, 0, 0, 4, 1, 4, 4) is True  # (nothing to write)

@@ -236,6 +236,25 @@ def test_numpy_in_place_writes_by_address_first(op: str, monkeypatch: pytest.Mon
     write(c, rows.astype(np.int32), new, out=c)
     assert_identical(c, want)
     assert len(written) == 3
+    # Updates of another byte order are float32 too, but not data's bytes: the general path.
+    c = cache.copy()
+    write(c, rows, new.astype(">f4"), out=c)
+    assert_identical(c, want)
+    assert len(written) == 3
+
+
+@pytest.mark.parametrize("lib_", [lib for lib in LIBS if lib.name in ("numpy", "torch")])
+def test_in_place_scatter_nd_of_more_coordinates_than_the_kernel_takes(lib_: Library) -> None:
+    """33 coordinates per tuple: the by-address write declines, the general path writes."""
+    data = np.zeros((1,) * 32 + (2,), F32)
+    indices = np.array([[0] * 32 + [1], [-1] * 32 + [0]])
+    updates = np.array([5.0, 7.0], F32)
+    want = np.zeros_like(data)
+    want[(0,) * 32 + (1,)] = 5.0
+    want[(0,) * 32 + (0,)] = 7.0
+    d = lib_.asarray(data)
+    og.scatter_nd(d, lib_.asarray(indices), lib_.asarray(updates), out=d)
+    assert_identical(lib_.to_numpy(d), want)
 
 
 #: The random sweep: shapes small enough for the oracle's Python loops, many duplicates.

@@ -10,8 +10,8 @@
  *
  * Reduction none. True: written. False, with nothing written: an index out of range
  * (the caller's general path then raises, or drops the update unchecked), misaligned
- * indices, or updates or indices that share data's memory (the general path copies them
- * first). Every index is read before the first write, and the writes run in C order of
+ * indices, a buffer at a null address (a torch ZeroTensor's), more than 32 coordinates,
+ * or updates or indices that share data's memory (the general path copies them first). Every index is read before the first write, and the writes run in C order of
  * the indices: with duplicates the last update wins, as the general kernel's does.
  * Negative indices count from the end of their axis.
  *
@@ -24,8 +24,8 @@
  *   - scatter_elements_at: data of outer x size x inner items of `itemsize` bytes;
  *     indices and updates of outer x length x inner (the axis is the middle one: the
  *     indices' other dims are data's).
- * Writes of 1 MiB and more release the GIL. ValueError for a size out of [0, 2**62] or a
- * null address where something is read or written.
+ * Writes of 1 MiB and more release the GIL. ValueError for a size out of [0, 2**62],
+ * OverflowError for sizes whose products overflow.
  */
 #include "og_core.h"
 
@@ -37,13 +37,6 @@ static int
 apart(const char *a, npy_intp na, const char *b, npy_intp nb)
 {
     return na <= 0 || nb <= 0 || a >= b + nb || b >= a + na;
-}
-
-/* Whether v lies in [-size, size-1] (unsigned: v + size below 2 * size; size <= 2**62). */
-static inline int
-inside(npy_int64 v, npy_int64 size)
-{
-    return (npy_uint64)v + (npy_uint64)size < 2 * (npy_uint64)size;
 }
 
 /* The three buffers (data, updates, indices) of nbytes[k] bytes each: an address (a
@@ -73,12 +66,17 @@ buffers(PyObject *const *args, const npy_intp *nbytes, char **at)
     return 1;
 }
 
-/* ValueError: a buffer the write reads or writes has no address. Returns NULL. */
-static PyObject *
-null_address(const char *function)
+/* *out = a * b for sizes a, b >= 0; 0 where the product overflows npy_intp (an
+ * OverflowError naming the function set), else 1. */
+static int
+times(npy_intp a, npy_intp b, npy_intp *out, const char *function)
 {
-    PyErr_Format(PyExc_ValueError, "%s: a null address", function);
-    return NULL;
+    if (a != 0 && b > NPY_MAX_INTP / a) {
+        PyErr_Format(PyExc_OverflowError, "%s: the layout's sizes overflow", function);
+        return 0;
+    }
+    *out = a * b;
+    return 1;
 }
 
 /* A size argument: >= 0, at most 2**62 (else ValueError naming it). -1 with an error set. */
@@ -104,7 +102,7 @@ nd_write(char *data, const char *updates, const npy_int64 *ind, npy_intp count, 
     for (n = 0; n < count; n++) {
         const npy_int64 *c = ind + n * depth;
         npy_int64 slice = 0;
-        for (j = 0; j < depth; j++) slice = slice * dims[j] + (c[j] < 0 ? c[j] + dims[j] : c[j]);
+        for (j = 0; j < depth; j++) slice = slice * dims[j] + og_wrap(c[j], dims[j]);
         memcpy(data + slice * row, updates + n * row, (size_t)row);
     }
 }
@@ -113,8 +111,8 @@ PyObject *
 og_scatter_nd_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     char *at[3];
-    npy_int64 dims[OG_AT_MAX_DIMS], slices = 1;
-    npy_intp count, row, n, nbytes[3];
+    npy_int64 dims[OG_AT_MAX_DIMS];
+    npy_intp count, row, n, nbytes[3], slices = 1, tuples;
     Py_ssize_t depth, j;
     int ok;
     npy_uint64 bad = 0;
@@ -125,37 +123,41 @@ og_scatter_nd_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     if ((count = size_arg(args[3], "scatter_nd_at", "count")) < 0) return NULL;
     if ((row = size_arg(args[5], "scatter_nd_at", "row")) < 0) return NULL;
-    if (!PyTuple_CheckExact(args[4]) || PyTuple_GET_SIZE(args[4]) > OG_AT_MAX_DIMS) {
-        PyErr_Format(PyExc_TypeError, "scatter_nd_at: dims must be a tuple of at most %d ints",
-                     OG_AT_MAX_DIMS);
+    if (!PyTuple_CheckExact(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "scatter_nd_at: dims must be a tuple of ints");
         return NULL;
     }
     depth = PyTuple_GET_SIZE(args[4]);
+    if (depth > OG_AT_MAX_DIMS) Py_RETURN_FALSE; /* (the general path's) */
     for (j = 0; j < depth; j++) {
-        dims[j] = size_arg(PyTuple_GET_ITEM(args[4], j), "scatter_nd_at", "dims item");
-        if (dims[j] < 0) return NULL;
-        slices *= dims[j];
+        npy_intp d = size_arg(PyTuple_GET_ITEM(args[4], j), "scatter_nd_at", "dims item");
+        if (d < 0 || !times(slices, d, &slices, "scatter_nd_at")) return NULL;
+        dims[j] = d;
     }
-    nbytes[0] = (npy_intp)slices * row;
-    nbytes[1] = count * row;
-    nbytes[2] = count * (npy_intp)depth * (npy_intp)sizeof(npy_int64);
+    if (!times(slices, row, &nbytes[0], "scatter_nd_at") ||
+        !times(count, row, &nbytes[1], "scatter_nd_at") ||
+        !times(count, (npy_intp)depth, &tuples, "scatter_nd_at") ||
+        !times(tuples, (npy_intp)sizeof(npy_int64), &nbytes[2], "scatter_nd_at")) {
+        return NULL;
+    }
     if ((ok = buffers(args, nbytes, at)) <= 0) return ok < 0 ? NULL : Py_NewRef(Py_False);
     if (count == 0) Py_RETURN_TRUE;
-    if (depth > 0 && at[2] == NULL) return null_address("scatter_nd_at");
-    if ((npy_intp)at[2] % (npy_intp)sizeof(npy_int64) != 0 ||
+    if ((depth > 0 && at[2] == NULL) ||
+        (npy_intp)at[2] % (npy_intp)sizeof(npy_int64) != 0 ||
         !apart(at[0], nbytes[0], at[1], nbytes[1]) || !apart(at[0], nbytes[0], at[2], nbytes[2])) {
         Py_RETURN_FALSE;
     }
-    /* Every coordinate first, without a branch: a bad one writes nothing. */
+    /* Every coordinate first (og_valid, og_wrap: og_core.h; no branch on the sign, which
+     * mixed-sign indices would mispredict): a bad one writes nothing. */
     {
         const npy_int64 *ind = (const npy_int64 *)at[2];
         for (n = 0; n < count; n++) {
-            for (j = 0; j < depth; j++) bad |= !inside(ind[n * depth + j], dims[j]);
+            for (j = 0; j < depth; j++) bad |= !og_valid(ind[n * depth + j], dims[j]);
         }
     }
     if (bad) Py_RETURN_FALSE;
     if (row == 0) Py_RETURN_TRUE;
-    if (at[0] == NULL || at[1] == NULL) return null_address("scatter_nd_at");
+    if (at[0] == NULL || at[1] == NULL) Py_RETURN_FALSE;
     if (count * row >= OG_AT_UNLOCKED) {
         Py_BEGIN_ALLOW_THREADS
         nd_write(at[0], at[1], (const npy_int64 *)at[2], count, (int)depth, dims, row);
@@ -175,7 +177,7 @@ og_scatter_nd_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             npy_intp from = (o * length + l) * inner;                                      \
             for (i = 0; i < inner; i++) {                                                  \
                 npy_int64 v = ind[from + i];                                               \
-                npy_intp to = (o * size + (v < 0 ? v + size : v)) * inner + i;             \
+                npy_intp to = (o * size + og_wrap(v, size)) * inner + i;                   \
                 memcpy(data + to * (SIZE), updates + (from + i) * (SIZE), (size_t)(SIZE)); \
             }                                                                              \
         }                                                                                  \
@@ -201,7 +203,7 @@ og_scatter_elements_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     static const char *names[5] = {"outer", "size", "length", "inner", "itemsize"};
     char *at[3];
-    npy_intp sizes[5], outer, size, length, inner, itemsize, count, k, nbytes[3];
+    npy_intp sizes[5], outer, size, length, inner, itemsize, count, cells, k, nbytes[3];
     int ok;
     npy_uint64 bad = 0;
     const npy_int64 *ind;
@@ -216,22 +218,26 @@ og_scatter_elements_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         if (sizes[k] < 0) return NULL;
     }
     outer = sizes[0], size = sizes[1], length = sizes[2], inner = sizes[3], itemsize = sizes[4];
-    count = outer * length * inner;
-    nbytes[0] = outer * size * inner * itemsize;
-    nbytes[1] = count * itemsize;
-    nbytes[2] = count * (npy_intp)sizeof(npy_int64);
+    if (!times(outer, length, &count, "scatter_elements_at") ||
+        !times(count, inner, &count, "scatter_elements_at") ||
+        !times(outer, size, &cells, "scatter_elements_at") ||
+        !times(cells, inner, &cells, "scatter_elements_at") ||
+        !times(cells, itemsize, &nbytes[0], "scatter_elements_at") ||
+        !times(count, itemsize, &nbytes[1], "scatter_elements_at") ||
+        !times(count, (npy_intp)sizeof(npy_int64), &nbytes[2], "scatter_elements_at")) {
+        return NULL;
+    }
     if ((ok = buffers(args, nbytes, at)) <= 0) return ok < 0 ? NULL : Py_NewRef(Py_False);
     if (count == 0) Py_RETURN_TRUE;
-    if (at[2] == NULL) return null_address("scatter_elements_at");
-    if ((npy_intp)at[2] % (npy_intp)sizeof(npy_int64) != 0 ||
+    if (at[2] == NULL || (npy_intp)at[2] % (npy_intp)sizeof(npy_int64) != 0 ||
         !apart(at[0], nbytes[0], at[1], nbytes[1]) || !apart(at[0], nbytes[0], at[2], nbytes[2])) {
         Py_RETURN_FALSE;
     }
     ind = (const npy_int64 *)at[2];
-    for (k = 0; k < count; k++) bad |= !inside(ind[k], size);
+    for (k = 0; k < count; k++) bad |= !og_valid(ind[k], size);
     if (bad) Py_RETURN_FALSE;
     if (itemsize == 0) Py_RETURN_TRUE;
-    if (at[0] == NULL || at[1] == NULL) return null_address("scatter_elements_at");
+    if (at[0] == NULL || at[1] == NULL) Py_RETURN_FALSE;
     if (count * itemsize >= OG_AT_UNLOCKED) {
         Py_BEGIN_ALLOW_THREADS
         elements_write(at[0], at[1], ind, outer, size, length, inner, itemsize);

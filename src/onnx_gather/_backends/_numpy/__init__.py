@@ -402,16 +402,18 @@ def _scatter_in_place(elements: bool) -> Callable[[Any, tuple[Array, ...], Call]
     """ScatterElements' (``elements``) or ScatterND's binder: in place, a plain write.
 
     With ``out`` data, the plain write by address (:func:`._scatter.writer_at`) first.
-    Plain arrays of plain items with int64 indices; where it declines (an index out of
-    range, shared memory, another layout), and for everything else, ``exact``.
+    Plain arrays of plain items with int64 indices, updates of data's very dtype (its
+    byte order too: the kernel copies bytes); where it declines (an index out of range,
+    shared memory, another layout), and for everything else, ``exact``.
     """
 
     def bind(plan: Any, arrays: tuple[Array, ...], exact: Call) -> Call:
-        data, indices = arrays[0], arrays[1]
+        data, indices, updates = arrays
         if (
             not all(type(x) is np.ndarray for x in arrays)
             or data.dtype.kind in "OSUT"
             or data.dtype.hasobject
+            or updates.dtype != data.dtype
             or indices.dtype != np.int64
         ):
             return exact
