@@ -19,7 +19,7 @@
  * NumPy views cost more than the write): the cache of batch x outer x size rows of
  * `inner` bytes, the update of batch x outer x length rows, `batch` native int64 indices.
  * The caller vouches for the layout; the call still declines indices out of range,
- * misaligned indices and memory shared with the cache.
+ * null or misaligned addresses and memory shared with the cache.
  */
 #include "og_core.h"
 
@@ -172,7 +172,9 @@ og_tensor_scatter_slices_at(PyObject *self, PyObject *const *args, Py_ssize_t na
     }
     circular = PyObject_IsTrue(args[8]);
     if (circular < 0) return NULL;
-    if (dims[3] > dims[2] || ((npy_intp)address[2] % (npy_intp)sizeof(npy_int64)) != 0) {
+    /* (A null address: a torch ZeroTensor's, which has no memory; the caller's path.) */
+    if (dims[3] > dims[2] || address[0] == NULL || address[1] == NULL || address[2] == NULL ||
+        ((npy_intp)address[2] % (npy_intp)sizeof(npy_int64)) != 0) {
         Py_RETURN_FALSE;
     }
     if (overlaps(address[0], dims[0] * dims[1] * dims[2] * dims[4], address[1],

@@ -49,9 +49,11 @@ _FALLBACK_FROM = 1 << 13
 def _numpy_route(data: torch.Tensor, indices: Array) -> bool:
     """Whether a call can run the NumPy backend's kernels on zero-copy views of the tensors.
 
-    Plain CPU tensors that no tracer, transform or autograd records. (Whether those kernels
-    beat torch's here is the operator's ``numpy_wins``, asked after: under a compiler this
-    returns before anything that would be traced.)
+    Plain CPU tensors that no tracer, transform or autograd records, with memory to view:
+    not a ZeroTensor (``torch._efficientzerotensor``, which autograd makes for some zero
+    gradients: its data pointer is null, so a view reads whatever lies at address 0).
+    (Whether those kernels beat torch's here is the operator's ``numpy_wins``, asked
+    after: under a compiler this returns before anything that would be traced.)
     """
     return (
         type(data) is torch.Tensor
@@ -63,6 +65,7 @@ def _numpy_route(data: torch.Tensor, indices: Array) -> bool:
         and not (data.requires_grad and torch.is_grad_enabled())
         and not data.is_conj()
         and not data.is_neg()
+        and not data._is_zerotensor()
         and (
             isinstance(indices, np.ndarray)
             or (
@@ -70,6 +73,7 @@ def _numpy_route(data: torch.Tensor, indices: Array) -> bool:
                 and not wrapped(indices)
                 and indices.is_cpu
                 and indices.layout == torch.strided
+                and not indices._is_zerotensor()
             )
         )
     )

@@ -203,12 +203,12 @@ def _scattering(
     types = [TYPENUMS[x.dtype] for x in arrays]
     nbytes = math.prod(shape) * arrays[0].element_size()
 
-    def view(x: torch.Tensor, shape: tuple[int, ...], typenum: int, start: int) -> np.ndarray:
-        """A C-ordered view of ``x``, a copy where ``x`` may share data's memory (at start)."""
-        if x.is_contiguous():
-            at = x.data_ptr()
-            if at + x.nbytes <= start or start + nbytes <= at:  # (apart from data)
-                return new_view(x, at, shape, None, typenum)
+    def view(
+        x: torch.Tensor, at: int, shape: tuple[int, ...], typenum: int, start: int
+    ) -> np.ndarray:
+        """A C-ordered view of ``x`` (at ``at``), a copy where it may share data's memory."""
+        if x.is_contiguous() and (at + x.nbytes <= start or start + nbytes <= at):
+            return new_view(x, at, shape, None, typenum)
         return np.array(as_numpy(x), order="C")  # (a copy: read before data is written)
 
     def call(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
@@ -230,18 +230,20 @@ def _scattering(
             # sparse layouts, torch.func's wrappers (vmap, grad), which the exact path routes.
             if not data.is_contiguous():
                 return exact(arrays, out)
-            start = data.data_ptr()
+            start, read, written = data.data_ptr(), indices.data_ptr(), updates.data_ptr()
+            if not (start and read and written):  # (a ZeroTensor's null pointer: _numpy_route)
+                return exact(arrays, out)
             if (
                 at is not None
                 and out is not None
                 and updates.is_contiguous()
                 and indices.is_contiguous()
-                and at(start, updates.data_ptr(), indices.data_ptr())
+                and at(start, written, read)
             ):
                 increment_version(data)  # (written behind autograd's back: see _views)
                 return data
-            host_indices = view(indices, index_shape, types[1], start)
-            values = view(updates, update_shape, types[2], start)
+            host_indices = view(indices, read, index_shape, types[1], start)
+            values = view(updates, written, update_shape, types[2], start)
         except RuntimeError:
             return exact(arrays, out)
         # Within torch's own thread count too (torch.set_num_threads, DataLoader workers' 1).
@@ -313,14 +315,17 @@ def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
         try:  # (no strides or storage: sparse layouts, torch.func's wrappers; exact's)
             if not data.is_contiguous():
                 return exact(arrays, out)
+            start, written, read = data.data_ptr(), updates.data_ptr(), indices.data_ptr()
+            if not (start and written and read):  # (a ZeroTensor's null pointer: _numpy_route)
+                return exact(arrays, out)
             if (
                 int64
                 and updates.is_contiguous()
                 and indices.is_contiguous()
                 and slices_at(
-                    data.data_ptr(),
-                    updates.data_ptr(),
-                    indices.data_ptr(),
+                    start,
+                    written,
+                    read,
                     batch,
                     outer,
                     size,
@@ -332,7 +337,7 @@ def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
                 increment_version(data)
                 return data
             source = (
-                view(updates, updates.data_ptr(), update_shape, None, update_typenum)
+                view(updates, written, update_shape, None, update_typenum)
                 if updates.is_contiguous()
                 else as_numpy(updates)
             )
@@ -341,7 +346,7 @@ def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
         copies = copies_of(indices)
         if copies is None:
             return exact(arrays, out)
-        copy_slices(view(data, data.data_ptr(), shape, None, typenum), source, copies)
+        copy_slices(view(data, start, shape, None, typenum), source, copies)
         increment_version(data)
         return data
 

@@ -349,12 +349,16 @@ def _kernel_write(
         numpy_kernels.compiled_available()
         and target.dtype in _KERNEL_TYPES
         # Values that torch's operations must see: a trace, a dispatch mode, a transform's
-        # wrapper, forward-mode AD's tangents.
+        # wrapper, forward-mode AD's tangents, a ZeroTensor's (no memory to view).
         and not torch.compiler.is_compiling()
         and torch._C._len_torch_dispatch_stack() == 0
         and torch.autograd.forward_ad._current_level < 0
         and all(
-            type(x) is torch.Tensor and x.is_cpu and not x.is_conj() and not wrapped(x)
+            type(x) is torch.Tensor
+            and x.is_cpu
+            and not x.is_conj()
+            and not wrapped(x)
+            and not x._is_zerotensor()
             for x in (target, rows, values)
         )
     ):

@@ -42,6 +42,9 @@ def of_new(out: torch.Tensor, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def shares_memory(out: torch.Tensor, *inputs: torch.Tensor) -> bool:
-    """Whether ``out`` and one of ``inputs`` may share memory (the same storage)."""
+    """Whether ``out`` and one of ``inputs`` may share memory (the same storage).
+
+    A ZeroTensor (``torch._efficientzerotensor``) has no storage: it shares none.
+    """
     storage = out.untyped_storage().data_ptr()
-    return any(x.untyped_storage().data_ptr() == storage for x in inputs)
+    return any(not x._is_zerotensor() and x.untyped_storage().data_ptr() == storage for x in inputs)
