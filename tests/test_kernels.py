@@ -1199,7 +1199,7 @@ def test_scatter_nd_at_validation_names_the_bad_value():
     assert _kernels.scatter_nd_at(p, p, 0, 1, (4,), 8) is False
     assert _kernels.scatter_nd_at(data.ctypes.data, 0, one.ctypes.data, 1, (4,), 8) is False
     assert _kernels.scatter_nd_at(0, data.ctypes.data, one.ctypes.data, 1, (4,), 8) is False
-    deep = np.zeros((1,) * 33, np.float32)
+    deep = np.zeros(1, np.float32)  # (seen as 33 dims of 1: NumPy 1 holds at most 32)
     assert _kernels.scatter_nd_at(deep, np.ones(1, np.float32), np.zeros(33, np.int64), 1,
                                   (1,) * 33, 4) is False  # fmt: skip
     assert not data.any()

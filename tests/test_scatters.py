@@ -249,18 +249,28 @@ def test_numpy_in_place_writes_by_address_first(op: str, monkeypatch: pytest.Mon
     assert written == route(True, False, False)
 
 
-@pytest.mark.parametrize("lib_", [lib for lib in LIBS if lib.name in ("numpy", "torch")])
+#: NumPy 1 holds at most 32 dims (the floor session's): no array to scatter into there.
+_DEEP = [
+    pytest.param(
+        lib,
+        marks=pytest.mark.skipif(
+            lib.name == "numpy" and np.lib.NumpyVersion(np.__version__) < "2.0.0",
+            reason="NumPy 1 holds at most 32 dims",
+        ),
+    )
+    for lib in LIBS
+    if lib.name in ("numpy", "torch")
+]
+
+
+@pytest.mark.parametrize("lib_", _DEEP)
 def test_in_place_scatter_nd_of_more_coordinates_than_the_kernel_takes(lib_: Library) -> None:
     """33 coordinates per tuple: the by-address write declines, the general path writes."""
-    data = np.zeros((1,) * 32 + (2,), F32)
+    d = lib_.asarray(np.zeros(2, F32)).reshape((1,) * 32 + (2,))
     indices = np.array([[0] * 32 + [1], [-1] * 32 + [0]])
     updates = np.array([5.0, 7.0], F32)
-    want = np.zeros_like(data)
-    want[(0,) * 32 + (1,)] = 5.0
-    want[(0,) * 32 + (0,)] = 7.0
-    d = lib_.asarray(data)
     og.scatter_nd(d, lib_.asarray(indices), lib_.asarray(updates), out=d)
-    assert_identical(lib_.to_numpy(d), want)
+    assert_identical(lib_.to_numpy(d.reshape(-1)), np.array([7.0, 5.0], F32))
 
 
 #: The random sweep: shapes small enough for the oracle's Python loops, many duplicates.
