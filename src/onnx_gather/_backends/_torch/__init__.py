@@ -20,7 +20,7 @@ from onnx_gather._backends._torch import _scatter as scatters
 from onnx_gather._backends._torch._exact import exact, exact_nd
 from onnx_gather._backends._torch._indices import placed, values_unknown, wrapped
 from onnx_gather._backends._torch._indices import xp as _xp
-from onnx_gather._backends._torch._views import as_numpy, of_new, shares_memory
+from onnx_gather._backends._torch._views import MAX_DIMS, as_numpy, of_new, shares_memory
 from onnx_gather._host import Unrepresentable, python_indices
 
 if TYPE_CHECKING:
@@ -66,6 +66,7 @@ def _numpy_route(data: torch.Tensor, indices: Array) -> bool:
         and not data.is_conj()
         and not data.is_neg()
         and not data._is_zerotensor()
+        and data.dim() <= MAX_DIMS  # (NumPy 1 holds 32 dims at most)
         and (
             isinstance(indices, np.ndarray)
             or (

@@ -15,6 +15,9 @@ from onnx_gather._backends._numpy import _kernels
 from onnx_gather._backends._torch._dtypes import NAMES
 from onnx_gather._backends._torch._exact import SIGNED_VIEW
 
+#: The most dims a NumPy array holds: 32 before NumPy 2.0, 64 since. A tensor of more
+#: has no view; torch's operations serve it.
+MAX_DIMS = 64 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 32
 #: Same-width types NumPy holds bit for bit, where NumPy has not the tensor's own.
 _NUMPY_VIEW = {**SIGNED_VIEW, torch.bfloat16: torch.int16}
 #: The NumPy type number of each dtype's view (bfloat16: int16 bits), for ``_kernels.view``:
