@@ -1300,6 +1300,12 @@ def test_scatter_at_takes_plain_ndarrays_of_exactly_the_bytes():
     for k, (d, u, i) in enumerate(declined):
         assert nd(d, u, i, 2, (4,), 12) is False, k
         assert not d.any(), k
+    if hasattr(np.dtypes, "StringDType"):  # (NumPy 2: its items are kept out of line)
+        texts = np.array(["a", "b", "c", "d"], dtype=np.dtypes.StringDType())
+        kept = texts.copy()
+        row = texts.itemsize
+        assert nd(texts, np.array(["x"], texts.dtype), np.array([[1]]), 1, (4,), row) is False
+        assert texts.tolist() == kept.tolist()
     frozen = np.zeros((4, 3), np.float32)
     frozen.flags.writeable = False
     assert nd(frozen, updates, indices, 2, (4,), 12) is False

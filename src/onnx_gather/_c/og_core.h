@@ -86,6 +86,26 @@ og_wrap(npy_int64 i, npy_int64 s)
     return i + (s & -(npy_int64)((npy_uint64)i >> 63));
 }
 
+/* Whether `a` is an exact ndarray of plain bytes (no object references, no StringDType
+ * items kept out of line), C-ordered and aligned: one the plain writes in place
+ * (og_tensor_scatter.c, og_scatter_at.c) may copy by its address. */
+static inline int
+og_plain_c_array(PyObject *a)
+{
+    PyArray_Descr *descr;
+    if (!PyArray_CheckExact(a)) return 0;
+    descr = PyArray_DESCR((PyArrayObject *)a);
+    return !PyDataType_REFCHK(descr) && descr->kind != 'T' &&
+           PyArray_IS_C_CONTIGUOUS((PyArrayObject *)a) && PyArray_ISALIGNED((PyArrayObject *)a);
+}
+
+/* Whether the byte ranges [a, a + na) and [b, b + nb) overlap. */
+static inline int
+og_bytes_overlap(const char *a, npy_intp na, const char *b, npy_intp nb)
+{
+    return na > 0 && nb > 0 && a < b + nb && b < a + na;
+}
+
 /* Whether i, as given, is in [-s, s): one unsigned compare (s < 2^63, so 2 s fits) that
  * needs not wait for og_wrap's result, as a compare of the wrapped index does. */
 static inline int

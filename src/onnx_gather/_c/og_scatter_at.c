@@ -11,14 +11,16 @@
  * Reduction none. True: written. False, with nothing written: an index out of range
  * (the caller's general path then raises, or drops the update unchecked), misaligned
  * indices, a buffer at a null address (a torch ZeroTensor's), more than 32 coordinates,
- * or updates or indices that share data's memory (the general path copies them first). Every index is read before the first write, and the writes run in C order of
- * the indices: with duplicates the last update wins, as the general kernel's does.
+ * or updates or indices that share data's memory (the general path copies them first).
+ * Every index is read before the first write, and the writes run in C order of the
+ * indices: with duplicates the last update wins, as the general kernel's does.
  * Negative indices count from the end of their axis.
  *
  * Each buffer is an address (a Python int: another library's memory), for which the
  * caller vouches that it holds C-ordered data of the sizes below (indices native int64),
- * or an exact ndarray, which must be C-ordered, aligned and of exactly those bytes (data
- * writeable, indices native int64; else False). The layout:
+ * or an exact ndarray, which must be C-ordered, aligned, of plain items (no object
+ * references or StringDType) and of exactly those bytes (data writeable, indices native
+ * int64; else False). The layout:
  *   - scatter_nd_at: data of prod(dims) slices of `row` bytes; `count` index tuples of
  *     len(dims) coordinates, the first addressing dims[0]; `count` update slices.
  *   - scatter_elements_at: data of outer x size x inner items of `itemsize` bytes;
@@ -32,17 +34,10 @@
 #define OG_AT_MAX_DIMS 32
 #define OG_AT_UNLOCKED ((npy_intp)1 << 20)
 
-/* Whether the byte ranges [a, a + na) and [b, b + nb) share no byte. */
-static int
-apart(const char *a, npy_intp na, const char *b, npy_intp nb)
-{
-    return na <= 0 || nb <= 0 || a >= b + nb || b >= a + na;
-}
-
 /* The three buffers (data, updates, indices) of nbytes[k] bytes each: an address (a
- * Python int), or an exact, C-ordered, aligned ndarray of exactly those bytes (data
- * writeable; indices native int64). 1: at[] holds them; 0: an ndarray is not such (the
- * caller's general path serves it); -1 with an error set. */
+ * Python int), or a plain C-ordered ndarray (og_plain_c_array) of exactly those bytes
+ * (data writeable; indices native int64). 1: at[] holds them; 0: an ndarray is not such
+ * (the caller's general path serves it); -1 with an error set. */
 static int
 buffers(PyObject *const *args, const npy_intp *nbytes, char **at)
 {
@@ -50,8 +45,7 @@ buffers(PyObject *const *args, const npy_intp *nbytes, char **at)
     for (k = 0; k < 3; k++) {
         if (PyArray_CheckExact(args[k])) {
             PyArrayObject *a = (PyArrayObject *)args[k];
-            if (!PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISALIGNED(a) ||
-                PyDataType_REFCHK(PyArray_DESCR(a)) || PyArray_NBYTES(a) != nbytes[k] ||
+            if (!og_plain_c_array(args[k]) || PyArray_NBYTES(a) != nbytes[k] ||
                 (k == 0 && !PyArray_ISWRITEABLE(a)) ||
                 (k == 2 && (PyArray_TYPE(a) != NPY_INT64 || !PyArray_ISNOTSWAPPED(a)))) {
                 return 0;
@@ -144,7 +138,8 @@ og_scatter_nd_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (count == 0) Py_RETURN_TRUE;
     if ((depth > 0 && at[2] == NULL) ||
         (npy_intp)at[2] % (npy_intp)sizeof(npy_int64) != 0 ||
-        !apart(at[0], nbytes[0], at[1], nbytes[1]) || !apart(at[0], nbytes[0], at[2], nbytes[2])) {
+        og_bytes_overlap(at[0], nbytes[0], at[1], nbytes[1]) ||
+        og_bytes_overlap(at[0], nbytes[0], at[2], nbytes[2])) {
         Py_RETURN_FALSE;
     }
     /* Every coordinate first (og_valid, og_wrap: og_core.h; no branch on the sign, which
@@ -230,7 +225,8 @@ og_scatter_elements_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if ((ok = buffers(args, nbytes, at)) <= 0) return ok < 0 ? NULL : Py_NewRef(Py_False);
     if (count == 0) Py_RETURN_TRUE;
     if (at[2] == NULL || (npy_intp)at[2] % (npy_intp)sizeof(npy_int64) != 0 ||
-        !apart(at[0], nbytes[0], at[1], nbytes[1]) || !apart(at[0], nbytes[0], at[2], nbytes[2])) {
+        og_bytes_overlap(at[0], nbytes[0], at[1], nbytes[1]) ||
+        og_bytes_overlap(at[0], nbytes[0], at[2], nbytes[2])) {
         Py_RETURN_FALSE;
     }
     ind = (const npy_int64 *)at[2];

@@ -23,25 +23,6 @@
  */
 #include "og_core.h"
 
-/* Whether `a` is an exact ndarray of plain bytes (no object references, no StringDType
- * items kept out of line), C-ordered and aligned. */
-static int
-plain_c_array(PyObject *a)
-{
-    PyArray_Descr *descr;
-    if (!PyArray_CheckExact(a)) return 0;
-    descr = PyArray_DESCR((PyArrayObject *)a);
-    return !PyDataType_REFCHK(descr) && descr->kind != 'T' &&
-           PyArray_IS_C_CONTIGUOUS((PyArrayObject *)a) && PyArray_ISALIGNED((PyArrayObject *)a);
-}
-
-/* Whether the byte ranges [a, a + na) and [b, b + nb) overlap. */
-static int
-overlaps(const char *a, npy_intp na, const char *b, npy_intp nb)
-{
-    return na > 0 && nb > 0 && a < b + nb && b < a + na;
-}
-
 /* The writes, given the layout: `batch` entries of `outer` slabs each, the cache's slab
  * `size` rows and the update's `length` rows of `inner` bytes. 1: written; 0: an index
  * does not land whole (nothing written); -1: an error set (memory). */
@@ -109,7 +90,8 @@ og_tensor_scatter_slices(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     if (axis == -1 && PyErr_Occurred()) return NULL;
     circular = PyObject_IsTrue(args[4]);
     if (circular < 0) return NULL;
-    if (!plain_c_array(args[0]) || !plain_c_array(args[1]) || !plain_c_array(args[2])) {
+    if (!og_plain_c_array(args[0]) || !og_plain_c_array(args[1]) ||
+        !og_plain_c_array(args[2])) {
         Py_RETURN_FALSE;
     }
     cache = (PyArrayObject *)args[0];
@@ -132,9 +114,9 @@ og_tensor_scatter_slices(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         if (k > 0 && k < axis) outer *= PyArray_DIM(cache, k);
         if (k > axis) inner *= PyArray_DIM(cache, k);
     }
-    if (overlaps(PyArray_BYTES(cache), PyArray_NBYTES(cache), PyArray_BYTES(update),
+    if (og_bytes_overlap(PyArray_BYTES(cache), PyArray_NBYTES(cache), PyArray_BYTES(update),
                  PyArray_NBYTES(update)) ||
-        overlaps(PyArray_BYTES(cache), PyArray_NBYTES(cache), PyArray_BYTES(ind),
+        og_bytes_overlap(PyArray_BYTES(cache), PyArray_NBYTES(cache), PyArray_BYTES(ind),
                  PyArray_NBYTES(ind))) {
         Py_RETURN_FALSE;
     }
@@ -177,9 +159,9 @@ og_tensor_scatter_slices_at(PyObject *self, PyObject *const *args, Py_ssize_t na
         ((npy_intp)address[2] % (npy_intp)sizeof(npy_int64)) != 0) {
         Py_RETURN_FALSE;
     }
-    if (overlaps(address[0], dims[0] * dims[1] * dims[2] * dims[4], address[1],
+    if (og_bytes_overlap(address[0], dims[0] * dims[1] * dims[2] * dims[4], address[1],
                  dims[0] * dims[1] * dims[3] * dims[4]) ||
-        overlaps(address[0], dims[0] * dims[1] * dims[2] * dims[4], address[2],
+        og_bytes_overlap(address[0], dims[0] * dims[1] * dims[2] * dims[4], address[2],
                  dims[0] * (npy_intp)sizeof(npy_int64))) {
         Py_RETURN_FALSE;
     }

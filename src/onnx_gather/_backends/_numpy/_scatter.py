@@ -246,7 +246,9 @@ def writer_at(
     updates of data's type, int64 indices. Reduction ``none``, at most
     :data:`AT_UP_TO` bytes written: a decode step's KV-cache write of a few rows, where
     the views and the general kernel's argument parsing cost more than the write (8
-    rows of 64 floats from torch: 2.5 against 1.2 us). It writes nothing and says False
+    rows of 64 floats from torch, the bound call alone: 2.5 against 1.2 us, timeit on a
+    2-core AMD EPYC VM; ``python -m benchmarks.kv_write`` times the whole call). It
+    writes nothing and says False
     for an index out of range, memory shared with data, or an ndarray of another layout:
     the general path then serves the call (it raises, drops the update unchecked, or
     copies what is shared). None where it does not apply.
