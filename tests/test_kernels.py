@@ -1261,6 +1261,43 @@ def test_scatter_elements_at_writes_nothing_for_an_index_out_of_range():
     assert _elements_at(empty, np.zeros((2, 1, 3), np.int64), updates, 1) is False
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32, np.complex128, np.dtype("V3")])
+def test_scatter_elements_at_rows_of_one_index(dtype):
+    """Inner rows of one index are one copy; rows that differ late, and duplicates, are not.
+
+    Every row kind in one call: one value (positive, negative), the first two equal and a
+    later one other, all different; the axis' rows meet (the last in C order wins).
+    """
+    rng = np.random.default_rng(7)
+    for inner in (1, 2, 5, 64):
+        shape, index_shape = (3, 6, inner), (3, 4, inner)
+        raw = rng.integers(0, 256, (*shape, 16), dtype=np.uint8)
+        data = np.ascontiguousarray(raw[..., : np.dtype(dtype).itemsize]).view(dtype)[..., 0]
+        raw = rng.integers(0, 256, (*index_shape, 16), dtype=np.uint8)
+        updates = np.ascontiguousarray(raw[..., : np.dtype(dtype).itemsize]).view(dtype)[..., 0]
+        indices = np.empty(index_shape, np.int64)
+        indices[:, 0] = 2
+        indices[:, 1] = -1
+        indices[:, 2] = 2  # (meets row 0: its values win)
+        indices[:, 3] = rng.integers(-6, 6, (3, inner))
+        indices[0, 3, :] = 5
+        indices[0, 3, -1] = 0  # (the first two equal, the last not)
+        want = _elements_oracle(data, indices, updates, 1)
+        assert _elements_at(data, indices, updates, 1) is True
+        assert data.tobytes() == want.tobytes()
+        # A row of one index out of range, or one whose last index is: nothing written.
+        before = data.copy()
+        for bad in (6, -7):
+            for last_only in (False, True):
+                wrong = indices.copy()
+                if last_only:
+                    wrong[1, 0, -1] = bad
+                else:
+                    wrong[1, 0, :] = bad
+                assert _elements_at(data, wrong, updates, 1) is False
+                assert data.tobytes() == before.tobytes()
+
+
 def test_scatter_elements_at_declines_shared_memory_and_validates():
     data = np.zeros((4, 4), np.float32)
     indices = np.zeros((1, 4), np.int64)

@@ -164,19 +164,57 @@ og_scatter_nd_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_TRUE;
 }
 
+/* Whether the n >= 1 indices at `row` are one value: the second tells most rows that
+ * are not at once; then one pass without a branch, which the compiler vectorises. */
+static inline int
+og_one_value(const npy_int64 *row, npy_intp n)
+{
+    npy_uint64 differ = 0;
+    npy_intp i;
+    if (n > 1 && row[1] != row[0]) return 0;
+    for (i = 2; i < n; i++) differ |= (npy_uint64)(row[i] ^ row[0]);
+    return !differ;
+}
+
 /* One item of a compile-time size where it is a common one: a memcpy the compiler turns
- * into a move. */
+ * into a move. An inner row of indices of one value (og_one_value) addresses consecutive
+ * items of one slice: one copy of the row. A KV-cache write's indices are one position
+ * repeated: 8 copies of 64 items rather than 512 of one, 0.22 against 0.55 us a call
+ * (random indices: the same). The writes keep the indices' C order: the items of one
+ * row are distinct targets. */
 #define OG_ELEMENTS_LOOP(SIZE)                                                              \
     for (o = 0; o < outer; o++) {                                                          \
         for (l = 0; l < length; l++) {                                                     \
             npy_intp from = (o * length + l) * inner;                                      \
+            if (og_one_value(ind + from, inner)) {                                         \
+                npy_intp to = (o * size + og_wrap(ind[from], size)) * inner;               \
+                memcpy(data + to * (SIZE), updates + from * (SIZE), (size_t)(inner * (SIZE))); \
+                continue;                                                                  \
+            }                                                                              \
             for (i = 0; i < inner; i++) {                                                  \
-                npy_int64 v = ind[from + i];                                               \
-                npy_intp to = (o * size + og_wrap(v, size)) * inner + i;                   \
+                npy_intp to = (o * size + og_wrap(ind[from + i], size)) * inner + i;       \
                 memcpy(data + to * (SIZE), updates + (from + i) * (SIZE), (size_t)(SIZE)); \
             }                                                                              \
         }                                                                                  \
     }
+
+/* Whether every index of `rows` rows of `inner` is in range: a row of one value (see
+ * OG_ELEMENTS_LOOP) checks it once, others each (without a branch). */
+static int
+elements_valid(const npy_int64 *ind, npy_intp rows, npy_intp inner, npy_intp size)
+{
+    npy_uint64 bad = 0;
+    npy_intp r, i;
+    for (r = 0; r < rows; r++) {
+        const npy_int64 *row = ind + r * inner;
+        if (og_one_value(row, inner)) {
+            bad |= !og_valid(row[0], size);
+            continue;
+        }
+        for (i = 0; i < inner; i++) bad |= !og_valid(row[i], size);
+    }
+    return !bad;
+}
 
 static void
 elements_write(char *data, const char *updates, const npy_int64 *ind, npy_intp outer,
@@ -200,7 +238,6 @@ og_scatter_elements_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     char *at[3];
     npy_intp sizes[5], outer, size, length, inner, itemsize, count, cells, k, nbytes[3];
     int ok;
-    npy_uint64 bad = 0;
     const npy_int64 *ind;
     (void)self;
     if (nargs != 8) {
@@ -230,8 +267,7 @@ og_scatter_elements_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_RETURN_FALSE;
     }
     ind = (const npy_int64 *)at[2];
-    for (k = 0; k < count; k++) bad |= !og_valid(ind[k], size);
-    if (bad) Py_RETURN_FALSE;
+    if (!elements_valid(ind, count / inner, inner, size)) Py_RETURN_FALSE;
     if (itemsize == 0) Py_RETURN_TRUE;
     if (at[0] == NULL || at[1] == NULL) Py_RETURN_FALSE;
     if (count * itemsize >= OG_AT_UNLOCKED) {
