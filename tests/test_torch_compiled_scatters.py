@@ -214,6 +214,35 @@ def test_layers_writing_at_the_same_positions_share_one_check(op: str) -> None:
         assert_identical(c.numpy(), want)
 
 
+@pytest.mark.parametrize("op", sorted(_WRITES))
+def test_every_pass_of_a_compile_builds_the_check_once(
+    op: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dynamo's example values and AOTAutograd's passes build the check once per index tensor.
+
+    (Compile time: the passes that record nothing used to build it once per layer.)
+    """
+    from onnx_gather._backends._torch import _scatter
+
+    cache, new, nd, elements = _kv()
+    indices = nd if op == "scatter_nd" else elements
+    built = []
+    targets_in_graph = _scatter._targets_in_graph
+
+    def counted(*args: Any) -> Any:
+        built.append(args)
+        return targets_in_graph(*args)
+
+    monkeypatch.setattr(_scatter, "_targets_in_graph", counted)
+    passes = []
+    for layers in (1, 4):
+        torch._dynamo.reset()
+        built.clear()
+        _compile(_layers(_WRITES[op]))([cache.clone() for _ in range(layers)], indices, new)
+        passes.append(len(built))
+    assert passes[0] == passes[1] > 0, passes
+
+
 @pytest.mark.parametrize("through", ["itself", "its base", "its .data"])
 @pytest.mark.parametrize("op", sorted(_WRITES))
 def test_indices_changed_between_two_compiled_writes(op: str, through: str) -> None:

@@ -540,18 +540,26 @@ def _targets_in_graph(indices: torch.Tensor, plan: Any) -> tuple[torch.Tensor, A
         # but ran at 1.46x: inductor then keeps each pair's comparison in a buffer;
         # probes of 2026-11-27.)
         #
-        # The two are one reduction of their pairs stacked, (2, n, n): its loop over 2n
-        # outputs is not the n tuples' loop of the layers' writes, so inductor's
-        # outer-loop fusion no longer analyses it with each of them (1.3 of 2.4 s of
-        # code generation under cProfile): the 8-layer step compiled in 2.5-2.7 against
-        # 2.9-3.0 s (native 1.9), at the same speed (probes of 2026-11-28, fresh
-        # processes).
-        same = rows.unsqueeze(1) == rows.unsqueeze(0)
-        own = position.unsqueeze(1) == position.unsqueeze(0)
-        pairs = torch.where(own, rows.unsqueeze(1), -1)
-        last, targets = torch.stack(
-            [torch.where(same, position, -1), torch.where(stray.unsqueeze(0), cells, pairs)]
-        ).amax(2)
+        # The two are one reduction of 2n outputs over n: its loop is not the n tuples'
+        # loop of the layers' writes, so inductor's outer-loop fusion does not analyse
+        # it with each of them (1.3 of 2.4 s of code generation under cProfile; the
+        # 8-layer step compiled in 2.5-2.7 against 2.9-3.0 s, native 1.9). Its 2n rows
+        # are the tuples twice over (``repeat``: index arithmetic, no copy), the first n
+        # taking the equal rows' positions, the others the rows: no tensor is stacked,
+        # so the compiled program allocates one buffer, the reduction's. Stacked, the
+        # two halves were a buffer of n x 2n and two views of it, each a Python tensor
+        # the program made on every call: the step ran 1.17-1.19x the native one,
+        # against 1.11x now (41 interleaved rounds, two runs each; it compiles in
+        # 2.5-2.8 against 2.5 s, probes of 2026-11-28).
+        i = position.repeat(2).unsqueeze(1)
+        mine = rows.repeat(2).unsqueeze(1)
+        first = (torch.arange(2 * n, device=wide.device) < n).unsqueeze(1)
+        value = torch.where(
+            first,
+            torch.where(mine == rows, position, -1),
+            torch.where(stray, cells, torch.where(i == position, mine, -1)),
+        )
+        last, targets = value.amax(1).reshape(2, n)
         return targets, last
     if n > 1:
         # Each row's last tuple, in a buffer of data's rows. The pairs compile slower
@@ -578,12 +586,17 @@ def _once_per_trace(indices: torch.Tensor, key: Any, make: Callable[[], Any]) ->
     ran 1.38-1.45x the native one; traced once, 1.16-1.17x (probes and
     ``benchmarks.programs`` of 2026-11-28).
 
-    Only in the pass that records the graph (AOTAutograd's trace, under a proxy mode):
-    Dynamo itself may trace this Python (host indices reach ``in_graph`` through the
-    library's body), where the lookup cannot be traced, and the passes that record
-    nothing gain nothing. The entry is keyed by that trace's mode and by the indices'
-    current value: functionalization replaces the value a functional tensor wraps on
-    any in-place change of it or of its base, including ones that do not bump the
+    In each pass over fake tensors: the one that records the graph (AOTAutograd's
+    trace, under a proxy mode), and those that run the library's body for metadata only
+    (Dynamo's example values, AOTAutograd's pass that collects mutations): each would
+    otherwise build the check eight times, 0.11 of the step's 2.5-2.8 s of compile time
+    (probe of 2026-11-28). Not where Dynamo itself traces this Python (host indices
+    reach ``in_graph`` through the library's body): the lookup cannot be traced there.
+    The entry is keyed by the pass's mode (the proxy mode, else the functional mode,
+    else the fake tensors' mode),
+    by the index tensor itself (each pass has its own) and by the indices' current
+    value: functionalization replaces the value a functional tensor wraps on any
+    in-place change of it or of its base, including ones that do not bump the
     wrapper's version (``x.data`` writes, a custom operator that mutates without an
     ADInplaceOrView kernel); the version is kept too. (``torch._sync`` and
     ``torch._from_functional_tensor``: private, what functionalization itself uses to
@@ -591,16 +604,19 @@ def _once_per_trace(indices: torch.Tensor, key: Any, make: Callable[[], Any]) ->
     """
     if torch.compiler.is_dynamo_compiling():
         return make()
+    from torch._subclasses.fake_tensor import FakeTensor
     from torch._subclasses.functional_tensor import FunctionalTensor
     from torch.fx.experimental.proxy_tensor import get_proxy_mode
 
-    mode = get_proxy_mode()
-    if mode is None:
-        return make()
     value = indices
     if isinstance(indices, FunctionalTensor):
         torch._sync(indices)  # (a pending change of the base reaches this view first)
         value = torch._from_functional_tensor(indices.elem)
+    mode: Any = get_proxy_mode() or _functional_mode()
+    if mode is None:
+        if not isinstance(value, FakeTensor):  # (an eager call: nothing to share)
+            return make()
+        mode = value.fake_mode
     full = (id(mode), id(value), indices._version, key)
     entries = _TRACED.setdefault(indices, {})
     hit = entries.get(full)
@@ -609,6 +625,11 @@ def _once_per_trace(indices: torch.Tensor, key: Any, make: Callable[[], Any]) ->
     result = make()
     entries[full] = (weakref.ref(mode), weakref.ref(value), result)
     return result
+
+
+def _functional_mode() -> Any:
+    """The functionalization mode in force, or None."""
+    return torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FUNCTIONAL)
 
 
 def _winners(targets: torch.Tensor, axis: int) -> torch.Tensor | None:
