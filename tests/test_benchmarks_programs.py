@@ -91,3 +91,38 @@ def test_command_line_refuses_an_unknown_backend(capsys: pytest.CaptureFixture[s
         programs.main(["--backends", "numpy,nosuch"])
     assert exit_info.value.code == 2
     assert "unknown backend nosuch" in capsys.readouterr().err
+
+
+def test_a_cold_compile_is_timed_in_a_fresh_process() -> None:
+    """The child builds the contender, calls it once and reports the seconds; None if it fails.
+
+    (NumPy's eager step here: the child is the same for every mode but the warm-up.)
+    """
+    seconds = programs.cold_compile_s("decode", "numpy", "eager", "ours ScatterND", smoke=True)
+    assert seconds is not None
+    assert 0 < seconds < 60
+    assert programs.cold_compile_s("decode", "numpy", "eager", "no such", smoke=True) is None
+
+
+def test_a_cold_run_reports_the_fresh_process_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``cold``, a compiled mode's compile seconds are the fresh processes'.
+
+    (NumPy's eager graph stands for a compiled mode: the run asks by the mode it runs.)
+    """
+    asked = []
+
+    def cold(program: str, backend: str, mode: str, label: str, smoke: bool, device: str) -> float:
+        asked.append((program, backend, mode, label, smoke))
+        return 12.5
+
+    def graph(backend: str, mode: str, sizes: Any, device: str) -> Any:
+        return programs._graph_group("numpy", "eager", sizes, device)
+
+    monkeypatch.setattr(programs, "cold_compile_s", cold)
+    monkeypatch.setattr(programs, "MODES", (("numpy", "jit"),))
+    monkeypatch.setattr(programs, "GROUPS", {"graph": graph})
+    rows, _ = programs.run(
+        ["numpy"], ["jit"], ["graph"], programs.SMOKE, 1, 1e-5, lambda _: None, cold=True
+    )
+    assert asked == [("graph", "numpy", "jit", label, True) for label in ("ours", "native")]
+    assert (rows[0].compile_ours, rows[0].compile_native) == (12.5, 12.5)
