@@ -47,8 +47,10 @@ caches, ours ``og.scatter_nd(c, idx, new)``, native ``c.at[:, :, pos].set(new)``
 its kernels (``torch.cuda.synchronize``); JAX's arrays go to JAX's default device (the GPU
 where JAX has one); NumPy stays on the host.
 
-For ``torch.compile`` the table also gives the compile time (the first call's wall time)
-and the recompiles: after the first calls, ours is called eagerly on NumPy and JAX arrays
+For ``torch.compile`` and ``jax.jit`` the table also gives the compile time: the first
+call's wall time, each contender in a fresh process of its own (:func:`cold_compile_s`;
+``--smoke`` and ``--compile-in-process``: in the run's process). For ``torch.compile``,
+also the recompiles: after the first calls, ours is called eagerly on NumPy and JAX arrays
 and each compiled program is called again; a new Dynamo graph there is a recompile caused
 by the library's state. ``torch.compile`` runs first in the process, before any eager
 NumPy or JAX call of ours, so that probe sees the library's state as a fresh program does.
