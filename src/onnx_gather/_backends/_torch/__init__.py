@@ -66,7 +66,8 @@ def _numpy_route(data: torch.Tensor, indices: Array) -> bool:
         and not data.is_conj()
         and not data.is_neg()
         and not data._is_zerotensor()
-        and data.dim() <= MAX_DIMS  # (NumPy 1 holds 32 dims at most)
+        # (_views.viewable's rule, inline: the call cost this path 0.35 us a call)
+        and data.dim() <= MAX_DIMS
         and (
             isinstance(indices, np.ndarray)
             or (

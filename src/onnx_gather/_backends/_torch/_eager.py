@@ -18,7 +18,7 @@ from onnx_gather._backends._numpy._scatter import (
     copy_slices,
     writer_at,
 )
-from onnx_gather._backends._torch._views import MAX_DIMS, TYPENUMS, as_numpy, of_new
+from onnx_gather._backends._torch._views import TYPENUMS, as_numpy, of_new, viewable
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -154,7 +154,7 @@ def _scatter(kernel: Any, axis: bool) -> Callable[[Plan, tuple[Any, ...], Call],
         data = arrays[0]
         if not all(type(x) is torch.Tensor for x in arrays) or kernel is None or _kernels is None:
             return exact
-        if any(x.dim() > MAX_DIMS for x in arrays):  # (no NumPy view: torch's operations)
+        if not viewable(*arrays):  # (no NumPy view: torch's operations)
             return exact
         if data.dtype == torch.bfloat16 and plan.reduction != "none":  # type: ignore[attr-defined]
             return exact  # (NumPy sees bfloat16 as int16, whose arithmetic is not bfloat16's)
@@ -284,7 +284,7 @@ def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
         not all(type(x) is torch.Tensor for x in arrays)
         or _kernels is None
         or data.is_complex()
-        or any(x.dim() > MAX_DIMS for x in arrays)  # (no NumPy view: torch's operations)
+        or not viewable(*arrays)  # (no NumPy view: torch's operations)
     ):
         return exact
     shape, typenum = tuple(data.shape), TYPENUMS[data.dtype]

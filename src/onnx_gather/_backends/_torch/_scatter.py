@@ -593,14 +593,13 @@ def _once_per_trace(indices: torch.Tensor, key: Any, make: Callable[[], Any]) ->
     (probe of 2026-11-28). Not where Dynamo itself traces this Python (host indices
     reach ``in_graph`` through the library's body): the lookup cannot be traced there.
     The entry is keyed by the pass's mode (the proxy mode, else the functional mode,
-    else the fake tensors' mode),
-    by the index tensor itself (each pass has its own) and by the indices' current
-    value: functionalization replaces the value a functional tensor wraps on any
-    in-place change of it or of its base, including ones that do not bump the
-    wrapper's version (``x.data`` writes, a custom operator that mutates without an
-    ADInplaceOrView kernel); the version is kept too. (``torch._sync`` and
-    ``torch._from_functional_tensor``: private, what functionalization itself uses to
-    read a wrapped value, torch 2.13.)
+    else the fake tensors' mode), by the index tensor itself (each pass has its own)
+    and by the indices' current value: functionalization replaces the value a
+    functional tensor wraps on any in-place change of it or of its base, including
+    ones that do not bump the wrapper's version (``x.data`` writes, a custom operator
+    that mutates without an ADInplaceOrView kernel); the version is kept too.
+    (``torch._sync`` and ``torch._from_functional_tensor``: private, what
+    functionalization itself uses to read a wrapped value, torch 2.13.)
     """
     if torch.compiler.is_dynamo_compiling():
         return make()

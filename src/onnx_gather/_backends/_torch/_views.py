@@ -27,6 +27,11 @@ TYPENUMS: dict[torch.dtype, int] = {
 }
 
 
+def viewable(*tensors: torch.Tensor) -> bool:
+    """Whether NumPy holds a view of each tensor: at most :data:`MAX_DIMS` dims."""
+    return all(x.dim() <= MAX_DIMS for x in tensors)
+
+
 def as_numpy(x: torch.Tensor) -> np.ndarray:
     """A zero-copy NumPy view of a CPU tensor (same-width integers for unsigned, bfloat16)."""
     if _kernels is not None:
