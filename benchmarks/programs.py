@@ -615,7 +615,7 @@ def _warm_up_compilers(modes: set[str]) -> None:
 
 
 def cold_compile_s(
-    program: str, backend: str, mode: str, label: str, smoke: bool, device: str = "cpu"
+    program: str, backend: str, mode: str, label: str, sizes: Sizes, device: str = "cpu"
 ) -> float | None:
     """The first call of one compiled contender, in a fresh process; None where it fails.
 
@@ -625,9 +625,12 @@ def cold_compile_s(
     the 8-layer decode step compiled in 2.5-2.9 s there against 2.7-2.9 s alone, and the
     native one in 1.7-1.9 against 2.0-2.1 s (2-core AMD EPYC VM, 2026-11-28). The child
     warms its compiler up first, as the run does, with an empty inductor cache of its own.
+    ``sizes``: :data:`FULL` or :data:`SMOKE` (what the child's command line can name).
     """
+    if sizes not in (FULL, SMOKE):
+        raise ValueError(f"a fresh process runs FULL or SMOKE sizes, not {sizes}")
     argv = [sys.executable, "-m", "benchmarks.programs", "--cold-child", program, backend,
-            mode, label, "--device", device, *(["--smoke"] if smoke else [])]  # fmt: skip
+            mode, label, "--device", device, *(["--smoke"] if sizes == SMOKE else [])]  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="benchmarks-programs-cold-") as cache:
         env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
         done = subprocess.run(
@@ -792,9 +795,7 @@ def run(
                 continue
             for c in groups[k].contenders.values():
                 if c.label not in failed[k]:
-                    c.first_call_s = cold_compile_s(
-                        program, backend, mode, c.label, sizes is SMOKE, device
-                    )
+                    c.first_call_s = cold_compile_s(program, backend, mode, c.label, sizes, device)
     for k in rest:
         for c in groups[k].contenders.values():
             copies = 0 if c.cache_copies is None or c.label in failed[k] else c.cache_copies()

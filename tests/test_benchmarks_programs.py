@@ -98,10 +98,14 @@ def test_a_cold_compile_is_timed_in_a_fresh_process() -> None:
 
     (NumPy's eager step here: the child is the same for every mode but the warm-up.)
     """
-    seconds = programs.cold_compile_s("decode", "numpy", "eager", "ours ScatterND", smoke=True)
+    smoke = programs.SMOKE
+    seconds = programs.cold_compile_s("decode", "numpy", "eager", "ours ScatterND", smoke)
     assert seconds is not None
     assert 0 < seconds < 60
-    assert programs.cold_compile_s("decode", "numpy", "eager", "no such", smoke=True) is None
+    assert programs.cold_compile_s("decode", "numpy", "eager", "no such", smoke) is None
+    other = programs.Sizes(layers=2)
+    with pytest.raises(ValueError, match=r"FULL or SMOKE sizes, not Sizes\(.*layers=2"):
+        programs.cold_compile_s("decode", "numpy", "eager", "ours ScatterND", other)
 
 
 def test_a_cold_run_reports_the_fresh_process_times(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -111,8 +115,8 @@ def test_a_cold_run_reports_the_fresh_process_times(monkeypatch: pytest.MonkeyPa
     """
     asked = []
 
-    def cold(program: str, backend: str, mode: str, label: str, smoke: bool, device: str) -> float:
-        asked.append((program, backend, mode, label, smoke))
+    def cold(program: str, backend: str, mode: str, label: str, sizes: Any, device: str) -> float:
+        asked.append((program, backend, mode, label, sizes))
         return 12.5
 
     def graph(backend: str, mode: str, sizes: Any, device: str) -> Any:
@@ -124,5 +128,7 @@ def test_a_cold_run_reports_the_fresh_process_times(monkeypatch: pytest.MonkeyPa
     rows, _ = programs.run(
         ["numpy"], ["jit"], ["graph"], programs.SMOKE, 1, 1e-5, lambda _: None, cold=True
     )
-    assert asked == [("graph", "numpy", "jit", label, True) for label in ("ours", "native")]
+    assert asked == [
+        ("graph", "numpy", "jit", label, programs.SMOKE) for label in ("ours", "native")
+    ]
     assert (rows[0].compile_ours, rows[0].compile_native) == (12.5, 12.5)
