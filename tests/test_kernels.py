@@ -1317,6 +1317,96 @@ def test_scatter_elements_at_declines_shared_memory_and_validates():
     assert _kernels.scatter_elements_at(0, 0, 0, 0, 4, 1, 4, 4) is True  # (nothing to write)
 
 
+def _read_at(out, data, indices, axis):
+    shape = data.shape
+    outer, inner = int(np.prod(shape[:axis])), int(np.prod(shape[axis + 1 :]))
+    return _kernels.gather_elements_at(
+        out.ctypes.data, data.ctypes.data, indices.ctypes.data, outer, shape[axis],
+        indices.shape[axis], inner, data.itemsize,
+    )  # fmt: skip
+
+
+def _random_items(rng, shape, dtype):
+    """Random bytes as items of ``dtype`` (NaN payloads and -0.0 among the floats)."""
+    raw = rng.integers(0, 256, (*shape, 16), dtype=np.uint8)
+    return np.ascontiguousarray(raw[..., : np.dtype(dtype).itemsize]).view(dtype)[..., 0]
+
+
+@pytest.mark.parametrize(
+    "dtype", [np.uint8, np.int16, np.float32, np.float64, np.complex128, np.dtype("V3")]
+)
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_gather_elements_at_reads_as_take_along_axis(dtype, axis):
+    """Every item size (a compile-time 1, 2, 4, 8, 16; a run-time 3), byte for byte; rows
+    of one index (one copy), rows that differ late, and random rows."""
+    rng = np.random.default_rng(10 + axis)
+    shape = (3, 5, 4)
+    n = shape[axis]
+    for length in (1, 2, 7):
+        index_shape = tuple(length if k == axis else m for k, m in enumerate(shape))
+        data = _random_items(rng, shape, dtype)
+        indices = rng.integers(-n, n, index_shape).astype(np.int64)
+        rows = np.moveaxis(indices, axis, 0)  # (a view: the inner rows are the last dim)
+        rows[0] = -1  # (rows of one index where the axis is not the last)
+        rows[-1, ..., :-1] = 2
+        rows[-1, ..., -1] = 0  # (the first equal, the last not)
+        want = np.take_along_axis(data, indices % n, axis)
+        out = np.zeros(index_shape, dtype)
+        assert _read_at(out, data, indices, axis) is True
+        assert out.tobytes() == want.tobytes()
+
+
+def test_gather_elements_at_writes_nothing_for_an_index_out_of_range():
+    data = np.arange(24, dtype=np.float32).reshape(2, 4, 3)
+    for inner_rows in (False, True):
+        for bad in (4, -5, 2**62, -(2**63)):
+            for where in range(6):
+                indices = np.zeros((2, 1, 3), np.int64)
+                if inner_rows:  # (a whole inner row of the one bad value)
+                    indices[where // 3, 0, :] = bad
+                else:
+                    indices.reshape(-1)[where] = bad
+                out = np.full((2, 1, 3), 7, np.float32)
+                assert _read_at(out, data, indices, 1) is False
+                assert (out == 7).all()
+    # An empty axis: every index is out of range.
+    out = np.full((2, 1, 3), 7, np.float32)
+    assert _read_at(out, np.zeros((2, 0, 3), np.float32), np.zeros((2, 1, 3), np.int64), 1) is False
+    assert (out == 7).all()
+
+
+def test_gather_elements_at_declines_shared_memory_and_validates():
+    data = np.arange(16, dtype=np.float32).reshape(4, 4)
+    indices = np.zeros((1, 4), np.int64)
+    kept = data.copy()
+    assert _read_at(data[1:2], data, indices, 0) is False  # (out is data's row 1)
+    np.testing.assert_array_equal(data, kept)
+    p = data.ctypes.data
+    with pytest.raises(ValueError, match="length -1"):
+        _kernels.gather_elements_at(p, p, p, 1, 4, -1, 4, 4)
+    with pytest.raises(ValueError, match="itemsize -4"):
+        _kernels.gather_elements_at(p, p, p, 1, 4, 1, 4, -4)
+    out = np.zeros((1, 4), np.float32)
+    assert _kernels.gather_elements_at(out.ctypes.data, p, 0, 1, 4, 1, 4, 4) is False  # (null)
+    assert _kernels.gather_elements_at(0, p, indices.ctypes.data, 1, 4, 1, 4, 4) is False
+    assert (
+        _kernels.gather_elements_at(out.ctypes.data, 0, indices.ctypes.data, 1, 4, 1, 4, 4) is False
+    )
+    assert not out.any()
+    with pytest.raises(OverflowError, match="gather_elements_at: the layout's sizes overflow"):
+        _kernels.gather_elements_at(p, np.zeros(0), p, 2**62, 2**62, 1, 1, 4)
+    with pytest.raises(TypeError, match="8 arguments"):
+        _kernels.gather_elements_at(p, p, p, 1, 4, 1, 4)
+    assert _kernels.gather_elements_at(0, 0, 0, 0, 4, 1, 4, 4) is True  # (nothing to read)
+    # Plain ndarrays of exactly the layout's bytes; else declined.
+    got = np.zeros((4, 1), np.float32)
+    assert _kernels.gather_elements_at(got, data, np.array([[-1], [0], [1], [3]]), 4, 4, 1, 1, 4)
+    assert got.ravel().tolist() == [3, 4, 9, 15]
+    assert (
+        _kernels.gather_elements_at(got, data, np.zeros((4, 1), np.int32), 4, 4, 1, 1, 4) is False
+    )
+
+
 def test_scatter_at_takes_plain_ndarrays_of_exactly_the_bytes():
     """An ndarray in place of an address: C-ordered, aligned, of exactly the bytes (data
     writeable, indices native int64), else False with nothing written."""

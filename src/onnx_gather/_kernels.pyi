@@ -95,6 +95,17 @@ def scatter_elements_at(
     itemsize: int,
     /,
 ) -> bool: ...
+def gather_elements_at(
+    out: int,
+    data: int,
+    indices: int,
+    outer: int,
+    size: int,
+    length: int,
+    inner: int,
+    itemsize: int,
+    /,
+) -> bool: ...
 def outside_at(address: int, count: int, itemsize: int, size: int, /) -> bool: ...
 def view(
     base: object,

@@ -224,6 +224,7 @@ PyObject *og_tensor_scatter_slices_at(PyObject *self, PyObject *const *args, Py_
 /* The scatters' plain writes in place by address (og_scatter_at.c). */
 PyObject *og_scatter_nd_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *og_scatter_elements_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *og_gather_elements_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* The bounds check by address (og_bounds.c). */
 PyObject *og_outside_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

@@ -16,7 +16,10 @@
  *   scatter_nd_at(data, updates, indices, count, dims, row) -> True or False
  *   scatter_elements_at(data, updates, indices, outer, size, length, inner, itemsize)
  *     -> True or False
- *     (ScatterND's and ScatterElements' plain writes in place by address; og_scatter_at.c)
+ *   gather_elements_at(out, data, indices, outer, size, length, inner, itemsize)
+ *     -> True or False
+ *     (ScatterND's and ScatterElements' plain writes in place, and GatherElements' reads
+ *     into a new buffer, by address; og_scatter_at.c)
  *   outside_at(address, count, itemsize, size) -> True or False
  *     (whether an index in another library's CPU memory is outside [-size, size-1];
  *     og_bounds.c)
@@ -273,6 +276,13 @@ static PyMethodDef og_methods[] = {
      "-> True or False\n\nScatterElements (reduction none) in place on C-ordered buffers "
      "by address: data of outer x size x inner items, int64 indices and updates of outer x "
      "length x inner. True: written; False: nothing written."},
+    {"gather_elements_at", (PyCFunction)(void (*)(void))og_gather_elements_at,
+     METH_FASTCALL,
+     "gather_elements_at(out, data, indices, outer, size, length, inner, itemsize) "
+     "-> True or False\n\nGatherElements into `out` on C-ordered buffers by address: data "
+     "of outer x size x inner items, int64 indices and out of outer x length x inner. "
+     "True: read; False: nothing written (an index out of range, misaligned indices, "
+     "memory shared with out)."},
     {"outside_at", (PyCFunction)(void (*)(void))og_outside_at, METH_FASTCALL,
      "outside_at(address, count, itemsize, size) -> True or False\n\nWhether any of count "
      "native int32 (itemsize 4) or int64 (8) indices at address lies outside "

@@ -7,8 +7,13 @@
  *   scatter_nd_at(data, updates, indices, count, dims, row) -> True or False
  *   scatter_elements_at(data, updates, indices, outer, size, length, inner, itemsize)
  *     -> True or False
+ *   gather_elements_at(out, data, indices, outer, size, length, inner, itemsize)
+ *     -> True or False
  *
- * Reduction none. True: written. False, with nothing written: an index out of range
+ * gather_elements_at reads (GatherElements into `out`, a new buffer: a small eager call
+ * whose indices hold negatives, which torch's own gather refuses); in its terms below,
+ * `out` is the buffer written and `data` the one read, as `updates` is for the writes.
+ * The writes: reduction none. True: written. False, with nothing written: an index out of range
  * (the caller's general path then raises, or drops the update unchecked), misaligned
  * indices, a buffer at a null address (a torch ZeroTensor's), more than 32 coordinates,
  * or updates or indices that share data's memory (the general path copies them first).
@@ -26,6 +31,8 @@
  *   - scatter_elements_at: data of outer x size x inner items of `itemsize` bytes;
  *     indices and updates of outer x length x inner (the axis is the middle one: the
  *     indices' other dims are data's).
+ *   - gather_elements_at: data of outer x size x inner items; indices and out of outer x
+ *     length x inner.
  * Writes of 1 MiB and more release the GIL. ValueError for a size out of [0, 2**62],
  * OverflowError for sizes whose products overflow.
  */
@@ -231,12 +238,30 @@ elements_write(char *data, const char *updates, const npy_int64 *ind, npy_intp o
     }
 }
 
+/* The five sizes of an elements layout (outer, size, length, inner, itemsize) from
+ * args[3..7], with the item counts of the indices (outer x length x inner) and of data
+ * (outer x size x inner). 0 with an error set (ValueError, OverflowError). */
+static int
+elements_layout(PyObject *const *args, const char *function, npy_intp *sizes, npy_intp *count,
+                npy_intp *cells)
+{
+    static const char *names[5] = {"outer", "size", "length", "inner", "itemsize"};
+    int k;
+    for (k = 0; k < 5; k++) {
+        sizes[k] = size_arg(args[3 + k], function, names[k]);
+        if (sizes[k] < 0) return 0;
+    }
+    return times(sizes[0], sizes[2], count, function) &&
+           times(*count, sizes[3], count, function) &&
+           times(sizes[0], sizes[1], cells, function) &&
+           times(*cells, sizes[3], cells, function);
+}
+
 PyObject *
 og_scatter_elements_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    static const char *names[5] = {"outer", "size", "length", "inner", "itemsize"};
     char *at[3];
-    npy_intp sizes[5], outer, size, length, inner, itemsize, count, cells, k, nbytes[3];
+    npy_intp sizes[5], outer, size, length, inner, itemsize, count, cells, nbytes[3];
     int ok;
     const npy_int64 *ind;
     (void)self;
@@ -245,16 +270,9 @@ og_scatter_elements_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                      nargs);
         return NULL;
     }
-    for (k = 0; k < 5; k++) {
-        sizes[k] = size_arg(args[3 + k], "scatter_elements_at", names[k]);
-        if (sizes[k] < 0) return NULL;
-    }
+    if (!elements_layout(args, "scatter_elements_at", sizes, &count, &cells)) return NULL;
     outer = sizes[0], size = sizes[1], length = sizes[2], inner = sizes[3], itemsize = sizes[4];
-    if (!times(outer, length, &count, "scatter_elements_at") ||
-        !times(count, inner, &count, "scatter_elements_at") ||
-        !times(outer, size, &cells, "scatter_elements_at") ||
-        !times(cells, inner, &cells, "scatter_elements_at") ||
-        !times(cells, itemsize, &nbytes[0], "scatter_elements_at") ||
+    if (!times(cells, itemsize, &nbytes[0], "scatter_elements_at") ||
         !times(count, itemsize, &nbytes[1], "scatter_elements_at") ||
         !times(count, (npy_intp)sizeof(npy_int64), &nbytes[2], "scatter_elements_at")) {
         return NULL;
@@ -277,6 +295,81 @@ og_scatter_elements_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     else {
         elements_write(at[0], at[1], ind, outer, size, length, inner, itemsize);
+    }
+    Py_RETURN_TRUE;
+}
+
+/* GatherElements' reads, OG_ELEMENTS_LOOP's writes turned round: an inner row of indices
+ * of one value reads one row of consecutive items. */
+#define OG_ELEMENTS_READ(SIZE)                                                              \
+    for (o = 0; o < outer; o++) {                                                          \
+        for (l = 0; l < length; l++) {                                                     \
+            npy_intp to = (o * length + l) * inner;                                        \
+            if (og_one_value(ind + to, inner)) {                                           \
+                npy_intp from = (o * size + og_wrap(ind[to], size)) * inner;               \
+                memcpy(out + to * (SIZE), data + from * (SIZE), (size_t)(inner * (SIZE))); \
+                continue;                                                                  \
+            }                                                                              \
+            for (i = 0; i < inner; i++) {                                                  \
+                npy_intp from = (o * size + og_wrap(ind[to + i], size)) * inner + i;       \
+                memcpy(out + (to + i) * (SIZE), data + from * (SIZE), (size_t)(SIZE));     \
+            }                                                                              \
+        }                                                                                  \
+    }
+
+static void
+elements_read(char *out, const char *data, const npy_int64 *ind, npy_intp outer,
+              npy_intp size, npy_intp length, npy_intp inner, npy_intp itemsize)
+{
+    npy_intp o, l, i;
+    switch (itemsize) {
+    case 1: OG_ELEMENTS_READ(1) break;
+    case 2: OG_ELEMENTS_READ(2) break;
+    case 4: OG_ELEMENTS_READ(4) break;
+    case 8: OG_ELEMENTS_READ(8) break;
+    case 16: OG_ELEMENTS_READ(16) break;
+    default: OG_ELEMENTS_READ(itemsize) break;
+    }
+}
+
+PyObject *
+og_gather_elements_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    char *at[3];
+    npy_intp sizes[5], outer, size, length, inner, itemsize, count, cells, nbytes[3];
+    int ok;
+    const npy_int64 *ind;
+    (void)self;
+    if (nargs != 8) {
+        PyErr_Format(PyExc_TypeError, "gather_elements_at takes 8 arguments (%zd given)",
+                     nargs);
+        return NULL;
+    }
+    if (!elements_layout(args, "gather_elements_at", sizes, &count, &cells)) return NULL;
+    outer = sizes[0], size = sizes[1], length = sizes[2], inner = sizes[3], itemsize = sizes[4];
+    if (!times(count, itemsize, &nbytes[0], "gather_elements_at") ||
+        !times(cells, itemsize, &nbytes[1], "gather_elements_at") ||
+        !times(count, (npy_intp)sizeof(npy_int64), &nbytes[2], "gather_elements_at")) {
+        return NULL;
+    }
+    if ((ok = buffers(args, nbytes, at)) <= 0) return ok < 0 ? NULL : Py_NewRef(Py_False);
+    if (count == 0) Py_RETURN_TRUE;
+    if (at[2] == NULL || (npy_intp)at[2] % (npy_intp)sizeof(npy_int64) != 0 ||
+        og_bytes_overlap(at[0], nbytes[0], at[1], nbytes[1]) ||
+        og_bytes_overlap(at[0], nbytes[0], at[2], nbytes[2])) {
+        Py_RETURN_FALSE;
+    }
+    ind = (const npy_int64 *)at[2];
+    if (!elements_valid(ind, count / inner, inner, size)) Py_RETURN_FALSE;
+    if (itemsize == 0) Py_RETURN_TRUE;
+    if (at[0] == NULL || at[1] == NULL) Py_RETURN_FALSE;
+    if (count * itemsize >= OG_AT_UNLOCKED) {
+        Py_BEGIN_ALLOW_THREADS
+        elements_read(at[0], at[1], ind, outer, size, length, inner, itemsize);
+        Py_END_ALLOW_THREADS
+    }
+    else {
+        elements_read(at[0], at[1], ind, outer, size, length, inner, itemsize);
     }
     Py_RETURN_TRUE;
 }
