@@ -1,7 +1,8 @@
 """Small eager gathers on CPU tensors run torch's own kernel first (``_torch._eager``).
 
 Its kernels answer in-range indices exactly and refuse the rest; the exact path then
-answers (negative indices) or raises the library's IndexError. These tests hold that
+answers (negative indices) or raises the library's IndexError. GatherElements' call sites
+that torch.gather refused read by address in the compiled kernel, where it serves. These tests hold that
 route to the ONNX result when a call site's indices change sign, go out of range, or a
 tracer records the call after eager calls bound it. Expected values come from NumPy.
 """
@@ -162,6 +163,89 @@ def test_types_torch_does_not_copy_bit_for_bit_stay_exact(
     np.testing.assert_array_equal(
         got.view(signed).numpy(), np.take_along_axis(bits.numpy(), order, 1)
     )
+
+
+def test_gather_elements_reads_by_address_once_torch_gather_refuses(
+    fresh_calls: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After torch.gather refuses (negatives), the compiled read by address serves the call
+    site: negatives from the end, an index out of range the library's IndexError."""
+    from onnx_gather._backends._torch import _eager
+
+    used = []
+    real = _eager._kernels.gather_elements_at
+
+    def spy(*args: Any) -> Any:
+        used.append(real(*args))
+        return used[-1]
+
+    monkeypatch.setattr(_eager._kernels, "gather_elements_at", spy)
+    call, good, negative, bad, want = OPS["gather_elements"]
+    x = _t(X)
+    np.testing.assert_array_equal(call(x, _t(good)).numpy(), want(good))
+    assert used == []  # (torch.gather's)
+    for indices in (negative, good, negative):
+        got = call(x, _t(indices))
+        np.testing.assert_array_equal(got.numpy(), want(indices))
+        assert got.is_contiguous()
+        assert got.dtype == x.dtype
+    assert used == [True, True, True]
+    with pytest.raises(IndexError, match=r"index 4 .*out of range"):
+        call(x, _t(bad))
+    assert used == [True, True, True, False]  # (declined: the exact path raised)
+    got = call(x, _t(negative))
+    x.fill_(-1)  # (the result owns its memory)
+    np.testing.assert_array_equal(got.numpy(), want(negative))
+
+
+def test_gather_elements_by_address_leaves_what_it_cannot_read(
+    fresh_calls: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gradient to record, a strided, negative or conjugate view, indices shorter than
+    data off the axis: the exact path, with the right values."""
+    from onnx_gather._backends._torch import _eager
+
+    used = []
+    real = _eager._kernels.gather_elements_at
+    monkeypatch.setattr(
+        _eager._kernels, "gather_elements_at", lambda *a: used.append(1) or real(*a)
+    )
+    negative = OPS["gather_elements"][2]
+    index = _t(negative)
+    x = _t(X).requires_grad_()
+    for _ in range(2):  # (the first refused by torch.gather, the second bound)
+        og.gather_elements(x, index, 1).sum().backward()
+    counts = np.zeros_like(X)
+    np.add.at(counts.reshape(-1), want_positions("gather_elements", negative % 4, _flat()), 2)
+    np.testing.assert_array_equal(x.grad.numpy(), counts)
+    assert used == []
+    z = torch.complex(_t(X), _t(-X))
+    views = [  # (each after a plain call of its kind, which reads by address)
+        (_t(X.T.copy()).T, X),
+        (z.conj(), X + 1j * X),
+        (torch._neg_view(_t(-X)), X),  # (a contiguous negative view: its memory holds -X)
+    ]
+    for data, values in views:
+        plain = data.resolve_conj().resolve_neg().contiguous()
+        assert not plain.is_conj()
+        assert not plain.is_neg()
+        used.clear()
+        for got in (og.gather_elements(plain, index, 1), og.gather_elements(data, index, 1)):
+            np.testing.assert_array_equal(
+                got.resolve_conj().resolve_neg().numpy(),
+                np.take_along_axis(values, negative % 4, 1),
+            )
+        assert used == [1]  # (the plain call only)
+    short = _t(np.array([[-1, 0], [2, -3]]))  # (2 of data's 8 rows)
+    used.clear()
+    for _ in range(2):
+        got = og.gather_elements(_t(X), short, 1)
+        np.testing.assert_array_equal(got.numpy(), np.take_along_axis(X[:2], short.numpy() % 4, 1))
+    assert used == []
+
+
+def _flat() -> np.ndarray:
+    return np.arange(X.size).reshape(X.shape)
 
 
 # --- scatters: the compiled kernel on views, bound once --------------------------------
