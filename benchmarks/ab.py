@@ -37,6 +37,8 @@ from typing import Any
 #: the eager CPU workloads of benchmarks/workloads.py that both trees run.
 WORKLOADS: list[tuple[str, str, list[int], list[int], int, str, str, bool]] = [
     ("GatherElements 8x4 axis 1", "gather_elements", [8, 4], [8, 4], 1, "float32", "int64", False),
+    ("GatherElements 8x4 axis 1 mixed-sign", "gather_elements", [8, 4], [8, 4], 1, "float32",
+     "int64", True),
     ("Gather 2 of 8x4 axis 0", "gather", [8, 4], [2], 0, "float32", "int64", False),
     ("GatherElements 2000x2000 axis 0", "gather_elements", [2000, 2000], [2000, 2000], 0,
      "float32", "int64", False),

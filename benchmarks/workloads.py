@@ -86,6 +86,8 @@ def _axis(axis: int) -> dict[str, int]:
 WORKLOADS: tuple[Workload, ...] = (
     Workload("GatherElements 8x4 axis 1", ELEMENTS, (8, 4), (8, 4), _axis(1), tiny=True,
              ort_target=None),
+    Workload("GatherElements 8x4 axis 1 mixed-sign", ELEMENTS, (8, 4), (8, 4), _axis(1),
+             tiny=True, mixed=True, ort_target=None),
     Workload("Gather 2 of 8x4 axis 0", GATHER, (8, 4), (2,), _axis(0), tiny=True,
              ort_target=None),
     Workload("GatherElements 2000x2000 axis 0", ELEMENTS, (2000, 2000), (2000, 2000), _axis(0),
