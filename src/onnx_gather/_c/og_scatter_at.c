@@ -257,48 +257,6 @@ elements_layout(PyObject *const *args, const char *function, npy_intp *sizes, np
            times(*cells, sizes[3], cells, function);
 }
 
-PyObject *
-og_scatter_elements_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    char *at[3];
-    npy_intp sizes[5], outer, size, length, inner, itemsize, count, cells, nbytes[3];
-    int ok;
-    const npy_int64 *ind;
-    (void)self;
-    if (nargs != 8) {
-        PyErr_Format(PyExc_TypeError, "scatter_elements_at takes 8 arguments (%zd given)",
-                     nargs);
-        return NULL;
-    }
-    if (!elements_layout(args, "scatter_elements_at", sizes, &count, &cells)) return NULL;
-    outer = sizes[0], size = sizes[1], length = sizes[2], inner = sizes[3], itemsize = sizes[4];
-    if (!times(cells, itemsize, &nbytes[0], "scatter_elements_at") ||
-        !times(count, itemsize, &nbytes[1], "scatter_elements_at") ||
-        !times(count, (npy_intp)sizeof(npy_int64), &nbytes[2], "scatter_elements_at")) {
-        return NULL;
-    }
-    if ((ok = buffers(args, nbytes, at)) <= 0) return ok < 0 ? NULL : Py_NewRef(Py_False);
-    if (count == 0) Py_RETURN_TRUE;
-    if (at[2] == NULL || (npy_intp)at[2] % (npy_intp)sizeof(npy_int64) != 0 ||
-        og_bytes_overlap(at[0], nbytes[0], at[1], nbytes[1]) ||
-        og_bytes_overlap(at[0], nbytes[0], at[2], nbytes[2])) {
-        Py_RETURN_FALSE;
-    }
-    ind = (const npy_int64 *)at[2];
-    if (!elements_valid(ind, count / inner, inner, size)) Py_RETURN_FALSE;
-    if (itemsize == 0) Py_RETURN_TRUE;
-    if (at[0] == NULL || at[1] == NULL) Py_RETURN_FALSE;
-    if (count * itemsize >= OG_AT_UNLOCKED) {
-        Py_BEGIN_ALLOW_THREADS
-        elements_write(at[0], at[1], ind, outer, size, length, inner, itemsize);
-        Py_END_ALLOW_THREADS
-    }
-    else {
-        elements_write(at[0], at[1], ind, outer, size, length, inner, itemsize);
-    }
-    Py_RETURN_TRUE;
-}
-
 /* GatherElements' reads, OG_ELEMENTS_LOOP's writes turned round: an inner row of indices
  * of one value reads one row of consecutive items. */
 #define OG_ELEMENTS_READ(SIZE)                                                              \
@@ -332,24 +290,26 @@ elements_read(char *out, const char *data, const npy_int64 *ind, npy_intp outer,
     }
 }
 
-PyObject *
-og_gather_elements_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* scatter_elements_at (read: 0) and gather_elements_at (1): their args, their checks,
+ * then the writes or the reads. In the gather's layout the buffers swap roles: args[0]
+ * is `out` (outer x length x inner, written) and args[1] is data (outer x size x inner). */
+static PyObject *
+elements_at(PyObject *const *args, Py_ssize_t nargs, int read)
 {
+    const char *function = read ? "gather_elements_at" : "scatter_elements_at";
     char *at[3];
     npy_intp sizes[5], outer, size, length, inner, itemsize, count, cells, nbytes[3];
     int ok;
     const npy_int64 *ind;
-    (void)self;
     if (nargs != 8) {
-        PyErr_Format(PyExc_TypeError, "gather_elements_at takes 8 arguments (%zd given)",
-                     nargs);
+        PyErr_Format(PyExc_TypeError, "%s takes 8 arguments (%zd given)", function, nargs);
         return NULL;
     }
-    if (!elements_layout(args, "gather_elements_at", sizes, &count, &cells)) return NULL;
+    if (!elements_layout(args, function, sizes, &count, &cells)) return NULL;
     outer = sizes[0], size = sizes[1], length = sizes[2], inner = sizes[3], itemsize = sizes[4];
-    if (!times(count, itemsize, &nbytes[0], "gather_elements_at") ||
-        !times(cells, itemsize, &nbytes[1], "gather_elements_at") ||
-        !times(count, (npy_intp)sizeof(npy_int64), &nbytes[2], "gather_elements_at")) {
+    if (!times(read ? count : cells, itemsize, &nbytes[0], function) ||
+        !times(read ? cells : count, itemsize, &nbytes[1], function) ||
+        !times(count, (npy_intp)sizeof(npy_int64), &nbytes[2], function)) {
         return NULL;
     }
     if ((ok = buffers(args, nbytes, at)) <= 0) return ok < 0 ? NULL : Py_NewRef(Py_False);
@@ -365,11 +325,29 @@ og_gather_elements_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (at[0] == NULL || at[1] == NULL) Py_RETURN_FALSE;
     if (count * itemsize >= OG_AT_UNLOCKED) {
         Py_BEGIN_ALLOW_THREADS
-        elements_read(at[0], at[1], ind, outer, size, length, inner, itemsize);
+        if (read) elements_read(at[0], at[1], ind, outer, size, length, inner, itemsize);
+        else elements_write(at[0], at[1], ind, outer, size, length, inner, itemsize);
         Py_END_ALLOW_THREADS
     }
-    else {
+    else if (read) {
         elements_read(at[0], at[1], ind, outer, size, length, inner, itemsize);
     }
+    else {
+        elements_write(at[0], at[1], ind, outer, size, length, inner, itemsize);
+    }
     Py_RETURN_TRUE;
+}
+
+PyObject *
+og_scatter_elements_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return elements_at(args, nargs, 0);
+}
+
+PyObject *
+og_gather_elements_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return elements_at(args, nargs, 1);
 }
