@@ -14,6 +14,7 @@ from jax.experimental import checkify
 from scatter_cases import SCATTER_CASES, SE, SN, scatter
 from test_scatters import SWEEP
 
+import onnx_gather as og
 from onnx_gather import _ops
 
 
@@ -183,6 +184,31 @@ def test_rounds_give_the_same_bits_where_updates_are_not_applied_in_order(
         assert_identical(np.asarray(_call(case, *arrays)), oracle_answer(case))
         ran += 1
     assert ran > 50
+
+
+def test_devices_without_ordered_scatters_write_each_target_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where a scatter's updates may land in any order (GPUs), only each target's last
+    update in C order is written: the rows the write is given hold each target once."""
+    from onnx_gather._backends._jax import _scatter
+
+    monkeypatch.setattr(_scatter, "serial_device", lambda data: False)
+    written = []
+    real = _scatter._coordinates
+
+    def spy(rows: Any, shape: Any) -> Any:
+        written.append(np.asarray(rows))
+        return real(rows, shape)
+
+    monkeypatch.setattr(_scatter, "_coordinates", spy)
+    updates = jnp.arange(10.0, dtype=jnp.float32).reshape(5, 2)
+    with jax.disable_jit():  # (the rows as values)
+        got = og.scatter_nd(jnp.zeros((4, 2)), jnp.array([[1], [3], [1], [-3], [5]]), updates,
+                            check_bounds=False)  # fmt: skip
+    assert np.asarray(got).tolist() == [[0, 0], [6, 7], [0, 0], [2, 3]]
+    (rows,) = written
+    assert sorted(rows[rows < 4].tolist()) == [1, 3]  # (row 1 once: its third update)
 
 
 def test_export_of_a_float_reduction_needs_a_symbolic_shape() -> None:
