@@ -204,7 +204,7 @@ def test_devices_without_ordered_scatters_write_each_target_once(
     monkeypatch.setattr(_scatter, "_coordinates", spy)
     updates = jnp.arange(10.0, dtype=jnp.float32).reshape(5, 2)
     with jax.disable_jit():  # (the rows as values)
-        got = og.scatter_nd(jnp.zeros((4, 2)), jnp.array([[1], [3], [1], [-3], [5]]), updates,
+        got = og.scatter_nd(jnp.zeros((4, 2), jnp.float32), jnp.array([[1], [3], [1], [-3], [5]]), updates,
                             check_bounds=False)  # fmt: skip
     assert np.asarray(got).tolist() == [[0, 0], [6, 7], [0, 0], [2, 3]]
     (rows,) = written
