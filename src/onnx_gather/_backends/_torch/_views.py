@@ -53,12 +53,14 @@ def new_cpu(shape: tuple[int, ...], dtype: torch.dtype) -> Callable[[], torch.Te
         step *= max(n, 1)
     strides.reverse()
     try:
-        from torch._C._dynamo.guards import (  # type: ignore[attr-defined]
-            _empty_strided_cpu,
-        )
+        from torch._C._dynamo import guards
+
+        allocate = getattr(guards, "_empty_strided_cpu", None)
     except ImportError:
+        allocate = None
+    if allocate is None:
         return functools.partial(torch.empty_strided, shape, tuple(strides), dtype=dtype)
-    return functools.partial(_empty_strided_cpu, shape, tuple(strides), dtype)
+    return functools.partial(allocate, shape, tuple(strides), dtype)
 
 
 def as_numpy(x: torch.Tensor) -> np.ndarray:
