@@ -230,6 +230,23 @@ def bound_compiled(
 AT_UP_TO = 1 << 18
 
 
+def elements_layout(
+    data_shape: tuple[int, ...], index_shape: tuple[int, ...], axis: int, itemsize: int
+) -> tuple[int, int, int, int, int] | None:
+    """The by-address elements kernels' layout: ``(outer, size, length, inner, itemsize)``.
+
+    For ``scatter_elements_at`` and ``gather_elements_at``: data as outer x size x inner
+    items, indices as outer x length x inner. None where the indices do not span data off
+    ``axis`` (a smaller block of it).
+    """
+    if any(
+        n != m for k, (n, m) in enumerate(zip(data_shape, index_shape, strict=True)) if k != axis
+    ):
+        return None
+    outer, inner = math.prod(data_shape[:axis]), math.prod(data_shape[axis + 1 :])
+    return (outer, data_shape[axis], index_shape[axis], inner, itemsize)
+
+
 def writer_at(
     kernels: Any,
     plan: Any,
@@ -256,15 +273,9 @@ def writer_at(
     if kernels is None or plan.reduction != Reduction.NONE:
         return None
     if elements:
-        along = plan.axis
-        if math.prod(index_shape) * itemsize > AT_UP_TO or any(
-            n != m
-            for k, (n, m) in enumerate(zip(data_shape, index_shape, strict=True))
-            if k != along
-        ):
+        layout = elements_layout(data_shape, index_shape, plan.axis, itemsize)
+        if layout is None or math.prod(index_shape) * itemsize > AT_UP_TO:
             return None
-        outer, inner = math.prod(data_shape[:along]), math.prod(data_shape[along + 1 :])
-        layout = (outer, data_shape[along], index_shape[along], inner, itemsize)
         elements_at = kernels.scatter_elements_at
         return lambda data, updates, indices: elements_at(data, updates, indices, *layout)
     depth = index_shape[-1]

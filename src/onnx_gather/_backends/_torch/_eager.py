@@ -16,6 +16,7 @@ from onnx_gather._backends._numpy._scatter import (
     CheckMode,
     bound_compiled,
     copy_slices,
+    elements_layout,
     writer_at,
 )
 from onnx_gather._backends._torch._views import TYPENUMS, as_numpy, new_cpu, of_new, viewable
@@ -118,29 +119,20 @@ def _reading_at(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
     """GatherElements by address (``_kernels.gather_elements_at``) once ``torch.gather`` refused.
 
     It refuses indices that hold negatives, and one out of range, which this kernel
-    declines too (``exact`` then raises). Torch's kernel refuses any negative index, so a
-    call site whose indices hold one runs this from then on: 2.3 against 5.7 us for the exact path's views, result and
-    tests (float32 8x4, 2-core AMD EPYC VM; ``torch.gather`` on wrapped indices 1.3 us,
-    and with its own ``torch.where`` 5.0). C-ordered plain CPU tensors whose indices
-    have data's other dims, nothing that records the call (autograd, forward AD,
-    tracers) and no negative or conjugate view (its memory holds other values);
-    anything else is ``exact``.
+    declines too (``exact`` then raises). Torch's kernel refuses any negative index, so
+    a call site whose indices hold one runs this from then on: 2.3 against 5.7 us for
+    the exact path's views, result and tests (float32 8x4, 2-core AMD EPYC VM;
+    ``torch.gather`` on wrapped indices 1.3 us, and with its own ``torch.where`` 5.0).
+    C-ordered plain CPU tensors whose indices have data's other dims, nothing that
+    records the call (autograd, forward AD, tracers) and no negative or conjugate view
+    (its memory holds other values); anything else is ``exact``.
     """
     data, indices = arrays
-    axis = plan.axis
-    shape, index_shape = tuple(data.shape), tuple(indices.shape)
-    if _kernels is None or any(
-        n != m for d, (n, m) in enumerate(zip(shape, index_shape, strict=True)) if d != axis
-    ):
+    index_shape = tuple(indices.shape)
+    layout = elements_layout(tuple(data.shape), index_shape, plan.axis, data.element_size())
+    if _kernels is None or layout is None:
         return exact
     read_at, new = _kernels.gather_elements_at, new_cpu(index_shape, data.dtype)
-    layout = (
-        math.prod(shape[:axis]),
-        shape[axis],
-        index_shape[axis],
-        math.prod(shape[axis + 1 :]),
-        data.element_size(),
-    )
     tracing, dispatch_stack = torch._C._get_tracing_state, torch._C._len_torch_dispatch_stack
     grad_enabled = torch.is_grad_enabled
 
