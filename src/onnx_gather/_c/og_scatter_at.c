@@ -238,25 +238,6 @@ elements_write(char *data, const char *updates, const npy_int64 *ind, npy_intp o
     }
 }
 
-/* The five sizes of an elements layout (outer, size, length, inner, itemsize) from
- * args[3..7], with the item counts of the indices (outer x length x inner) and of data
- * (outer x size x inner). 0 with an error set (ValueError, OverflowError). */
-static int
-elements_layout(PyObject *const *args, const char *function, npy_intp *sizes, npy_intp *count,
-                npy_intp *cells)
-{
-    static const char *names[5] = {"outer", "size", "length", "inner", "itemsize"};
-    int k;
-    for (k = 0; k < 5; k++) {
-        sizes[k] = size_arg(args[3 + k], function, names[k]);
-        if (sizes[k] < 0) return 0;
-    }
-    return times(sizes[0], sizes[2], count, function) &&
-           times(*count, sizes[3], count, function) &&
-           times(sizes[0], sizes[1], cells, function) &&
-           times(*cells, sizes[3], cells, function);
-}
-
 /* GatherElements' reads, OG_ELEMENTS_LOOP's writes turned round: an inner row of indices
  * of one value reads one row of consecutive items. */
 #define OG_ELEMENTS_READ(SIZE)                                                              \
@@ -296,18 +277,26 @@ elements_read(char *out, const char *data, const npy_int64 *ind, npy_intp outer,
 static PyObject *
 elements_at(PyObject *const *args, Py_ssize_t nargs, int read)
 {
+    static const char *names[5] = {"outer", "size", "length", "inner", "itemsize"};
     const char *function = read ? "gather_elements_at" : "scatter_elements_at";
+    void (*move)(char *, const char *, const npy_int64 *, npy_intp, npy_intp, npy_intp,
+                 npy_intp, npy_intp) = read ? elements_read : elements_write;
     char *at[3];
-    npy_intp sizes[5], outer, size, length, inner, itemsize, count, cells, nbytes[3];
+    npy_intp sizes[5], outer, size, length, inner, itemsize, count, cells, k, nbytes[3];
     int ok;
     const npy_int64 *ind;
     if (nargs != 8) {
         PyErr_Format(PyExc_TypeError, "%s takes 8 arguments (%zd given)", function, nargs);
         return NULL;
     }
-    if (!elements_layout(args, function, sizes, &count, &cells)) return NULL;
+    for (k = 0; k < 5; k++) {
+        sizes[k] = size_arg(args[3 + k], function, names[k]);
+        if (sizes[k] < 0) return NULL;
+    }
     outer = sizes[0], size = sizes[1], length = sizes[2], inner = sizes[3], itemsize = sizes[4];
-    if (!times(read ? count : cells, itemsize, &nbytes[0], function) ||
+    if (!times(outer, length, &count, function) || !times(count, inner, &count, function) ||
+        !times(outer, size, &cells, function) || !times(cells, inner, &cells, function) ||
+        !times(read ? count : cells, itemsize, &nbytes[0], function) ||
         !times(read ? cells : count, itemsize, &nbytes[1], function) ||
         !times(count, (npy_intp)sizeof(npy_int64), &nbytes[2], function)) {
         return NULL;
@@ -325,15 +314,11 @@ elements_at(PyObject *const *args, Py_ssize_t nargs, int read)
     if (at[0] == NULL || at[1] == NULL) Py_RETURN_FALSE;
     if (count * itemsize >= OG_AT_UNLOCKED) {
         Py_BEGIN_ALLOW_THREADS
-        if (read) elements_read(at[0], at[1], ind, outer, size, length, inner, itemsize);
-        else elements_write(at[0], at[1], ind, outer, size, length, inner, itemsize);
+        move(at[0], at[1], ind, outer, size, length, inner, itemsize);
         Py_END_ALLOW_THREADS
     }
-    else if (read) {
-        elements_read(at[0], at[1], ind, outer, size, length, inner, itemsize);
-    }
     else {
-        elements_write(at[0], at[1], ind, outer, size, length, inner, itemsize);
+        move(at[0], at[1], ind, outer, size, length, inner, itemsize);
     }
     Py_RETURN_TRUE;
 }
