@@ -69,27 +69,31 @@ def scatter(
     on the host first; under tracing checkify reports it (:mod:`._check`).
     """
     positions, keep = normalise_indices(jnp, indices, plan, BoundsPolicy.DROP)
-    if plan.coordinates:
+    if plan.coordinates:  # (rows: cells of data's indexed dims)
+        shape = tuple(plan.sizes)
         rows = tuple_rows(jnp, positions, plan.sizes, 0, None).reshape(-1)
         cells = math.prod(plan.sizes)
         width = math.prod(plan.out_shape[len(plan.sizes) :])
         target = data.reshape(cells, width)
         values = updates.reshape(rows.shape[0], width)
-    else:
+    else:  # (rows: items of data)
+        shape = tuple(plan.out_shape)
         rows = element_positions(jnp, positions, plan.out_shape, plan.axis, None).reshape(-1)
         target, values = data.reshape(-1), updates.reshape(-1)
     n = target.shape[0]
     rows = jnp.where(keep.reshape(-1), rows, n)  # dropped: beyond the last row
     if plan.reduction == "none":
-        return _set(data, rows, updates, plan, serial)
+        return _set(data, rows, updates, shape, serial)
     result = _write(target, rows, values, plan.reduction, np.dtype(dtype), serial)
     return result.reshape(plan.out_shape)
 
 
 def _set(
-    data: jax.Array, rows: jax.Array, updates: jax.Array, plan: Any, serial: bool
+    data: jax.Array, rows: jax.Array, updates: jax.Array, shape: tuple[int, ...], serial: bool
 ) -> jax.Array:
     """Reduction none: ``rows`` (past the last: dropped) of data as it is shaped, in C order.
+
+    ``rows`` count C-order positions in ``shape``, data's leading dims.
 
     JAX leaves the order of a scatter's repeated indices to the implementation (the CPU
     keeps the last duplicate, a GPU may keep the first: jax-ml/jax#12359). On the CPU,
@@ -105,7 +109,6 @@ def _set(
     µs for ``lax.dynamic_update_slice`` of each layer's block (probes, 2-core AMD EPYC VM,
     2026-11-28).
     """
-    shape = tuple(plan.sizes) if plan.coordinates else tuple(plan.out_shape)
     n, m = math.prod(shape), rows.shape[0]
     if m == 0 or n == 0:  # no update, or every one dropped (no row to find a winner in)
         return data
@@ -113,7 +116,7 @@ def _set(
         position = jnp.arange(m)
         latest = jnp.full((n,), -1, position.dtype).at[rows].max(position, mode="drop")
         rows = jnp.where(latest[jnp.minimum(rows, n - 1)] == position, rows, n)
-    values = updates.reshape(m, *plan.out_shape[len(shape) :])
+    values = updates.reshape(m, *data.shape[len(shape) :])
     return data.at[_coordinates(rows, shape)].set(values, mode="drop")
 
 
