@@ -281,6 +281,20 @@ TENSOR = [
        mode="circular", expected=a([[8.0, 0.0, 7.0]], F32)),
     ts("ts-circular-index-past-the-end", np.zeros((2, 3), np.int8), a([[1], [2]], np.int8),
        [7, 3], axis=1, mode="circular", expected=a([[0, 1, 0], [2, 0, 0]], np.int8)),
+    # Reliability round 5: a start near the integer limit plus an offset passed it and
+    # wrapped (every backend: a wrong position; torch.compile: a write outside the cache).
+    # Expected values: ONNX Runtime's (its modulo is exact; the reference evaluator wraps).
+    ts("ts-circular-near-int64-max", np.zeros((2, 3, 1), F32),
+       np.arange(1, 7, dtype=F32).reshape(2, 3, 1), [2**63 - 1, 2**63 - 2], axis=1,
+       mode="circular", expected=a([[3, 1, 2], [4, 5, 6]], F32).reshape(2, 3, 1)),
+    ts("ts-circular-near-int32-max", np.zeros((2, 3, 1), F32),
+       np.arange(1, 7, dtype=F32).reshape(2, 3, 1), a([2**31 - 1, 2**31 - 2], np.int32),
+       axis=1, mode="circular", expected=a([[3, 1, 2], [4, 5, 6]], F32).reshape(2, 3, 1)),
+    ts("ts-linear-near-int64-max", np.zeros((2, 3), F32), np.ones((2, 2), F32),
+       [2**63 - 1, 0], axis=1, raises=IndexError,
+       match=r"index 9223372036854775807 at position \(0,\) of write_indices"),
+    ts("ts-unchecked-linear-near-the-limits", np.zeros((2, 3), F32), np.ones((2, 2), F32),
+       [2**63 - 1, -(2**63)], axis=1, check_bounds=False, expected=np.zeros((2, 3), F32)),
     ts("ts-axis-last", np.zeros((2, 2, 3), np.uint16), np.full((2, 2, 1), 9, np.uint16), [2, 0],
        axis=-1, expected=a([[[0, 0, 9], [0, 0, 9]], [[9, 0, 0], [9, 0, 0]]], np.uint16)),
     ts("ts-axis-1-of-rank-3", np.zeros((1, 3, 2), np.bool_), np.ones((1, 1, 2), np.bool_), [1],

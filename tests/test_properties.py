@@ -206,6 +206,23 @@ def test_scatter(example: Example) -> None:
 
 @SCATTER_BUDGET
 @given(examples(_ops.TENSOR_SCATTER.name, HOLDS))
+# Reliability round 5: a start plus an offset passed int64's (int32's) limit and wrapped, a
+# wrong circular position on every backend (under torch.compile, a write outside the cache).
+@hypothesis_example(
+    Example(
+        _ops.TENSOR_SCATTER.name,
+        np.zeros((2, 3, 1), np.float32),
+        np.array([2**63 - 1, 2**63 - 2]),
+        {"axis": 1, "mode": "circular"},
+        24,
+        updates=np.arange(1, 7, dtype=np.float32).reshape(2, 3, 1),
+    )
+)
+@hypothesis_example(
+    Example(_ops.TENSOR_SCATTER.name, np.zeros((2, 3, 1), np.float32),
+            np.array([2**31 - 1, 2**31 - 2], np.int32), {"axis": 1, "mode": "circular"}, 24,
+            updates=np.arange(1, 7, dtype=np.float32).reshape(2, 3, 1))
+)  # fmt: skip
 def test_tensor_scatter(example: Example) -> None:
     _conforms(example)
 

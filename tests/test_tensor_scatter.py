@@ -290,3 +290,90 @@ def test_jax_jit_drops_a_bad_write_and_grad_flows() -> None:
     assert_identical(np.asarray(got), want)
     grad = jax.grad(lambda u: fn(cache, u, jnp.asarray(STARTS)).sum())(update)
     assert_identical(np.asarray(grad), np.ones_like(UPDATE))
+
+
+def _near_the_limits(dtype: type[np.signedinteger[Any]], batch: int) -> Any:
+    """Write indices of ``dtype``, each near its largest or smallest value, or small."""
+    from hypothesis import strategies as st
+
+    info = np.iinfo(dtype)
+    value = st.one_of(
+        st.integers(int(info.max) - 8, int(info.max)),
+        st.integers(int(info.min), int(info.min) + 8),
+        st.integers(0, 8),
+    )
+    return st.lists(value, min_size=batch, max_size=batch).map(lambda v: np.array(v, dtype))
+
+
+#: Three batch entries, a cache of 5 positions, an update of 3: a start within 2 of an
+#: integer limit passes it at the last offset (where positions used to wrap).
+LIMIT_CACHE = np.arange(30, dtype=np.float32).reshape(3, 5, 2)
+LIMIT_UPDATE = -np.arange(18, dtype=np.float32).reshape(3, 3, 2) - 1
+
+
+@pytest.mark.backend("torch")
+@pytest.mark.parametrize(
+    ("mode", "check_bounds", "dtype", "in_place"),
+    [("circular", True, np.int64, False), ("circular", True, np.int64, True),
+     ("circular", True, np.int32, True), ("circular", False, np.int64, True),
+     ("linear", False, np.int64, True)],
+)  # fmt: skip
+def test_torch_compiled_writes_only_inside_the_cache_near_the_integer_limits(
+    mode: str, check_bounds: bool, dtype: type[np.signedinteger[Any]], in_place: bool
+) -> None:
+    """Reliability round 5: a circular position that passed int64's limit wrapped, and the
+    compiled write landed outside the cache (heap corruption, a process abort). In place,
+    the cache is a view into a larger buffer whose other positions must stay as they
+    were, whatever the index."""
+    import torch
+    from hypothesis import given, settings
+
+    def call(c: torch.Tensor, u: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        out = {"out": c} if in_place else {}
+        return og.tensor_scatter(c, u, w, axis=1, mode=mode, check_bounds=check_bounds, **out)
+
+    compiled = _compile(call)
+    update = torch.from_numpy(LIMIT_UPDATE)
+
+    @settings(max_examples=30, deadline=None, database=None)
+    @given(_near_the_limits(dtype, 3))
+    def writes(starts: np.ndarray) -> None:
+        buffer = torch.full((3, 7, 2), -100.0)
+        cache = buffer[:, 1:6]
+        cache.copy_(torch.from_numpy(LIMIT_CACHE))
+        try:
+            want = oracle(LIMIT_CACHE, LIMIT_UPDATE, starts, axis=1, mode=mode,
+                          check_bounds=check_bounds)  # fmt: skip
+        except IndexError:
+            with pytest.raises(RuntimeError, match="index out of bounds"):
+                compiled(cache, update, torch.from_numpy(starts))
+            assert_identical(cache.numpy(), LIMIT_CACHE)
+        else:
+            got = compiled(cache, update, torch.from_numpy(starts))
+            assert_identical(got.numpy(), want)
+            assert_identical(cache.numpy(), want if in_place else LIMIT_CACHE)
+        assert (buffer[:, 0] == -100).all()
+        assert (buffer[:, 6] == -100).all()
+
+    writes()
+
+
+@pytest.mark.backend("jax")
+@pytest.mark.parametrize("mode", ["circular", "linear"])
+def test_jax_jit_positions_near_the_integer_limits(mode: str) -> None:
+    """Under ``jax.jit`` nothing raises: a bad write is dropped, every other lands exactly."""
+    import jax
+    import jax.numpy as jnp
+    from hypothesis import given, settings
+
+    fn = jax.jit(lambda c, u, w: og.tensor_scatter(c, u, w, axis=1, mode=mode))
+    dtype = np.int64 if jax.config.read("jax_enable_x64") else np.int32
+
+    @settings(max_examples=30, deadline=None, database=None)
+    @given(_near_the_limits(dtype, 3))
+    def writes(starts: np.ndarray) -> None:
+        got = fn(jnp.asarray(LIMIT_CACHE), jnp.asarray(LIMIT_UPDATE), jnp.asarray(starts))
+        want = oracle(LIMIT_CACHE, LIMIT_UPDATE, starts, axis=1, mode=mode, check_bounds=False)
+        assert_identical(np.asarray(got), want)
+
+    writes()

@@ -457,13 +457,33 @@ def _scatter_nd_shapes(draw: Draw, op: _ops.Operator) -> Shapes:
     return Shapes(tuple(data_shape), (*middle, k), {}, sizes, _updates_shape(draw, tuple(updates)))
 
 
+INT64 = np.iinfo(np.int64)
+
+
+def as_index_dtype(values: np.ndarray, dtype: str) -> np.ndarray:
+    """int64 ``values`` as ``dtype``, each value near an int64 limit as near that type's.
+
+    A value beyond the type's range is put at the same distance from its limit (``2**63
+    - 1 - k`` becomes ``2**31 - 1 - k`` in int32), so a strategy that draws near the
+    limits does so for either index type; every other value is kept.
+    """
+    info = np.iinfo(dtype)
+    if info.bits == 64:
+        return values.astype(dtype)
+    above, below = values > info.max, values < info.min
+    moved = np.where(above, values - (INT64.max - info.max), values)
+    moved = np.where(below, values - (INT64.min - info.min), moved)
+    return np.clip(moved, info.min, info.max).astype(dtype)
+
+
 def _tensor_scatter_shapes(draw: Draw, op: _ops.Operator) -> Shapes:
     """TensorScatter: a cache of rank 2-4 and an update no longer than it along the axis.
 
     The sequence axis is never the batch axis, and the write indices are mostly valid for
     the mode. About one example in twenty breaks a shape rule (the batch axis, a longer update,
     write indices of another length); a few write indices are negative or, in linear
-    mode, too large.
+    mode, too large; about one in four has write indices within ``size + length`` of an
+    integer limit.
     """
     rank = draw(st.integers(2, 4))
     cache = _dims(draw, rank, MAX_DIM, BUDGET)
@@ -484,6 +504,15 @@ def _tensor_scatter_shapes(draw: Draw, op: _ops.Operator) -> Shapes:
     for _ in range(draw(_weighted((0, 12), (1, 2))) if batch else 0):
         b = draw(st.integers(0, batch - 1))
         starts[b] = draw(st.sampled_from([-1, -size - 1, size - length + 1, size + 3]))
+    # About one example in four has write indices near the integer limits, where a start
+    # plus an offset leaves the index type (int32 ones move with it: as_index_dtype).
+    for _ in range(draw(_weighted((0, 6), (1, 1), (2, 1))) if batch else 0):
+        b = draw(st.integers(0, batch - 1))
+        # Half of them close enough that the last offset's position passes the limit.
+        far = draw(st.booleans())
+        near = draw(st.integers(0, size + length if far else max(length - 2, 0)))
+        top = draw(_weighted((True, 3), (False, 1)))
+        starts[b] = INT64.max - near if top else INT64.min + near
     return Shapes(
         tuple(cache), (batch,), {"axis": axis, "mode": mode}, (size,), tuple(update), starts
     )
@@ -601,7 +630,7 @@ def _examples(
             flat[position : position + 1] = pool[draw(st.integers(0, pool.size - 1))]
     index_dtype = draw(st.sampled_from(("int64", "int32")))
     if drawn.index_values is not None:
-        indices = drawn.index_values.astype(index_dtype)
+        indices = as_index_dtype(drawn.index_values, index_dtype)
     else:
         indices = _index_values(draw, drawn.indices, drawn.sizes, index_dtype, seed)
     attributes = dict(drawn.attributes)

@@ -59,12 +59,34 @@ class TensorScatterPlan(_Fields, _spec.Plan):
         ``xp``: their namespace (NumPy, torch, ``jax.numpy``). In circular mode a position
         wraps around the axis; a write whose position falls outside the axis (all of a
         negative index's, in either mode) is not kept.
+
+        No sum here leaves the index dtype for any write index (an int64 near ``2**63``,
+        an int32 near ``2**31``): the start is reduced (circular: modulo the length) or
+        held at the length (linear) before the offsets are added, so every position is
+        exact, and a position that a compiler assumes non-negative is.
         """
-        positions = starts[:, None] + offsets[None, :]
+        size = max(self.size, 1)
         if self.circular:
-            positions = xp.where(starts[:, None] >= 0, positions % max(self.size, 1), -1)
+            positions = (starts[:, None] % size + offsets[None, :]) % size
+            positions = xp.where(starts[:, None] >= 0, positions, -1)
+        else:
+            positions = xp.where(starts > size, size, starts)[:, None] + offsets[None, :]
         keep = (positions >= 0) & (positions < self.size)
         return positions, keep
+
+    def reduced(self, starts: np.ndarray) -> np.ndarray:
+        """Host write indices of the same meaning, each in ``[-length, size]``.
+
+        A circular index is taken modulo the length (a negative one becomes -1, still
+        bad); a linear one is held at ``-length`` below (every write outside) and ``size``
+        above. They then fit any index type a library holds (JAX without x64 has only
+        int32, where ``2**63 - 1`` is a valid circular index).
+        """
+        if self.circular:
+            reduced: np.ndarray = np.where(starts >= 0, starts % max(self.size, 1), -1)
+        else:
+            reduced = np.clip(starts, -self.length, self.size)
+        return reduced
 
     def target(self, batch: Any, positions: Any) -> tuple[Any, ...]:
         """The advanced index that writes the update: ``batch`` at 0, ``positions`` at the axis.

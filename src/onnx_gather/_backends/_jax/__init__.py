@@ -453,7 +453,9 @@ class JaxBackend(Backend):
         if plan.check_bounds and not traced(indices) and type(plan.size) is int:
             plan.raise_if_bad(np.asarray(indices))
         if isinstance(indices, np.ndarray):
-            indices = jnp.asarray(indices)
+            if type(plan.size) is int:  # (a symbolic size: jax.export reduces nothing)
+                indices = plan.reduced(indices)
+            indices = jnp.asarray(_narrowed(indices))
         dtype = data.dtype
         bits = BITS.get(dtype)  # (bfloat16 as its bits, as the other scatters move it)
         if bits is not None:
