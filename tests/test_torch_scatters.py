@@ -249,6 +249,56 @@ def test_gradients_flow_through_out(op: _ops.Operator, reduction: str, into: str
         assert_identical(got.numpy(), expected.numpy())
 
 
+#: OpenVINO's reductions, by whose inputs they take (ScatterElements' or ScatterND's), with
+#: ``use_init_val`` (ScatterElementsUpdate's alone).
+OPENVINO_REDUCTIONS = [
+    *((SE, r, init) for r in ("none", "sum", "prod", "max", "min", "mean") for init in (1, 0)),
+    *((SN, r, 1) for r in ("none", "sum", "sub", "prod", "max", "min")),
+]
+
+
+def _openvino(
+    op: _ops.Operator, reduction: str, use_init_val: int, *arrays: Any, **out: Any
+) -> Any:
+    if op is SE:
+        return openvino.scatter_elements_update(
+            *arrays, 0, reduction=reduction, use_init_val=bool(use_init_val), **out
+        )
+    return openvino.scatter_nd_update(*arrays, reduction=reduction, **out)
+
+
+@pytest.mark.parametrize(
+    ("op", "reduction", "use_init_val"), OPENVINO_REDUCTIONS,
+    ids=[f"{op.name}-{r}-{'init' if i else 'identity'}" for op, r, i in OPENVINO_REDUCTIONS],
+)  # fmt: skip
+def test_openvino_gradients_match_finite_differences_and_flow_through_out(
+    op: _ops.Operator, reduction: str, use_init_val: int
+) -> None:
+    """OpenVINO's reductions are a few ONNX scatters in a row, the last written into out=:
+    no step may save for its backward what a later one writes in place (mean with
+    ``out=data`` and every ``use_init_val=False`` raised "modified by an inplace
+    operation"). The gradients without out= are the numerical ones; with it, the same."""
+    leaf_data, indices, leaf_updates = _inputs(op, "mul" if reduction == "prod" else reduction)
+    assert torch.autograd.gradcheck(
+        lambda d, u: _openvino(op, reduction, use_init_val, d, indices, u),
+        (leaf_data, leaf_updates),
+    )
+    upstream = torch.linspace(-1.0, 2.0, leaf_data.numel(), dtype=torch.float64)
+    upstream = upstream.reshape(leaf_data.shape)
+
+    def gradients(into: str | None) -> tuple[torch.Tensor, ...]:
+        data = leaf_data * 1  # (a non-leaf: a leaf requiring grad cannot be written in place)
+        target = {"data": data, "another": torch.empty_like(data.detach())}.get(into or "")
+        out = {} if target is None else {"out": target}
+        result = _openvino(op, reduction, use_init_val, data, indices, leaf_updates, **out)
+        return torch.autograd.grad((result * upstream).sum(), (leaf_data, leaf_updates))
+
+    want = gradients(None)
+    for into in ("data", "another"):
+        for got, expected in zip(gradients(into), want, strict=True):
+            assert_identical(got.numpy(), expected.numpy())
+
+
 def test_out_that_is_a_leaf_requiring_grad_is_refused_as_torch_refuses_it() -> None:
     leaf = torch.zeros(3, requires_grad=True)
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):

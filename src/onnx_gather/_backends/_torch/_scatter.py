@@ -93,7 +93,13 @@ class _Write(torch.autograd.Function):  # type: ignore[misc]
     @staticmethod
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
         target, rows, values, keep, reduction = inputs
-        ctx.save_for_backward(target, rows, values, output, keep)
+        # Only what the reduction's formulas read (none and add: neither data nor the
+        # result), as torch's own operations save: a later in-place write of data or of
+        # the result (out=data, OpenVINO's reductions in a row) must not void the backward.
+        read = reduction not in ("none", "add")
+        ctx.save_for_backward(
+            target if read else None, rows, values, output if read else None, keep
+        )
         ctx.save_for_forward(target, rows, values, keep)
         ctx.reduction = reduction
 
@@ -152,10 +158,10 @@ def gradients(
 
 def row_gradients(
     grad: torch.Tensor,
-    target: torch.Tensor,
+    target: torch.Tensor | None,
     rows: torch.Tensor,
     values: torch.Tensor,
-    result: torch.Tensor,
+    result: torch.Tensor | None,
     keep: torch.Tensor | None,
     reduction: Reduction,
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -168,7 +174,7 @@ def row_gradients(
     gradient; max and min split the row's gradient evenly among data and the updates that
     equal the result). Double backward differentiates the formulas.
     """
-    n, m = target.shape[0], rows.shape[0]
+    n, m = grad.shape[0], rows.shape[0]  # (grad has data's shape)
     kept = torch.ones(m, dtype=torch.bool, device=rows.device) if keep is None else keep
     safe = torch.where(kept, rows, 0)  # (a dropped update's row: any, masked below)
     wide = (slice(None), *([None] * (values.dim() - 1)))  # a per-update mask as rows
@@ -185,6 +191,8 @@ def row_gradients(
         return torch.where(written[wide], zero, grad), torch.where(wins[wide], g_rows, zero)
     if reduction == "add":
         return grad, torch.where(on, g_rows, zero)
+    assert target is not None  # (saved for mul, max and min)
+    assert result is not None
     if reduction == "mul":
         return _product_gradients(grad, target, safe, values, result, on, g_rows)
     # max, min: the row's gradient split evenly among the contributors equal to the result.
