@@ -150,6 +150,26 @@ def _scatter(**attributes: Any) -> Any:
             ValueError,
             "Gather node 'g' has the attribute 'axis' more than once",
         ),
+        # Reliability round 5, item 8: both ran before (ORT refuses them).
+        (
+            helper.make_node("Gather", ["d", "i"], ["o", "p"], name="g", axis=1),
+            2,
+            ValueError,
+            r"Gather node 'g' has 1 output; the node lists 2: \['o', 'p'\]",
+        ),
+        (
+            helper.make_node("Gather", ["d", "i"], [], name="g", axis=1),
+            2,
+            ValueError,
+            r"Gather node 'g' has 1 output; the node lists 0: \[\]",
+        ),
+        # Round 5, item 4: an empty name is an absent input, which data cannot be.
+        (
+            helper.make_node("Gather", ["", "i"], ["o"], name="g", axis=1),
+            2,
+            ValueError,
+            "Gather node 'g' leaves out its input data .an empty name., which Gather requires",
+        ),
         # Item 8: UnicodeDecodeError before.
         (
             _scatter(reduction=b"\xffadd"),
@@ -170,6 +190,9 @@ def _scatter(**attributes: Any) -> Any:
         "strings-reduction",
         "ref-attr-name",
         "duplicate",
+        "outputs-2",
+        "outputs-0",
+        "required-input-empty",
         "not-utf8",
     ],
 )
@@ -200,3 +223,31 @@ def test_run_node_reads_attributes_and_checks_bounds(lib: Library) -> None:
         IndexError, match=r"GatherND-13: index 2 at position \(1, 0\) .* axis 1 of size 2"
     ):
         lib.to_numpy(og.run_node(node, data, np.array([[1], [2]])))
+
+
+def test_run_node_takes_an_empty_name_as_an_absent_input(lib: Library) -> None:
+    """Reliability round 5, item 4: ONNX's empty input name means the input is absent
+    (``onnx.checker``, ONNX Runtime and the reference evaluator run such a node); the
+    call gives the named inputs, or None at the empty name. Expected: ORT's zeros."""
+    node = helper.make_node("TensorScatter", ["c", "u", ""], ["o"], axis=1)
+    cache, update = np.zeros((2, 3), np.float32), np.array([[1.0], [2.0]], np.float32)
+    want = np.array([[1, 0, 0], [2, 0, 0]], np.float32)
+    for inputs in ((cache, update), (cache, update, None)):
+        got = og.run_node(node, *(lib.asarray(x) if x is not None else x for x in inputs))
+        assert_identical(lib.to_numpy(got), want)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "match"),
+    [
+        (1, r"TensorScatter node 't' takes 2 to 3 inputs \(past_cache, update, write_indices\); "
+            r"the node lists 3 \(2 named\), and 1 was given"),
+        (3, r"TensorScatter node 't' leaves out its input write_indices \(an empty name\), "
+            "and a NumPy ndarray was given for it"),
+    ],
+)  # fmt: skip
+def test_run_node_names_the_operators_own_inputs(inputs: int, match: str) -> None:
+    node = helper.make_node("TensorScatter", ["c", "u", ""], ["o"], name="t", axis=1)
+    args = (np.zeros((2, 3)), np.ones((2, 1)), np.array([0, 1]))[:inputs]
+    with pytest.raises(ValueError, match=match):
+        og.run_node(node, *args)

@@ -28,9 +28,12 @@ def run_node(
         ``batch_dims``, ``reduction``) are read from it; attributes it leaves out take
         ONNX's defaults.
     *inputs : array
-        The node's inputs in order (``data``, ``indices``, and a scatter's ``updates``),
-        of any supported library; the same rules as the public functions (indices may be
-        NumPy or Python sequences).
+        The node's inputs in its order (``data``, ``indices``, and a scatter's
+        ``updates``; TensorScatter's ``past_cache``, ``update``, ``write_indices``), of
+        any supported library; the same rules as the public functions (indices may be
+        NumPy or Python sequences). An optional input that the node leaves out, or names
+        ``""`` (ONNX's absent input), is absent: give one array per named input, or one
+        per listed name with None at an empty one.
     opset : int, optional
         The model's opset import for the default domain, which selects the operator's
         version. Default: the operator's newest version.
@@ -52,8 +55,9 @@ def run_node(
         A node of another domain or op_type than the family's; an attribute the operator
         does not have, one given twice, one that refers to an enclosing function's
         attribute (``ref_attr_name``) or is not UTF-8 text; a required attribute left out;
-        a node that lists another number of inputs than the operator takes, or other
-        inputs given than it lists; and every error of the operator's public function.
+        a node that lists another number of inputs or outputs than the operator takes, or
+        leaves out (``""``) a required input, or other inputs given than it names; and
+        every error of the operator's public function.
 
     Examples
     --------
@@ -69,20 +73,57 @@ def run_node(
         msg = f"run_node expects an onnx.NodeProto, got {describe(node)}"
         raise TypeError(msg)
     op = operator_of(node)
-    listed = len(node.input)
-    least = len(op.inputs) - len(op.optional_inputs)
-    if len(inputs) != listed or not least <= listed <= len(op.inputs):
-        takes = f"{len(op.inputs)}" if not op.optional_inputs else f"{least} to {len(op.inputs)}"
+    if len(node.output) != 1:
         msg = (
-            f"{op.op_type} node {node.name!r} takes {takes} inputs "
-            f"({', '.join(op.inputs)}); the node lists {listed}, and {len(inputs)} "
-            f"{'was' if len(inputs) == 1 else 'were'} given"
+            f"{op.op_type} node {node.name!r} has 1 output; the node lists "
+            f"{len(node.output)}: {list(node.output)}"
         )
         raise ValueError(msg)
-    # An optional input the node leaves out, or names "" (ONNX's empty name): absent.
-    given = [None if name == "" else x for name, x in zip(node.input, inputs, strict=True)]
+    given = _inputs(op, node, inputs)
     attributes = _ops.node_attributes(op, node)
     return _ops.call(op, *given, opset=opset, check_bounds=check_bounds, **attributes)
+
+
+def _inputs(op: _ops.Operator, node: Any, inputs: tuple[Any, ...]) -> list[Any]:
+    """The call's inputs in the operator's order, None for each one the node leaves out.
+
+    An optional input the node does not list, or lists with ONNX's empty name ``""``, is
+    absent. ``inputs`` holds one array per named input, or one per listed name (None at
+    an empty one).
+    """
+    listed = list(node.input)
+    names = op.input_names
+    least = len(op.inputs) - len(op.optional_inputs)
+    named = [i for i, name in enumerate(listed) if name != ""]
+    if len(listed) <= len(names):
+        for i, name in enumerate(listed):
+            if name == "" and op.inputs[i] not in op.optional_inputs:
+                msg = (
+                    f"{op.op_type} node {node.name!r} leaves out its input {names[i]} (an "
+                    f"empty name), which {op.op_type} requires"
+                )
+                raise ValueError(msg)
+    if len(inputs) == len(listed) and least <= len(listed) <= len(names):
+        for i, x in enumerate(inputs):
+            if listed[i] == "" and x is not None:
+                msg = (
+                    f"{op.op_type} node {node.name!r} leaves out its input {names[i]} (an "
+                    f"empty name), and {describe(x)} was given for it; give None or nothing"
+                )
+                raise ValueError(msg)
+        return [None if name == "" else x for name, x in zip(listed, inputs, strict=True)]
+    if len(inputs) == len(named) < len(listed) and least <= len(listed) <= len(names):
+        given: list[Any] = [None] * len(listed)
+        for i, x in zip(named, inputs, strict=True):
+            given[i] = x
+        return given
+    takes = f"{len(names)}" if not op.optional_inputs else f"{least} to {len(names)}"
+    lists = f"{len(listed)}" if len(named) == len(listed) else f"{len(listed)} ({len(named)} named)"
+    msg = (
+        f"{op.op_type} node {node.name!r} takes {takes} inputs ({', '.join(names)}); the "
+        f"node lists {lists}, and {len(inputs)} {'was' if len(inputs) == 1 else 'were'} given"
+    )
+    raise ValueError(msg)
 
 
 def is_node(node: Any) -> bool:

@@ -81,6 +81,9 @@ class Operator:
         operator takes its indices as the widest of these.
     optional_inputs : tuple of str
         The roles of inputs an ONNX node may leave out (TensorScatter's write indices).
+    input_names : tuple of str
+        The inputs as the operator's text names them, in node order (TensorScatter's
+        ``past_cache, update, write_indices``), for messages; empty: the roles.
     opset_keyword : str
         The public function's keyword that selects the version: ``opset``, or
         ``version`` for OpenVINO's (its opset).
@@ -109,6 +112,8 @@ class Operator:
     onnx_index_types: tuple[str, ...] = ("int32", "int64")
     #: Inputs an ONNX node may leave out (TensorScatter's write_indices: zeros).
     optional_inputs: tuple[str, ...] = ()
+    #: The inputs' names in the operator's text, in node order (empty: ``inputs``).
+    input_names: tuple[str, ...] = ()
     #: The public function's keyword for the version to run: ``opset`` (OpenVINO's
     #: functions with versions say ``version``, the OpenVINO opset).
     opset_keyword: str = "opset"
@@ -137,6 +142,8 @@ class Operator:
         names = {v: f"{self.label}-{v}" for v in numbers}
         object.__setattr__(self, "_names", names)
         object.__setattr__(self, "indices_at", self.inputs.index("indices"))
+        if not self.input_names:
+            object.__setattr__(self, "input_names", self.inputs)
 
     def in_order(self, data: Any, indices: Any, updates: Any = None) -> tuple[Any, ...]:
         """``data``, ``indices`` (and a scatter's ``updates``) in this operator's input order."""
@@ -571,6 +578,7 @@ TENSOR_SCATTER = Operator(
     oracle=_ORACLE + "TENSOR_SCATTER",
     strategy=_STRATEGY + "tensor_scatter_examples",
     optional_inputs=("indices",),
+    input_names=("past_cache", "update", "write_indices"),
     onnx_index_types=("int64",),
 )
 
