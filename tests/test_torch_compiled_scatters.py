@@ -122,6 +122,38 @@ def test_a_compiled_write_out_of_range_raises_and_writes_nothing(bad: int) -> No
     assert_identical(cache.numpy(), before.numpy())
 
 
+#: Checked calls that write nothing (no update element) with an index out of range.
+NOTHING_WRITTEN = {
+    "tensor_scatter update of length 0": (
+        lambda c, u, w: og.tensor_scatter(c, u, w, axis=1),
+        (torch.zeros(2, 3, 2), torch.zeros(2, 0, 2), torch.tensor([4, 9])),
+        r"TensorScatter-24: index 4 at position \(0,\) of write_indices",
+    ),
+    "tensor_scatter inner dims of size 0": (
+        lambda c, u, w: og.tensor_scatter(c, u, w, axis=1),
+        (torch.zeros(2, 3, 0), torch.zeros(2, 1, 0), torch.tensor([0, -1])),
+        r"TensorScatter-24: index -1 at position \(1,\) of write_indices",
+    ),
+    "scatter_nd slices of no element": (
+        og.scatter_nd,
+        (torch.zeros(4, 0), torch.tensor([[9], [0]]), torch.zeros(2, 0)),
+        r"ScatterND-18: index 9 at position \(0, 0\) of indices",
+    ),
+}
+
+
+@pytest.mark.parametrize("call", list(NOTHING_WRITTEN))
+def test_a_compiled_call_that_writes_nothing_still_raises(call: str) -> None:
+    """Reliability round 5, item 5: with no element written, no compiled write checks an
+    index, and the call returned silently (eagerly, and for the gathers and OpenVINO's
+    scatters, an IndexError): the check must not ride on the writes alone."""
+    fn, args, match = NOTHING_WRITTEN[call]
+    with pytest.raises(IndexError, match=match):
+        fn(*args)
+    with pytest.raises(IndexError, match=match):
+        _compile(fn)(*args)
+
+
 def test_compiled_out_that_is_the_updates() -> None:
     """Every input is read before ``out`` is written (the graph writes the result into it)."""
     data = torch.arange(3.0)

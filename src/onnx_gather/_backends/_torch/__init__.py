@@ -186,6 +186,17 @@ _FUSED_FROM = 1 << 18
 _LONG_ROW = 64
 
 
+def _writes_nothing_checked(updates: torch.Tensor, plan: Plan) -> bool:
+    """Whether a checked scatter writes no element, so no compiled write checks an index.
+
+    The graph's own check rides on the writes (inductor's indirect-indexing assertion):
+    with none (empty updates, or slices of no element) the call is ``run_v1``, whose
+    check raises the eager IndexError when the graph runs (DESIGN: also when the output
+    or updates are empty).
+    """
+    return plan.check_bounds and math.prod(updates.shape) == 0
+
+
 def _reads_no_index(plan: Plan) -> bool:
     """Whether the result reads no index: nothing to read, or an empty axis (zeros)."""
     return math.prod(plan.out_shape) == 0 or any(size == 0 for size in plan.sizes)
@@ -468,7 +479,7 @@ class TorchBackend(Backend):
         is one ``onnx_gather::run_v1`` operator. Eagerly, the device's write indices are
         read once; ``out=data`` writes only the new positions (no copy of the cache).
         """
-        if torch.compiler.is_compiling():
+        if torch.compiler.is_compiling() and not _writes_nothing_checked(updates, plan):
             return _tensor_scatter.in_graph(data, updates, _on(data, indices), plan)
         grad = torch.is_grad_enabled() and (data.requires_grad or updates.requires_grad)
         if _one_operator(data, indices, updates):
@@ -666,6 +677,7 @@ def _scatter_compiled(
         torch.compiler.is_compiling()
         and not torch.compiler.is_exporting()
         and data.dtype not in _NO_INDEX_PUT
+        and not _writes_nothing_checked(updates, plan)
         and scatters.in_graph_serves(data, indices, updates, plan)
     )
 
