@@ -237,6 +237,10 @@ ND = [
        match=r"updates must have shape indices.shape\[:-1\] \+ data.shape\[1:\] = \(2,\)"),
     ov("sndu-k-too-large", SNDU, N4, [[0, 0]], a([1], np.int32), raises=ValueError,
        match=r"indices.shape\[-1\] is 2"),
+    # ONNX ScatterND's tuples of length 0 are not OpenVINO's (its runtime ignores them).
+    ov("sndu-k-0", SNDU, N4, np.zeros((2, 0), np.int64), np.ones((2, 4), np.int32),
+       raises=ValueError, match=r"indices.shape\[-1\] is 0; index tuples of length 0 are "
+                                r"ONNX ScatterND's alone: it must be in \[1, 1\] here"),
 ]  # fmt: skip
 
 

@@ -53,6 +53,18 @@ def test_gradients_match_finite_differences(op: _ops.Operator, reduction: str) -
     )
 
 
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+def test_index_tuples_of_length_0_differentiate(reduction: str) -> None:
+    """ScatterND with ``k = 0`` runs on data led by an axis of 1: gradients through it."""
+    rng = np.random.default_rng(5)
+    data = torch.tensor(rng.permutation(6).reshape(2, 3) + 0.5, requires_grad=True)
+    updates = torch.tensor(rng.permutation(24).reshape(4, 2, 3) / 4 + 0.25, requires_grad=True)
+    indices = torch.zeros(4, 0, dtype=torch.int64)
+    assert torch.autograd.gradcheck(
+        lambda d, u: og.scatter_nd(d, indices, u, reduction=reduction), (data, updates)
+    )
+
+
 def test_none_sends_the_gradient_to_the_winning_update_only() -> None:
     data = torch.zeros(3, dtype=torch.float64, requires_grad=True)
     updates = torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64, requires_grad=True)

@@ -375,7 +375,8 @@ def scatter_nd(
         of rank ``r >= 1`` and an ONNX data type (bfloat16 from version 13; strings where
         the library has them).
     indices : array or sequence of ints
-        int32 or int64 indices of rank ``q >= 1``; ``k = indices.shape[-1]`` in ``[1, r]``.
+        int32 or int64 indices of rank ``q >= 1``; ``k = indices.shape[-1]`` in ``[0, r]``
+        (``k = 0``: every update is the whole of ``data``, as ONNX Runtime runs it).
     updates : array
         An array of ``data``'s library and dtype, of shape ``indices.shape[:-1] +
         data.shape[k:]``.
@@ -407,8 +408,8 @@ def scatter_nd(
         As for :func:`scatter_elements`.
     ValueError
         ``opset`` below 11, an unknown reduction or one the version lacks, 0-d ``data`` or
-        ``indices``, ``indices.shape[-1]`` outside ``[1, r]``, or ``updates`` of the
-        wrong shape.
+        ``indices``, ``indices.shape[-1]`` above ``r``, or ``updates`` of the wrong
+        shape.
 
     Notes
     -----

@@ -114,7 +114,8 @@ def _run(
     if out is not None:
         _checked_out(backend, plan, arrays[0], out)
     if known is None:  # (kept only now: the key holds out, which is checked above)
-        call = backend.bind(op.method, plan, arrays)
+        bind = backend.leading if plan.lead else backend.bind
+        call = bind(op.method, plan, arrays)
         if plan.result_shape is not None:
             call = backend.reshaping(call, plan.result_shape)
         known = Known(plan, call, owned)
@@ -173,8 +174,9 @@ def _checked_out(backend: Backend, plan: Plan, data: Array, out: Array) -> Any:
     """
     _same_library(backend, "out", out)
     backend.check_writable(out)
-    if backend.shape(out) != tuple(plan.out_shape):
-        msg = f"{plan.op}: out has shape {backend.shape(out)}, the result has {plan.out_shape}"
+    shape = tuple(plan.out_shape if plan.result_shape is None else plan.result_shape)
+    if backend.shape(out) != shape:
+        msg = f"{plan.op}: out has shape {backend.shape(out)}, the result has {shape}"
         raise ValueError(msg)
     if backend.dtype_name(out) != backend.dtype_name(data):
         msg = (

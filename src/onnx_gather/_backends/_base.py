@@ -115,13 +115,40 @@ class Backend:
         return call
 
     def reshaping(self, call: Call, shape: tuple[int, ...], /) -> Call:
-        """``call`` whose result is given ``shape`` (a plan's ``result_shape``)."""
+        """``call`` whose result is given ``shape`` (a plan's ``result_shape``); or ``out``."""
 
         def reshaped(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
             result = call(arrays, out)
-            return self.namespace(result).reshape(result, shape)
+            return out if out is not None else self.namespace(result).reshape(result, shape)
 
         return reshaped
+
+    def leading(self, method: str, plan: Plan, arrays: tuple[Array, ...], /) -> Call:
+        """:meth:`bind` for a plan that leads (:attr:`~onnx_gather._spec.Plan.lead`).
+
+        The call runs on data (and ``out``) with a leading axis of size 1, a view where
+        the library has views, and on index tuples of the one coordinate 0 in place of
+        the tuples of length 0; its result has the led shape (``_api`` gives it data's).
+        """
+        call = self.bind(method, plan, self._led(arrays))
+
+        def led(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
+            out = None if out is None else self.namespace(out).expand_dims(out, axis=0)
+            return call(self._led(arrays), out)
+
+        return led
+
+    def _led(self, arrays: tuple[Array, ...]) -> tuple[Array, ...]:
+        """Data with a leading axis of size 1; index tuples ``(..., 0)`` as ``(..., 1)`` zeros."""
+        data, indices, *rest = arrays
+        shape = (*indices.shape[:-1], 1)
+        if isinstance(indices, np.ndarray):  # (host indices)
+            zeros = np.zeros(shape, indices.dtype)
+        else:
+            zeros = self.namespace(indices).zeros(
+                shape, dtype=indices.dtype, device=device(indices)
+            )
+        return (self.namespace(data).expand_dims(data, axis=0), zeros, *rest)
 
     def shape(self, x: Array, /) -> tuple[int, ...]:
         """The shape of ``x`` as a tuple of ints."""

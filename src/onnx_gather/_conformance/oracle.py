@@ -523,7 +523,9 @@ def scatter_nd(
     if q < 1:
         raise _rule(ValueError, "indices of rank 0", "rank >= 1")
     k = indices.shape[-1]
-    if not 1 <= k <= r:
+    # (0: each tuple addresses the whole of data; the text bounds k from above only, and
+    # ONNX Runtime and the reference evaluator run it)
+    if not 0 <= k <= r:
         raise _rule(ValueError, "indices.shape[-1] out of range", f"indices.shape[-1] is {k}")
     if updates.shape != indices.shape[:-1] + data.shape[k:]:
         raise _rule(ValueError, "updates of the wrong shape", "updates", str(updates.shape))
@@ -729,6 +731,8 @@ def openvino_scatter_nd_update(
     reduction = _ov_reduction(
         reduction, ("none", "sum", "sub", "prod", "min", "max"), 15, version, data
     )
+    if indices.ndim and indices.shape[-1] == 0:  # (ONNX ScatterND's alone: DESIGN.md)
+        raise _rule(ValueError, "index tuples of length 0", "indices.shape[-1] is 0")
     out = scatter_nd(data, indices, updates, "none", 18, check_bounds)
     if reduction == "none":
         return out

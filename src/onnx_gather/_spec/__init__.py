@@ -115,6 +115,10 @@ class Plan:
     #: (OpenVINO's GatherND-5 flattens the batch dims: the same elements, in the same
     #: order); None for every other call.
     result_shape: tuple[int, ...] | None = None
+    #: Whether the kernel runs on data with a leading axis of size 1 and each index tuple
+    #: led by a coordinate 0 (ScatterND of index tuples of length 0: every update is the
+    #: whole of data); ``out_shape`` is then the led data's, ``result_shape`` data's.
+    lead = False
 
     def attributes(self) -> tuple[Any, ...]:
         """The attributes that plan this call again (normalised), in the registry's order.

@@ -268,6 +268,13 @@ def nd_plan(
     """
     name = op.message_name(version)
     reduction = _reduction(name, version, 15, ND_REDUCTIONS, attributes[0], dtypes[0])
+    if len(shapes[1]) and shapes[1][-1] == 0:
+        # (ONNX ScatterND runs them; OpenVINO's CPU runtime returns data unchanged)
+        msg = (
+            f"{name}: indices.shape[-1] is 0; index tuples of length 0 are ONNX ScatterND's "
+            f"alone: it must be in [1, {len(shapes[0])}] here"
+        )
+        raise ValueError(msg)
     named = Named(op, version)
     inner = scatter_nd.plan(
         named, _ONNX_RULES, shapes, dtypes, (ONNX_REDUCTION[reduction],), check_bounds

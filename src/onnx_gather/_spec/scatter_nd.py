@@ -16,6 +16,8 @@ class _Fields(NamedTuple):
     size: int  # the smallest of sizes
     sizes: tuple[int, ...]
     reduction: reductions.Reduction
+    result_shape: tuple[int, ...] | None = None  # (data's, where ``lead``)
+    lead: bool = False
 
 
 class ScatterNDPlan(_Fields, _spec.Plan):
@@ -29,6 +31,11 @@ class ScatterNDPlan(_Fields, _spec.Plan):
     ``indices.shape[:-1]`` in C order, ``f`` the reduction
     (:class:`~onnx_gather._spec.reductions.Reduction`); ``updates.shape ==
     indices.shape[:-1] + data.shape[k:]``.
+
+    Index tuples of length 0 (``k = 0``, which the text bounds only from above and ONNX
+    Runtime and the reference evaluator run) each address the whole of data: the plan is
+    then one that leads (``lead``), a ``k = 1`` plan of data with a leading axis of size
+    1, which every kernel runs as it runs any other.
     """
 
     __slots__ = ()
@@ -59,7 +66,7 @@ def plan(
         data's, or a reduction the data type cannot take.
     ValueError
         0-d data or indices, an unknown reduction or one the version lacks,
-        ``indices.shape[-1]`` outside ``[1, r]``, or updates of another shape than
+        ``indices.shape[-1]`` above ``r``, or updates of another shape than
         ``indices.shape[:-1] + data.shape[k:]``.
     """
     name = op.message_name(version)
@@ -78,10 +85,10 @@ def plan(
         )
         raise ValueError(msg)
     k = indices_shape[-1]
-    if not 1 <= k <= r:
+    if not 0 <= k <= r:
         msg = (
             f"{name}: indices.shape[-1] is {k}, the number of coordinates per index; it must "
-            f"be in [1, {r}] (data rank {r}); indices {indices_shape}, data {data_shape}"
+            f"be in [0, {r}] (data rank {r}); indices {indices_shape}, data {data_shape}"
         )
         raise ValueError(msg)
     want = tuple(indices_shape[:-1]) + tuple(data_shape[k:])
@@ -91,5 +98,10 @@ def plan(
             f"got {tuple(updates_shape)}"
         )
         raise ValueError(msg)
+    if k == 0:
+        led = (1, *data_shape)
+        return ScatterNDPlan(
+            name, check_bounds, led, 0, 1, (1,), reduction, tuple(data_shape), True
+        )
     sizes = tuple(data_shape[:k])
     return ScatterNDPlan(name, check_bounds, tuple(data_shape), 0, min(sizes), sizes, reduction)
