@@ -26,7 +26,7 @@ from onnx_gather import _ops
 from onnx_gather._backends import _numpy as _numpy_backend
 from onnx_gather._conformance import onnx_peers
 from onnx_gather._conformance.runner import Outcome, difference, mismatch
-from onnx_gather._conformance.strategies import Example
+from onnx_gather._conformance.strategies import Example, numpy_dtype
 
 SE, SN, SC = _ops.SCATTER_ELEMENTS, _ops.SCATTER_ND, _ops.SCATTER
 SU = _ops.OPENVINO_SCATTER_UPDATE
@@ -157,6 +157,42 @@ def test_out_on_a_strided_view_and_its_errors() -> None:
         og.scatter_nd(narrow, [[0]], np.array(["xyz"]), out=narrow)
     with pytest.raises(TypeError, match="updates is a Python list"):
         og.scatter_elements(data, a([[0]]), [[1]])
+
+
+@NUMPY_ONLY
+@pytest.mark.parametrize("kind", ["U", "S", "StringDType"])
+def test_concatenated_strings_of_every_numpy_kind(kind: str) -> None:
+    """Reliability round 5, item 7: ``add`` concatenates; a fixed-width result is as wide
+    as the longest string made (ONNX Runtime keeps every concatenation whole), and an
+    ``out`` too narrow for it is refused, untouched."""
+    dtype = numpy_dtype("string", kind)
+
+    def strings(*text: str) -> np.ndarray:
+        return np.array([t.encode() if kind == "S" else t for t in text], dtype)
+
+    data, updates = strings("base", "untouched"), strings("-first", "-second", "-last")
+    want = strings("base-first-second-last", "untouched")
+    for got in (og.scatter_elements(data, a([0, 0, 0]), updates, reduction="add"),
+                og.scatter_nd(data, a([[0], [0], [0]]), updates, reduction="add")):  # fmt: skip
+        assert_identical(got, want)
+    if kind != "StringDType":
+        narrow = data.copy()
+        with pytest.raises(TypeError, match=f"out holds strings of dtype {narrow.dtype}, which "
+                                            f"would cut the concatenated strings"):  # fmt: skip
+            og.scatter_elements(narrow, a([0, 0, 0]), updates, reduction="add", out=narrow)
+        assert_identical(narrow, data)
+
+
+@pytest.mark.backend("dask")
+def test_dask_refuses_to_concatenate_fixed_width_strings() -> None:
+    """A Dask array's dtype is fixed before it computes: fixed-width strings cannot grow."""
+    import dask.array as da
+
+    data = da.from_array(np.array(["ab", "c"]), chunks=1)
+    updates = da.from_array(np.array(["xyz"]), chunks=1)
+    with pytest.raises(TypeError, match=r"reduction 'add' concatenates strings, which "
+                                        r"fixed-width <U2 data cannot hold"):  # fmt: skip
+        og.scatter_elements(data, [0], updates, reduction="add")
 
 
 @NUMPY_ONLY

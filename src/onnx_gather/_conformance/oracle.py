@@ -375,7 +375,7 @@ def _check_reduction(reduction: Any, version: int, data: np.ndarray) -> None:
     if reduction not in _REDUCTIONS or _REDUCTIONS[reduction] > version:
         raise _rule(ValueError, "reduction unknown or newer than the version", named)
     name = _dtype_name(data.dtype)
-    if reduction != "none" and name == "string":
+    if reduction not in ("none", "add") and name == "string":
         raise _rule(TypeError, "a reduction of strings", named, "string")
     if reduction in ("max", "min") and name.startswith("complex"):
         raise _rule(TypeError, "max/min of complex numbers", named, name)
@@ -393,6 +393,8 @@ def _combine(reduction: str, old: Any, new: Any, dtype: np.dtype[Any]) -> Any:
     """
     if reduction == "none":
         return new
+    if dtype.kind in "OUST":  # (add: concatenation, the only reduction strings take)
+        return old + new
     a, b = _one(old, dtype), _one(new, dtype)
     if dtype == np.bool_:
         return bool(a[0] or b[0]) if reduction in ("add", "max") else bool(a[0] and b[0])
@@ -450,11 +452,32 @@ def _canonical(x: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(x), np.asarray(np.nan, x.dtype), x)
 
 
-def _result(data: np.ndarray, updates: np.ndarray) -> np.ndarray:
-    """A copy of data to write into; fixed-width strings wide enough for every update."""
+def _result(data: np.ndarray, updates: np.ndarray, reduction: str = "none") -> np.ndarray:
+    """A copy of data to write into; fixed-width strings wide enough for every update.
+
+    Strings that ``add`` concatenates are Python objects while they grow
+    (:func:`_strings_back` gives them data's kind).
+    """
+    if reduction == "add" and data.dtype.kind in "OUST":
+        return data.astype(object)
     if data.dtype.kind in "US" and updates.dtype.kind in "US":
         return data.astype(np.result_type(data.dtype, updates.dtype))
     return data.copy()
+
+
+def _strings_back(out: np.ndarray, data: np.ndarray, updates: np.ndarray) -> np.ndarray:
+    """Concatenated strings (objects) in data's kind; anything else as it is.
+
+    Fixed width as wide as the widest of data's, the updates' and the longest result.
+    """
+    if out.dtype == data.dtype or data.dtype.kind not in "UST":
+        return out
+    if data.dtype.kind == "T":
+        return out.astype(data.dtype)
+    longest = max((len(x) for x in out.reshape(-1)), default=0)
+    fits = np.dtype(f"{data.dtype.kind}{max(longest, 1)}")
+    wide = np.result_type(data.dtype, updates.dtype) if updates.dtype.kind in "US" else data.dtype
+    return out.astype(np.result_type(wide, fits))
 
 
 def scatter_elements(
@@ -496,11 +519,11 @@ def scatter_elements(
             _resolve(int(indices[pos]), size)
     else:
         positions = [p for p in positions if -size <= int(indices[p]) < size]
-    out = _result(data, updates)
+    out = _result(data, updates, reduction)
     for pos in positions:
         target = (*pos[:axis], _resolve(int(indices[pos]), size), *pos[axis + 1 :])
         out[target] = _combine(reduction, out[target], updates[pos], data.dtype)
-    return out
+    return _strings_back(out, data, updates)
 
 
 def scatter_nd(
@@ -540,13 +563,13 @@ def scatter_nd(
                 _resolve(int(indices[(*pos, j)]), data.shape[j])
     else:
         tuples = [pos for pos in tuples if valid(pos)]
-    out = _result(data, updates)
+    out = _result(data, updates, reduction)
     for pos in tuples:
         coordinate = tuple(_resolve(int(indices[(*pos, j)]), data.shape[j]) for j in range(k))
         for rest in itertools.product(*map(range, data.shape[k:])):
             target = (*coordinate, *rest)
             out[target] = _combine(reduction, out[target], updates[(*pos, *rest)], data.dtype)
-    return out
+    return _strings_back(out, data, updates)
 
 
 def _ov_version(opset: Any, versions: tuple[int, ...]) -> int:

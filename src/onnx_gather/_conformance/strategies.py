@@ -554,8 +554,15 @@ _OPENVINO_REDUCTIONS = {
 }
 
 
-def _reduction(draw: Draw, op: _ops.Operator, opset: int | None, dtype_name: str) -> str:
-    """A scatter's reduction: mostly one the version and type allow, sometimes not."""
+def _reduction(
+    draw: Draw, op: _ops.Operator, opset: int | None, dtype: np.dtype[Any], dtype_name: str
+) -> str:
+    """A scatter's reduction: mostly one the version and type allow, sometimes not.
+
+    Strings take ``none`` and ONNX's ``add`` (concatenation), but fixed-width ones never
+    ``add``: the result's width is known only once computed, which Dask refuses.
+    """
+    every: tuple[str, ...]
     if op.name in _OPENVINO_REDUCTIONS:
         every, since = _OPENVINO_REDUCTIONS[op.name]
         newest = since if opset is None else opset
@@ -565,11 +572,14 @@ def _reduction(draw: Draw, op: _ops.Operator, opset: int | None, dtype_name: str
         unknown = "add"
     else:
         version = 18 if opset is None else opset
-        every = tuple(map(str, reductions.SINCE))  # type: ignore[assignment]
+        every = tuple(map(str, reductions.SINCE))
         allowed = [str(r) for r, since in reductions.SINCE.items() if since <= version] or ["none"]
         unknown = "sum"
     if dtype_name == "string":
-        allowed = ["none"]
+        concatenates = op.name not in _OPENVINO_REDUCTIONS  # (ONNX's add; OpenVINO's none)
+        allowed = [r for r in allowed if r == "none" or (r == "add" and concatenates)]
+        if dtype.kind in "US":
+            allowed, every = ["none"], tuple(r for r in every if r != "add")
     elif dtype_name.startswith("complex"):
         allowed = [r for r in allowed if r not in ("max", "min")]
     if draw(_weighted((True, 19), (False, 1))):
@@ -635,7 +645,7 @@ def _examples(
         indices = _index_values(draw, drawn.indices, drawn.sizes, index_dtype, seed)
     attributes = dict(drawn.attributes)
     if any(name == "reduction" for name, _ in op.attributes):
-        attributes["reduction"] = _reduction(draw, op, opset, dtype_name)
+        attributes["reduction"] = _reduction(draw, op, opset, dtype, dtype_name)
     updates = None
     if drawn.updates is not None:
         updates_dtype = dtype

@@ -12,16 +12,17 @@ class Reduction(enum.StrEnum):
     Each is typed arithmetic in data's dtype, one update at a time in C order of the
     update's position in ``indices``. A str, so a plan's ``reduction`` compares equal to
     the attribute's text (``plan.reduction == "add"``). Strings have no arithmetic:
-    ``none`` only.
+    ``none``, and ``add``, which concatenates (ONNX Runtime's and the reference
+    evaluator's reading).
     """
 
     #: The update replaces the value (version 11); where several updates land on one
     #: element, the last in that order wins.
     NONE = "none"
     #: Rounded after every update (float16 and bfloat16 too); integers wrap around (two's
-    #: complement); bool: OR. A NaN result is the canonical quiet NaN (positive, payload
-    #: zero; each part of a complex number), since which NaN the hardware propagates
-    #: depends on the operands' order and the device.
+    #: complement); bool: OR; strings: concatenation, data's first. A NaN result is the
+    #: canonical quiet NaN (positive, payload zero; each part of a complex number), since
+    #: which NaN the hardware propagates depends on the operands' order and the device.
     ADD = "add"
     #: As ``add``; bool: AND.
     MUL = "mul"
@@ -59,7 +60,7 @@ def check(op: str, version: int, reduction: Any, data_dtype: str) -> Reduction:
     ------
     TypeError
         ``reduction`` is not a str; ``max``/``min`` on complex data; any reduction but
-        ``none`` on strings.
+        ``none`` and ``add`` on strings.
     ValueError
         An unknown reduction (the message lists the valid ones), or one the version lacks
         (the message names the version that adds it).
@@ -79,9 +80,10 @@ def check(op: str, version: int, reduction: Any, data_dtype: str) -> Reduction:
             f"version {version} has {have}"
         )
         raise ValueError(msg)
-    if reduction != "none" and data_dtype == "string":
+    if reduction not in ("none", "add") and data_dtype == "string":
         msg = (
-            f"{op}: reduction {reduction!r} needs numbers; string data takes reduction 'none' only"
+            f"{op}: reduction {reduction!r} needs numbers; string data takes reduction 'none' "
+            f"and 'add' (concatenation) only"
         )
         raise TypeError(msg)
     if reduction in ORDERED and data_dtype.startswith("complex"):

@@ -40,6 +40,15 @@ def scatter(data: da.Array, indices: Array, updates: da.Array, plan: ScatterPlan
     graph moves them to their output blocks by :func:`_parts` or :func:`_shuffle`,
     whichever makes fewer tasks, and a join per output block applies them.
     """
+    if plan.reduction == "add" and data.dtype.kind in "US":
+        # (NumPy widens the result to the longest string made; a Dask array's dtype is
+        # fixed before anything is computed)
+        msg = (
+            f"{plan.op}: reduction 'add' concatenates strings, which fixed-width {data.dtype} "
+            f"data cannot hold before Dask computes them: pass data and updates as object "
+            f"arrays (.astype(object))"
+        )
+        raise TypeError(msg)
     wide = result_dtype(data.dtype, updates.dtype)  # (strings: every update whole)
     if wide != data.dtype:
         data = data.astype(wide)

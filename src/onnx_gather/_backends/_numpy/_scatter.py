@@ -329,6 +329,8 @@ def _scatter(
     The indices are checked already; the rows and values that ``out`` overlaps are copied
     before it is written.
     """
+    if reduction == Reduction.ADD and data.dtype.kind in "OUST":
+        return _concatenated(data, rows, values, keep, out, shape)
     if out is None:
         result = np.array(data, order="C", copy=True)
     else:
@@ -342,6 +344,49 @@ def _scatter(
     if work is not result:
         result[...] = work
     return result
+
+
+def _concatenated(
+    data: np.ndarray,
+    rows: np.ndarray,
+    values: np.ndarray,
+    keep: np.ndarray | None,
+    out: np.ndarray | None,
+    shape: tuple[int, int] | None,
+) -> np.ndarray:
+    """Strings' ``add``: each update appended to its target in C order (ONNX Runtime's).
+
+    Computed on Python strings, which grow; a fixed-width result is then as wide as the
+    widest of data, the updates and the longest string made (:func:`strings_of`).
+    """
+    work = np.array(data, dtype=object, order="C")
+    write(work.reshape(shape or (-1,)), rows, values.astype(object), keep, Reduction.ADD)
+    result = strings_of(work, data.dtype, values.dtype)
+    if out is None:
+        return result
+    if out.dtype.kind in "US" and np.result_type(out.dtype, result.dtype) != out.dtype:
+        msg = (
+            f"out holds strings of dtype {out.dtype}, which would cut the concatenated "
+            f"strings ({result.dtype}): pass out of dtype {result.dtype}, or object arrays"
+        )
+        raise TypeError(msg)
+    out[...] = result
+    return out
+
+
+def strings_of(work: np.ndarray, data: np.dtype[Any], updates: np.dtype[Any]) -> np.ndarray:
+    """Python strings ``work`` in data's string kind.
+
+    Fixed width as wide as the widest of data's, the updates' and the longest string;
+    objects and StringDType as they are.
+    """
+    if data.kind == "O":
+        return work
+    if data.kind == "T":
+        return work.astype(data)
+    longest = max((len(x) for x in work.reshape(-1)), default=0)
+    wide = np.result_type(result_dtype(data, updates), np.dtype(f"{data.kind}{max(longest, 1)}"))
+    return work.astype(wide)
 
 
 def in_place(data: np.ndarray, out: np.ndarray) -> bool:
