@@ -286,9 +286,7 @@ def nd_plan(
 
 
 def _init(name: str, version: int, since: int, value: Any) -> bool:
-    """``use_init_val`` as a bool (0 and 1 too: a recorded graph's integers)."""
-    if type(value) is int and value in (0, 1):
-        value = bool(value)
+    """``use_init_val`` as a bool, strictly (a recorded graph turns its integer back first)."""
     flag = _spec.check_flag("use_init_val", value)
     if not flag and version < since:
         msg = f"{name}: use_init_val=False needs version {since} or newer"
