@@ -268,3 +268,40 @@ def test_reading_back_refuses_another_librarys_array(lib: Library) -> None:
     foreign: Any = np.zeros(2, np.float32) if lib.name != "numpy" else [0.0, 0.0]
     with pytest.raises(NotOwnArray, match=rf"{re.escape(lib.name)}: expected its own array"):
         lib.to_numpy(foreign)
+
+
+#: The libraries of this run that hold ONNX strings (NumPy's object arrays; Dask's).
+STRING_LIBS = [lib for lib in LIBS if "string" in lib.holds]
+#: Each call, given an object array holding ``bad``: its role in the call and position.
+OBJECT_CALLS = {
+    "gather data": (lambda x, b: og.gather(x(["a", b, "c"]), [0]), "data", r"\(1,\)"),
+    "gather_nd data": (lambda x, b: og.gather_nd(x([["a", "b"], ["c", b]]), [[0]]), "data",
+                       r"\(1, 1\)"),
+    "scatter_elements updates": (
+        lambda x, b: og.scatter_elements(x(["a", "b"]), [0, 1], x(["c", b])), "updates", r"\(1,\)"
+    ),
+    "tensor_scatter update": (
+        lambda x, b: og.tensor_scatter(x([["a", "b"]]), x([[b]]), [0], axis=1), "updates",
+        r"\(0, 0\)",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("holder", STRING_LIBS, ids=[lib.name for lib in STRING_LIBS])
+@pytest.mark.parametrize("call", list(OBJECT_CALLS))
+@pytest.mark.parametrize("bad", [None, 1.5, 3], ids=["None", "float", "int"])
+def test_an_object_array_must_hold_strings(holder: Library, call: str, bad: Any) -> None:
+    """Reliability round 5, item 10: an object array passed as ONNX strings whatever it
+    held; an element that is not a str (or bytes) is a TypeError naming its type and place."""
+    fn, role, where = OBJECT_CALLS[call]
+    lib = holder
+
+    def objects(values: Any) -> Any:
+        return lib.asarray(np.array(values, dtype=object))
+
+    kind = type(bad).__name__
+    with pytest.raises(TypeError, match=f"{role} is an object array, read as ONNX strings, but "
+                                        f"holds {kind} {bad!r} at position {where}"):  # fmt: skip
+        lib.to_numpy(fn(objects, bad))
+    got = fn(objects, "z")  # (the same call with text: the plan cached above serves it)
+    assert lib.to_numpy(got).dtype == object

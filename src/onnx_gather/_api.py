@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from onnx_gather import _spec
 from onnx_gather._backends import _dynamo
 from onnx_gather._dispatch import backend_for, known_backend, library_of
-from onnx_gather._dtypes import numpy_dtype_name
+from onnx_gather._dtypes import holds_objects, numpy_dtype_name
 from onnx_gather._host import Unrepresentable, index_array
 from onnx_gather._memo import Memo
 
@@ -116,6 +116,8 @@ def _run(
     if known is None:  # (kept only now: the key holds out, which is checked above)
         bind = backend.leading if plan.lead else backend.bind
         call = bind(op.method, plan, arrays)
+        if any(holds_objects(x) for x in arrays):
+            call = backend.checking_strings(call, op.inputs)  # (ONNX strings: text alone)
         if plan.result_shape is not None:
             call = backend.reshaping(call, plan.result_shape)
         known = Known(plan, call, owned)

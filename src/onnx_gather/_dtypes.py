@@ -27,3 +27,8 @@ def numpy_dtype_name(dtype: Any) -> str:
         )
         name = _NAMES.put(dtype, name)
     return name
+
+
+def holds_objects(x: Any) -> bool:
+    """Whether ``x`` is an array of Python objects (NumPy's, or Dask's with NumPy dtypes)."""
+    return getattr(getattr(x, "dtype", None), "kind", None) == "O"

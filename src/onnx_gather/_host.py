@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import array
 import importlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -132,6 +133,27 @@ def index_array(indices: Array) -> np.ndarray | Unrepresentable | None:
     if not host.dtype.isnative:
         host = host.astype(host.dtype.newbyteorder("="))
     return host
+
+
+def check_strings(role: str, x: np.ndarray, offset: Sequence[int] = ()) -> np.ndarray:
+    """``x``, an object array of data or updates, if every element is a string; TypeError if not.
+
+    NumPy object arrays are ONNX ``string`` tensors, which hold text (``str``, or
+    ``bytes``) alone: anything else (None, a float) is named with its type and position
+    (``offset``: where ``x`` starts in the whole array, for a block of it).
+    """
+    for position, value in enumerate(x.reshape(-1).tolist()):
+        if not isinstance(value, str | bytes):
+            where = _unravel(position, x.shape)
+            if offset:
+                where = tuple(w + o for w, o in zip(where, offset, strict=True))
+            msg = (
+                f"{role} is an object array, read as ONNX strings, but holds "
+                f"{type(value).__name__} {_short(value)} at position {where}: each element "
+                f"must be a str (or bytes)"
+            )
+            raise TypeError(msg)
+    return x
 
 
 def _range(indices: range) -> np.ndarray | Unrepresentable:

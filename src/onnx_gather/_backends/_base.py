@@ -15,7 +15,7 @@ from array_api_compat import array_namespace, device, to_device
 from onnx_gather import _host
 from onnx_gather._backends import _openvino
 from onnx_gather._backends._positions import element_positions, tuple_rows
-from onnx_gather._dtypes import numpy_dtype_name
+from onnx_gather._dtypes import holds_objects, numpy_dtype_name
 from onnx_gather._indices import INT32_MAX, BoundsPolicy, default_extremes, normalise_indices
 from onnx_gather._spec.gather import GatherPlan
 
@@ -122,6 +122,30 @@ class Backend:
             return out if out is not None else self.namespace(result).reshape(result, shape)
 
         return reshaped
+
+    def checking_strings(self, call: Call, roles: tuple[str, ...], /) -> Call:
+        """``call`` that first checks each object array's elements (:meth:`strings`).
+
+        ``_api`` binds it where data or updates are object arrays (ONNX strings).
+        """
+        strings = self.strings
+
+        def checked(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
+            arrays = tuple(
+                strings(role, x) if role != "indices" and holds_objects(x) else x
+                for role, x in zip(roles, arrays, strict=True)
+            )
+            return call(arrays, out)
+
+        return checked
+
+    def strings(self, role: str, x: Array, /) -> Array:
+        """``x``, an object array, once every element is known to be a string.
+
+        Here NumPy's, checked now (:func:`onnx_gather._host.check_strings`); a lazy library
+        checks as it computes.
+        """
+        return _host.check_strings(role, x) if isinstance(x, np.ndarray) else x
 
     def leading(self, method: str, plan: Plan, arrays: tuple[Array, ...], /) -> Call:
         """:meth:`bind` for a plan that leads (:attr:`~onnx_gather._spec.Plan.lead`).

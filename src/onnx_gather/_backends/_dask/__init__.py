@@ -21,7 +21,7 @@ from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._base import Backend, Call
 from onnx_gather._backends._dask import _chunks as chunking
 from onnx_gather._backends._dask import _scatter as scatters
-from onnx_gather._host import checked
+from onnx_gather._host import check_strings, checked
 from onnx_gather._spec.gather import GatherPlan
 from onnx_gather._spec.gather_elements import GatherElementsPlan
 from onnx_gather._spec.gather_nd import GatherNDPlan
@@ -46,6 +46,12 @@ def _counted_block(block: np.ndarray, plan: Plan, block_info: Any = None) -> np.
     except IndexError:
         _spec.raise_out_of_range(plan, block, offset)
         raise
+
+
+def _strings_block(block: np.ndarray, role: str, block_info: Any = None) -> np.ndarray:
+    """One block of an object array checked to hold strings; errors name whole positions."""
+    offset = [start for start, _ in block_info[0]["array-location"]] if block_info else []
+    return check_strings(role, block, offset)
 
 
 def _owner(flat: np.ndarray, stops: tuple[int, ...]) -> np.ndarray:
@@ -204,6 +210,12 @@ class DaskBackend(Backend):
 
     def owns(self, x: Array, /) -> bool:
         return isinstance(x, da.Array)
+
+    def strings(self, role: str, x: Array, /) -> Array:
+        """``x``'s blocks each checked as it is computed (strings, as the base's)."""
+        if not isinstance(x, da.Array):
+            return super().strings(role, x)
+        return x.map_blocks(_strings_block, role=role, dtype=x.dtype, meta=x._meta)
 
     def shape(self, x: da.Array, /) -> tuple[int, ...]:
         """``x``'s shape; ValueError for unknown chunk sizes (NaN, after boolean indexing).
