@@ -173,13 +173,29 @@ def test_unknown_chunk_sizes_are_rejected() -> None:
     x = da.from_array(np.arange(10), chunks=5)
     unknown = x[x > 3]
     with pytest.raises(
-        ValueError, match=r"^data: dask array of unknown shape \(nan,\).*compute_chunk_sizes"
+        ValueError,
+        match=r"^Gather: data is a dask array of unknown shape \(nan,\) \(NaN chunk sizes, as "
+        r"boolean indexing makes\), which the call must know to be planned; call "
+        r"\.compute_chunk_sizes\(\) on it first",
     ):
         og.gather(unknown, [0])
     # Issue 23, item 14: the message says which input has them.
     for fn in (og.gather, og.gather_elements, og.gather_nd):
-        with pytest.raises(ValueError, match=r"^indices: dask array of unknown shape \(nan,\)"):
+        with pytest.raises(ValueError, match=r": indices is a dask array of unknown shape"):
             fn(x, unknown.astype(np.int64))
+    # Reliability round 5, item 11: each operator's own input names; data's shape is
+    # unknown, not the result's.
+    cache, update = da.zeros((3, 4), chunks=2), da.zeros((3, 1), chunks=2)
+    with pytest.raises(ValueError, match=r"^TensorScatter: write_indices is a dask array of "
+                                         r"unknown shape \(nan,\)"):  # fmt: skip
+        og.tensor_scatter(cache, update, unknown.astype(np.int64), axis=1)
+    rows = da.zeros((3, 4), chunks=2)
+    with pytest.raises(ValueError, match=r"^TensorScatter: past_cache is a dask array of "
+                                         r"unknown shape"):  # fmt: skip
+        og.tensor_scatter(rows[rows[:, 0] > -1], update, [0, 0, 0], axis=1)
+    with pytest.raises(ValueError, match=r"^ScatterElements: data is a dask array of unknown "
+                                         r"shape \(nan,\).*compute_chunk_sizes"):  # fmt: skip
+        og.scatter_elements(unknown, [0], da.ones(1, chunks=1))
 
 
 # --- which blocks each output block reads -----------------------------------------------

@@ -282,12 +282,12 @@ def _planned(
     ``kept``: whether the plan cache may keep it (not while a compiler traces this Python).
     """
     shapes, dtypes = [], []
-    for role, x in zip(op.inputs, arrays, strict=False):
+    for name, x in zip(op.input_names, arrays, strict=False):
         own = backend.owns(x)
         try:
             shapes.append(backend.shape(x) if own else x.shape)
         except ValueError as exc:  # (a shape the library cannot give: unknown sizes)
-            raise ValueError(f"{role}: {exc}") from None
+            raise ValueError(f"{op.label}: {name} is {exc}") from None
         if own:
             dtypes.append(backend.dtype_name(x))
         elif type(x) is Unrepresentable:  # (its name without NumPy: a compiler may trace this)

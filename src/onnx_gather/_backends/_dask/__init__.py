@@ -220,12 +220,13 @@ class DaskBackend(Backend):
     def shape(self, x: da.Array, /) -> tuple[int, ...]:
         """``x``'s shape; ValueError for unknown chunk sizes (NaN, after boolean indexing).
 
-        The output's shape could not be known.
+        No call can be planned without every input's shape (``_api`` names the input).
         """
         if any(np.isnan(n) for n in x.shape):
             msg = (
-                f"dask array of unknown shape {x.shape} (NaN chunk sizes): the result's shape "
-                f"could not be known; call .compute_chunk_sizes() on it first"
+                f"a dask array of unknown shape {x.shape} (NaN chunk sizes, as boolean "
+                f"indexing makes), which the call must know to be planned; call "
+                f".compute_chunk_sizes() on it first"
             )
             raise ValueError(msg)
         return tuple(int(n) for n in x.shape)
