@@ -2,7 +2,8 @@
 
 For every ONNX operator of the family, a torch module calls it in each index form the
 library takes under ``torch.export`` (an int64 tensor input with negative indices, an
-int32 one, a Python list, a NumPy array, a scalar), with each attribute and reduction
+int32 one, a Python list, a range, a NumPy array of either byte order, a scalar), with
+each attribute and reduction
 the version has, and through ``out=``. It is exported with the dynamo exporter (the
 default since torch 2.9; needs onnxscript: ``nox -s export``) and the TorchScript one
 (``dynamo=False``, which the torch session runs too) at each opset that selects a
@@ -125,6 +126,8 @@ FAMILIES: dict[str, Family] = {
             Call(lambda t: og.gather(t["x"], [[0, -1], [2, 1]], axis=0), "Gather", {"axis": 0}),
             Call(lambda t: og.gather(t["x"], np.array([3, -6]), axis=-1), "Gather", {"axis": 1}),
             Call(lambda t: og.gather(t["x"], 2, axis=1), "Gather", {"axis": 1}),
+            Call(lambda t: og.gather(t["x"], range(-2, 1), axis=0), "Gather", {"axis": 0}),
+            Call(lambda t: og.gather(t["x"], np.array([1, -2], ">i8"), axis=1), "Gather", {"axis": 1}),
         ),
         traced={"x": X, "i": np.array([[0, 5], [1, 2]], I64), "i32": np.array([3, 0], I32)},
         runs={"x": X2, "i": np.array([[-1, 4], [-6, 0]], I64), "i32": np.array([-4, 2], I32)},

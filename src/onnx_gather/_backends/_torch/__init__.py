@@ -284,9 +284,14 @@ class TorchBackend(Backend):
         Python ints, ranges and (nested) lists are constants to Dynamo, checked here by the
         same rules as eagerly, in plain Python (:func:`onnx_gather._host.python_indices`),
         and become int64 constants of the graph (float64 where NumPy would make floats, for
-        the plan's TypeError); their values are checked in the graph, when it runs.
+        the plan's TypeError); their values are checked in the graph, when it runs. Where
+        the Python runs as it is (``torch.export``'s non-strict trace, which
+        ``torch.onnx.export`` makes), an array of the other byte order is made native first:
+        torch takes no other.
         """
         if isinstance(indices, (np.ndarray, np.generic)):
+            if not torch.compiler.is_dynamo_compiling() and not indices.dtype.isnative:
+                indices = indices.astype(indices.dtype.newbyteorder("="))
             return torch.as_tensor(indices, device=data.device)
         parsed = python_indices(indices)
         if parsed is None or isinstance(parsed, Unrepresentable):
