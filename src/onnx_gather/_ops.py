@@ -296,7 +296,7 @@ class Operator:
     ) -> tuple[str, int, dict[str, Any]]:
         """The node a model file of ``opset`` holds for a call: type, version and attributes.
 
-        An exporter writes each call as this one node (:doc:`/guides/exporting`).
+        An exporter writes each call as this one node (docs/exporting.md).
         ``attributes`` are a plan's (:meth:`onnx_gather._spec.Plan.attributes`), in the
         registry's order; ``dtype`` is data's type name. The version is the newest not
         newer than ``opset``; an attribute it does not have yet is left out where it holds

@@ -1,17 +1,7 @@
 """jax2onnx's plug-in for the family: each call one ONNX node (:data:`PRIMITIVE`).
 
-jax2onnx (``jax2onnx.to_onnx``) converts a JAX function by tracing it to a jaxpr and
-lowering each primitive; a library call would otherwise arrive as the gathers, scatters
-and checks JAX runs, a node apiece. Importing this module registers a plug-in with
-jax2onnx: while ``to_onnx`` traces, each call of an ONNX operator binds one primitive,
-``onnx_gather_node``, which the plug-in writes as the operator's own node at the
-conversion's opset (the newest version not newer than it), with the call's attributes;
-the node checks its indices itself. OpenVINO's functions are the library's compositions
-of those nodes and of JAX's elementwise operations, which jax2onnx writes as standard
-ONNX operators.
-
-Outside a conversion nothing changes: jax2onnx applies the plug-in's binding only while
-it traces, and restores the library's own behaviour after.
+Importing this module registers it with jax2onnx; ``jax2onnx.to_onnx`` then writes each
+call of an ONNX operator as its node, and OpenVINO's functions as standard operators.
 """
 
 from __future__ import annotations
@@ -133,7 +123,14 @@ _EXPORTING = _Exporting()
     testcases=[],
 )
 class _Plugin(PrimitiveLeafPlugin):
-    """Writes :data:`PRIMITIVE` as its ONNX node; binds JAX's backend to :class:`_Exporting`."""
+    """Writes :data:`PRIMITIVE` as its ONNX node; binds JAX's backend to :class:`_Exporting`.
+
+    jax2onnx converts a function by tracing it to a jaxpr and lowering each primitive; a
+    call would otherwise arrive as the gathers, scatters and checks JAX runs, a node
+    apiece. jax2onnx applies :meth:`binding_specs` only while it traces: JAX's backend then
+    binds every call to :class:`_Exporting` (``onnx_gather._backends._jax.exporting``),
+    whose ONNX operators bind :data:`PRIMITIVE`, and after it the library is as before.
+    """
 
     _PRIM: ClassVar[Primitive] = PRIMITIVE
 
