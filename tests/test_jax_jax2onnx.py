@@ -174,6 +174,8 @@ def _openvino_calls(t: dict[str, jax.Array]) -> tuple[jax.Array, ...]:
         ov.scatter_update(x, t["s"], t["u"], axis=1),
         ov.scatter_elements_update(x, t["f"], t["y"], axis=1, reduction="max", use_init_val=False),
         ov.scatter_nd_update(x, t["k"], t["v"], reduction="sub"),
+        ov.scatter_nd_update(t["q"], t["k"], t["qv"], reduction="sub"),  # (uint8: wraps)
+        ov.scatter_elements_update(t["m"], t["f"], t["mv"], axis=1, reduction="mean"),
     )
 
 
@@ -187,6 +189,10 @@ def test_openvino_functions_convert_to_standard_operators() -> None:
         "y": np.arange(24, dtype=np.float32).reshape(4, 6) - 11.5,
         "k": np.array([[0, 1], [3, 5]], I32),
         "v": np.array([1.5, -2.0], np.float32),
+        "q": np.arange(24, dtype=np.uint8).reshape(4, 6) * 7,
+        "qv": np.array([200, 255], np.uint8),
+        "m": np.arange(24, dtype=np.int32).reshape(4, 6) - 12,
+        "mv": np.arange(24, dtype=np.int32).reshape(4, 6) * -5 + 17,
     }
     runs = {**traced, "x": np.arange(24, dtype=np.float32).reshape(4, 6) * 1.5 - 4,
             "i": np.array([[6, -1], [-7, 3]], I32), "s": np.array([2, 5], I32)}  # fmt: skip

@@ -542,8 +542,12 @@ OPENVINO_CALLS: dict[str, tuple[Callable[[dict[str, torch.Tensor]], torch.Tensor
     "scatter_elements_update-12-sum": (lambda t: ov.scatter_elements_update(t["x"], t["e"], t["v"], axis=1, reduction="sum"), {"ScatterElements"}),
     "scatter_elements_update-12-max-no-init": (lambda t: ov.scatter_elements_update(t["x"], t["e"], t["v"], axis=1, reduction="max", use_init_val=False), {"ScatterElements"}),
     "scatter_elements_update-12-mean": (lambda t: ov.scatter_elements_update(t["x"], t["e"], t["v"], axis=1, reduction="mean"), {"ScatterElements", "Div"}),
-    "scatter_nd_update-15-sub": (lambda t: ov.scatter_nd_update(t["x"], t["r"], t["w"], reduction="sub"), {"ScatterND", "Neg"}),
+    "scatter_nd_update-15-sub": (lambda t: ov.scatter_nd_update(t["x"], t["r"], t["w"], reduction="sub"), {"ScatterND", "Sub"}),
     "scatter_nd_update-15-prod": (lambda t: ov.scatter_nd_update(t["x"], t["r"], t["w"], reduction="prod"), {"ScatterND"}),
+    # Unsigned sub wraps around (ONNX's Neg has no unsigned type: a Sub from zero);
+    # integer mean rounds down, negatives too.
+    "scatter_nd_update-15-sub-uint8": (lambda t: ov.scatter_nd_update(t["q"], t["r"], t["qv"], reduction="sub"), {"ScatterND", "Sub"}),
+    "scatter_elements_update-12-mean-int32": (lambda t: ov.scatter_elements_update(t["m"], t["e"], t["mv"], axis=1, reduction="mean"), {"ScatterElements"}),
 }  # fmt: skip
 OPENVINO_TRACED = {
     "x": X2 * 0 + np.arange(24, dtype=np.float32).reshape(4, 6),
@@ -559,6 +563,10 @@ OPENVINO_TRACED = {
     "v": np.arange(24, dtype=np.float32).reshape(4, 6) - 11.5,
     "r": np.array([[0, 1], [3, 5], [0, 1]], I64),
     "w": np.array([1.5, -2.0, 4.0], np.float32),
+    "q": np.arange(24, dtype=np.uint8).reshape(4, 6) * 7,
+    "qv": np.array([200, 3, 255], np.uint8),
+    "m": np.arange(24, dtype=np.int32).reshape(4, 6) - 12,
+    "mv": np.arange(24, dtype=np.int32).reshape(4, 6) * -5 + 17,
 }  # fmt: skip
 OPENVINO_RUNS = {
     **OPENVINO_TRACED,

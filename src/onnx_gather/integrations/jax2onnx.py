@@ -100,6 +100,10 @@ class _Exporting(_jax.JaxBackend):
     def keep(self, where: Any, x: jax.Array, /) -> jax.Array:
         return jnp.where(where, x, jnp.zeros((), x.dtype))
 
+    def negated(self, x: jax.Array, /) -> jax.Array:
+        """``0 - x``: ONNX's Neg takes no unsigned type, its Sub wraps them around."""
+        return jnp.zeros((), x.dtype) - x
+
     def without_negatives(self, indices: Array, data: jax.Array, plan: Any, /) -> Any:
         """Negative indices as the axis' size: the node then refuses them, as out of range."""
         return super().without_negatives(indices, data, plan._replace(check_bounds=False))

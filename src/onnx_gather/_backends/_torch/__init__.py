@@ -938,6 +938,25 @@ class _Exporting(TorchBackend):
         """False: the model's indices are its inputs, whatever the traced ones hold."""
         return False
 
+    def negated(self, x: torch.Tensor, /) -> torch.Tensor:
+        """``0 - x``: ONNX's Neg takes no unsigned type, its Sub wraps them around."""
+        return torch.zeros((), dtype=x.dtype, device=x.device) - x
+
+    def floor_divided(self, total: torch.Tensor, n: torch.Tensor, /) -> torch.Tensor:
+        """``floor(total / n)`` (``n`` positive) as ONNX's Div, which truncates.
+
+        The truncated quotient, one less where a negative total leaves a remainder: the
+        TorchScript exporter writes torch's ``floor_divide`` of integers as a bare Div
+        (wrong for negatives), and the base's unsigned route reads values on the host.
+        Types narrower than 32 bits divide in int32, as the base's do.
+        """
+        wide = total.dtype if total.dtype.itemsize >= 4 else torch.int32
+        t, d = total.to(wide), n.to(wide)
+        quotient = torch.div(t, d, rounding_mode="trunc")
+        if wide.is_signed:
+            quotient = quotient - ((t < 0) & (quotient * d != t)).to(wide)
+        return quotient.to(total.dtype)
+
     def keep(self, where: torch.Tensor, x: torch.Tensor, /) -> torch.Tensor:
         """``x`` where ``where`` holds, else zero: one Where (no bit views, which ONNX lacks)."""
         return torch.where(where, x, torch.zeros((), dtype=x.dtype, device=x.device))
