@@ -22,7 +22,7 @@ nox.options.error_on_missing_interpreters = True
 #: same environment (a fresh environment per backend cost a minute or more of installs).
 nox.options.sessions = [
     "tests", "oldest", "numpy_only", "bench", "lint", "typecheck", "replay", "no_compiler",
-    "triton_interpreter", "converters", "docs",
+    "triton_interpreter", "converters", "docs", "export",
 ]  # fmt: skip
 
 ROOT = Path(__file__).parent
@@ -310,3 +310,30 @@ def docs(session: nox.Session) -> None:
         "docs", "docs/_build/html",
     )  # fmt: skip
     session.run("pytest", "tests/test_docs.py", env={"ONNX_GATHER_BACKENDS": "numpy"})
+
+
+@nox.session
+def export(session: nox.Session) -> None:
+    """Out through the exporters: each call of the library one ONNX node.
+
+    tests/test_torch_onnx_export.py exports every operator with torch's dynamo exporter
+    (the default ``torch.onnx.export``; onnxscript) and its TorchScript one;
+    tests/test_jax_jax2onnx.py converts with jax2onnx and the library's plug-in; the
+    replay tests' real models go through onnx2torch with its plug-in and back out through
+    the dynamo exporter; the docs page "Exporting to ONNX" runs its examples. Both
+    exporters come from the ``export`` extra, in one environment with torch and JAX;
+    onnx2torch without its dependencies, as in ``converters``.
+    """
+    session.install("-r", "backends/torch.txt", "-r", "backends/jax.txt")
+    session.install("-e", ".[test,export]")
+    session.install("--no-deps", "onnx2torch==1.5.15")
+    env = {
+        "ONNX_GATHER_BACKENDS": "torch,jax",
+        "ONNX_GATHER_TOOLS": "onnxscript,jax2onnx,onnx2torch",
+    }
+    session.run(
+        "pytest", "tests/test_torch_onnx_export.py", "tests/test_jax_jax2onnx.py",
+        *session.posargs, env=env,
+    )  # fmt: skip
+    session.run("pytest", "tests/test_torch_onnx2torch.py", "-k", "replay_models", env=env)
+    session.run("pytest", "tests/test_docs.py", "-k", "exporting", env=env)

@@ -102,6 +102,7 @@ def pytest_report_header() -> str:
 #: even imported where the run does not name it (their imports would fail or skip).
 TOOL_MODULES = {
     "test_jax_jaxonnxruntime.py": "jaxonnxruntime",
+    "test_jax_jax2onnx.py": "jax2onnx",
     "test_torch_onnx2torch.py": "onnx2torch",
     "test_torch_replay_dynamo.py": "onnxscript",
     "test_torch_triton.py": "triton",

@@ -25,6 +25,8 @@ PAGE_BLOCKS = [
 ]
 #: The library each example's imports name, by module (conftest.py's backend marker).
 LIBRARIES = {"torch": "torch", "jax": "jax", "array_api_strict": "array-api-strict", "dask": "dask"}
+#: The tools an example's imports name (conftest.py's tool marker: the session that has them).
+TOOLS = {"onnxscript": "onnxscript", "jax2onnx": "jax2onnx"}
 
 
 def _example(block: str, page: Path | None = None) -> Any:
@@ -33,6 +35,8 @@ def _example(block: str, page: Path | None = None) -> Any:
     needs += [lib for module, lib in LIBRARIES.items()
               if re.search(rf"import [\w, ]*\b{module}\b", block) and lib not in needs]  # fmt: skip
     marks = [pytest.mark.backend(lib) for lib in needs]
+    marks += [pytest.mark.tool(tool) for module, tool in TOOLS.items()
+              if re.search(rf"import [\w, ]*\b{module}\b", block)]  # fmt: skip
     where = f"{page.relative_to(ROOT)}:" if page is not None else ""
     return pytest.param(block, marks=marks, id=where + block.splitlines()[0][:40])
 

@@ -20,12 +20,13 @@ ROOT = Path(__file__).parents[1]
 FLOORS = ROOT / "constraints" / "floors.txt"
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 NAME = canonicalize_name(PROJECT["name"])
-# Needed only to test, check, benchmark or build the documentation site, never by a call
-# of the library: the oldest session takes their newest releases that fit the runtime
+# Needed only to test, check, benchmark, export or build the documentation site, never by
+# a call of the library: the oldest session takes their newest releases that fit the runtime
 # pins (the docs extra pins its own: nox -s docs).
 TOOLS = {
     "pytest", "hypothesis", "onnx", "onnxruntime", "openvino", "matplotlib",
     "sphinx", "pydata-sphinx-theme", "myst-parser", "numpydoc",
+    "onnxscript", "jax2onnx",  # (the export extra: exporters, which nox -s export runs)
 }  # fmt: skip
 # Pinned in floors.txt though onnx-gather does not declare them.
 TRANSITIVE = {"jaxlib"}

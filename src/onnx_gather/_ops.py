@@ -123,6 +123,10 @@ class Operator:
     #: Whether an ONNX node computes it (False: OpenVINO's scatters, which ``op_type``
     #: names as OpenVINO does; no ONNX node has their reductions).
     onnx_node: bool = True
+    #: ``(version, op_type)``: from that version on, a model file writes the operator under
+    #: another name (Scatter: ScatterElements from 11, where Scatter is deprecated and
+    #: ``onnx.checker`` and ONNX Runtime refuse it).
+    renamed: tuple[int, str] | None = None
     #: The version each opset resolves to: a table made once, for opsets that exist and
     #: some to come (every call asks; any other opset takes :meth:`resolve`'s checking path).
     newest: dict[int | None, int] = field(init=False, repr=False)
@@ -293,6 +297,51 @@ class Operator:
         except ValueError:
             ir_version = 3  # opsets 2-4 came with no release of their own: IR 3, like opset 1
         return helper.make_model(graph, opset_imports=opsets, ir_version=ir_version)
+
+    def exported_node(
+        self, opset: int, attributes: Sequence[Any], dtype: str
+    ) -> tuple[str, int, dict[str, Any]]:
+        """The node a model file of ``opset`` holds for a call: type, version and attributes.
+
+        An exporter writes each call as this one node (docs/exporting.md).
+        ``attributes`` are a plan's (:meth:`onnx_gather._spec.Plan.attributes`), in the
+        registry's order; ``dtype`` is data's type name. The version is the newest not
+        newer than ``opset``; an attribute it does not have yet is left out where it holds
+        its default.
+
+        Raises
+        ------
+        ValueError
+            If ``opset`` has no version of the operator, or the version lacks an attribute
+            the call gives another value than its default; the message names the opset.
+        TypeError
+            If the version's types do not include data's (bfloat16 before 13).
+        """
+        version = self.resolve(opset)
+        values: dict[str, Any] = {}
+        # (zip stops at the operator's own: Scatter's plan is ScatterElements', whose
+        # reduction it always holds as none)
+        for (name, default), value in zip(self.attributes, attributes, strict=False):
+            since = self.attribute_since.get(name, 0)
+            if since <= version:
+                values[name] = str(value) if isinstance(value, str) else int(value)
+            elif value != default:
+                msg = (
+                    f"{self.label}: {name}={value} cannot be exported at opset {opset}: "
+                    f"{self.message_name(version)} has no {name} (opset {since} adds it)"
+                )
+                raise ValueError(msg)
+        if dtype == "bfloat16" and (self.bfloat16_from is None or version < self.bfloat16_from):
+            msg = (
+                f"{self.label}: data of type bfloat16 cannot be exported at opset {opset}: "
+                f"{self.message_name(version)} has no bfloat16"
+                + (f" (opset {self.bfloat16_from} adds it)" if self.bfloat16_from else "")
+            )
+            raise TypeError(msg)
+        op_type = self.op_type
+        if self.renamed is not None and version >= self.renamed[0]:
+            op_type = self.renamed[1]
+        return op_type, version, values
 
     def load(self, what: str) -> Any:
         """The object named by the ``oracle`` or ``strategy`` field, imported now."""
@@ -504,6 +553,7 @@ SCATTER = Operator(
     planner=_scatter.plan,
     method="scatter_elements",
     oracle=_ORACLE + "SCATTER",
+    renamed=(11, "ScatterElements"),
     strategy=_STRATEGY + "scatter_examples",
     adjoint="gather_elements",
 )
@@ -606,6 +656,12 @@ OPS = tuple(BY_NAME)
 BY_ONNX_OP_TYPE: Mapping[str, Operator] = {
     op.op_type: op for op in OPERATORS if op.onnx_opset is None and op.onnx_node
 }
+#: The ONNX operator that each backend method computes, for exporters: a variant's call,
+#: and the inner calls OpenVINO's functions are made of, are written as its node
+#: (:meth:`Operator.exported_node`). (ScatterElements before Scatter: its first operator.)
+ONNX_BY_METHOD: Mapping[str, Operator] = {
+    op.method: op for op in reversed(OPERATORS) if op.onnx_opset is None and op.onnx_node
+}
 
 
 #: Each operator and version by its name in messages and plans ("GatherND-13"; a recorded
@@ -613,6 +669,18 @@ BY_ONNX_OP_TYPE: Mapping[str, Operator] = {
 BY_MESSAGE_NAME: Mapping[str, tuple[Operator, int]] = {
     op.message_name(v): (op, v) for op in OPERATORS for v in op.numbers
 }
+
+
+def onnx_operator(op: Operator, method: str) -> Operator:
+    """The ONNX operator whose node computes a call of ``op`` that runs backend ``method``.
+
+    ``op`` itself where it is ONNX's; else (OpenVINO's GatherElements-6 and GatherND, and
+    the inner calls of the ONNX operators OpenVINO's functions are made of, whose plans
+    carry the OpenVINO function's name) the ONNX operator of ``method``.
+    """
+    if op.onnx_opset is None and op.onnx_node:
+        return op
+    return ONNX_BY_METHOD[method]
 
 
 def get(op: str | Operator) -> Operator:

@@ -270,6 +270,11 @@ def _on_cpu(sharding: Any) -> bool:
     )
 
 
+#: The backend in charge while a converter traces a function to ONNX (None: none is);
+#: set, for its trace only, by a converter's plug-in (:mod:`onnx_gather.integrations.jax2onnx`).
+exporting: Backend | None = None
+
+
 class JaxBackend(Backend):
     """The JAX backend.
 
@@ -290,13 +295,23 @@ class JaxBackend(Backend):
     def owns(self, x: Array, /) -> bool:
         return isinstance(x, jax.Array)
 
+    def traced(self) -> bool:
+        """Whether a converter traces the function to ONNX (:data:`exporting`).
+
+        Then ``_api`` keeps no call: each binds anew, to the converter's backend.
+        """
+        return exporting is not None
+
     def bind(self, method: str, plan: Plan, arrays: tuple[Array, ...], /) -> Call:
         """A gather on concrete arrays: its jitted call, nothing between (:func:`_bound`).
 
         Everything :func:`_run` would decide from what ``_api``'s key holds (types,
         shapes, dtypes) is decided here once; the rest (tracers, host indices, bfloat16,
-        wide or large checked indices) binds the method itself.
+        wide or large checked indices) binds the method itself. While a converter traces
+        (:data:`exporting`), its backend binds the call.
         """
+        if exporting is not None:
+            return exporting.bind(method, plan, arrays)
         exact = super().bind(method, plan, arrays)
         route = _KERNELS.get(method)
         if route is None or len(arrays) != 2:

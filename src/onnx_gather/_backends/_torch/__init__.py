@@ -15,7 +15,7 @@ from torch.autograd.graph import increment_version
 
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._base import Backend
-from onnx_gather._backends._torch import _dtypes, _eager, _fused, _tensor_scatter
+from onnx_gather._backends._torch import _dtypes, _eager, _fused, _onnx, _tensor_scatter
 from onnx_gather._backends._torch import _scatter as scatters
 from onnx_gather._backends._torch._exact import exact, exact_nd
 from onnx_gather._backends._torch._indices import placed, values_unknown, wrapped
@@ -143,7 +143,7 @@ def _recordable(
             if not _in_graph(data, indices, plan, fused_wins):
                 return eager(self, data, indices, plan)
             if isinstance(indices, np.ndarray):  # host indices: a constant of the graph
-                indices = torch.as_tensor(indices.copy(), device=data.device)
+                indices = _constant(indices, data)
             return _fused.call(data, indices, plan=plan)
 
         def when_the_graph_runs(data: torch.Tensor, indices: Array, plan: Any) -> torch.Tensor:
@@ -295,9 +295,14 @@ class TorchBackend(Backend):
         Python ints, ranges and (nested) lists are constants to Dynamo, checked here by the
         same rules as eagerly, in plain Python (:func:`onnx_gather._host.python_indices`),
         and become int64 constants of the graph (float64 where NumPy would make floats, for
-        the plan's TypeError); their values are checked in the graph, when it runs.
+        the plan's TypeError); their values are checked in the graph, when it runs. Where
+        the Python runs as it is (``torch.export``'s non-strict trace, which
+        ``torch.onnx.export`` makes), an array of the other byte order is made native first:
+        torch takes no other.
         """
         if isinstance(indices, (np.ndarray, np.generic)):
+            if not torch.compiler.is_dynamo_compiling() and not indices.dtype.isnative:
+                indices = indices.astype(indices.dtype.newbyteorder("="))
             return torch.as_tensor(indices, device=data.device)
         parsed = python_indices(indices)
         if parsed is None or isinstance(parsed, Unrepresentable):
@@ -311,11 +316,18 @@ class TorchBackend(Backend):
         """Small eager gathers on CPU tensors: torch's kernel first (:mod:`._eager`).
 
         Not while Dynamo traces the call (host indices under ``torch.compile``): the
-        compiled graph holds the exact path, whose checks it can trace.
+        compiled graph holds the exact path, whose checks it can trace. While
+        ``torch.onnx.export`` traces the model (its default, dynamo exporter), the call is
+        the ONNX node (:class:`_Exporting`).
         """
+        if torch.compiler.is_compiling():
+            # (``_api`` binds anew on every call a compiler traces: nothing here is kept)
+            if _onnx.exporting():  # torch.onnx.export, dynamo: each call its ONNX node
+                return _EXPORTING.bind(method, plan, arrays)
+            return super().bind(method, plan, arrays)
         exact = super().bind(method, plan, arrays)
         binder = _eager.BINDERS.get(method)
-        if binder is None or torch.compiler.is_compiling():
+        if binder is None:
             return exact
         return binder(plan, arrays, exact)
 
@@ -364,6 +376,8 @@ class TorchBackend(Backend):
             and numpy_kernels.compiled_available()
         ):
             return _on_numpy(numpy_kernels.openvino_gather, data, indices, plan)
+        if _recording() and _onnx.exporting():  # (the TorchScript exporter: the dynamo
+            return _EXPORTING.openvino_gather(data, indices, plan)  # one binds _EXPORTING)
         return super().openvino_gather(data, indices, plan)
 
     def all_known(self, flags: torch.Tensor, /) -> bool:
@@ -574,6 +588,8 @@ def _openvino(
     """
     if not _one_operator(data, indices, updates):
         return base(data, indices, updates, plan, out)
+    if _onnx.exporting():  # (the TorchScript exporter; the dynamo one binds _EXPORTING)
+        return getattr(_EXPORTING, base.__name__)(data, indices, updates, plan, out)
     grad = (
         out is not None
         and torch.is_grad_enabled()
@@ -586,8 +602,22 @@ def _openvino(
 def _on(data: torch.Tensor, indices: Array) -> torch.Tensor:
     """Host indices (a NumPy array) as an int64 tensor on data's device; a tensor as it is."""
     if isinstance(indices, np.ndarray):
-        return torch.as_tensor(indices.astype(np.int64), device=data.device)
+        return _constant(indices.astype(np.int64), data)
     return indices
+
+
+def _constant(indices: np.ndarray, data: torch.Tensor) -> torch.Tensor:
+    """Host indices as a new tensor on data's device (in a recorded graph: a constant).
+
+    Under ``torch.jit.trace`` made from a list: the tracer records a tensor made from an
+    array as ``aten::lift_fresh``, which the TorchScript ONNX exporter cannot write in a
+    model that also writes a tensor in place (pytorch#151932).
+    """
+    if torch._C._get_tracing_state() is not None:
+        dtype = getattr(torch, str(indices.dtype))
+        made = torch.tensor(indices.tolist(), dtype=dtype, device=data.device)
+        return made.reshape(indices.shape)
+    return torch.as_tensor(indices.copy(), device=data.device)
 
 
 def _scatter_call(
@@ -612,7 +642,7 @@ def _scatter_call(
     if _scatter_numpy_route(data, indices, updates, plan, out):
         return _scatter_on_numpy(kernel, data, indices, updates, plan, out)
     if isinstance(indices, np.ndarray):  # host indices (in a graph: a constant of it)
-        indices = torch.as_tensor(indices.copy(), device=data.device)
+        indices = _constant(indices, data)
     grad = (
         out is not None
         and torch.is_grad_enabled()
@@ -847,3 +877,107 @@ for _method in (
     "openvino_scatter_update", "openvino_scatter_elements_update", "openvino_scatter_nd_update"
 ):  # fmt: skip
     _fused.register(_method, _openvino_when_the_graph_runs(_method))
+
+
+class _Exporting(TorchBackend):
+    """The backend while ``torch.onnx.export`` traces a model: every call is ONNX operators.
+
+    An ONNX operator's call is its own node (:func:`._onnx.node`), which checks its
+    indices itself: no check around it. OpenVINO's functions are the base's compositions
+    of those operators and of torch's elementwise operations, which the exporters write
+    as standard ONNX operators: Gather-7/8's zeros are a mask and a Where
+    (:meth:`keep`); ScatterUpdate's negative indices become the axis' size, out of range
+    for the node (:meth:`without_negatives`).
+    """
+
+    # (a reduction's second scatter into the first's result would add an in-place copy)
+    writes_in_place = False
+    bind = Backend.bind  # (the method itself)
+
+    def gather(self, data: torch.Tensor, indices: Array, plan: GatherPlan, /) -> torch.Tensor:
+        return _onnx.node("gather", plan, (data, _on(data, indices)))
+
+    def gather_elements(
+        self, data: torch.Tensor, indices: Array, plan: GatherElementsPlan, /
+    ) -> torch.Tensor:
+        return _onnx.node("gather_elements", plan, (data, _on(data, indices)))
+
+    def gather_nd(self, data: torch.Tensor, indices: Array, plan: GatherNDPlan, /) -> torch.Tensor:
+        return _onnx.node("gather_nd", plan, (data, _on(data, indices)))
+
+    def scatter_elements(
+        self,
+        data: torch.Tensor,
+        indices: Array,
+        updates: torch.Tensor,
+        plan: ScatterElementsPlan,
+        out: torch.Tensor | None = None,
+        /,
+    ) -> torch.Tensor:
+        result = _onnx.node("scatter_elements", plan, (data, _on(data, indices), updates))
+        return _into(out, result, False)
+
+    def scatter_nd(
+        self,
+        data: torch.Tensor,
+        indices: Array,
+        updates: torch.Tensor,
+        plan: ScatterNDPlan,
+        out: torch.Tensor | None = None,
+        /,
+    ) -> torch.Tensor:
+        result = _onnx.node("scatter_nd", plan, (data, _on(data, indices), updates))
+        return _into(out, result, False)
+
+    def tensor_scatter(
+        self,
+        data: torch.Tensor,
+        updates: torch.Tensor,
+        indices: Array,
+        plan: TensorScatterPlan,
+        out: torch.Tensor | None = None,
+        /,
+    ) -> torch.Tensor:
+        result = _onnx.node("tensor_scatter", plan, (data, updates, _on(data, indices)))
+        return _into(out, result, False)
+
+    openvino_gather = Backend.openvino_gather
+    openvino_scatter_update = Backend.openvino_scatter_update
+    openvino_scatter_elements_update = Backend.openvino_scatter_elements_update
+    openvino_scatter_nd_update = Backend.openvino_scatter_nd_update
+
+    def all_known(self, flags: torch.Tensor, /) -> bool:
+        """False: the model's indices are its inputs, whatever the traced ones hold."""
+        return False
+
+    def negated(self, x: torch.Tensor, /) -> torch.Tensor:
+        """``0 - x``: ONNX's Neg takes no unsigned type, its Sub wraps them around."""
+        return torch.zeros((), dtype=x.dtype, device=x.device) - x
+
+    def floor_divided(self, total: torch.Tensor, n: torch.Tensor, /) -> torch.Tensor:
+        """``floor(total / n)`` (``n`` positive) as ONNX's Div, which truncates.
+
+        The truncated quotient, one less where a negative total leaves a remainder: the
+        TorchScript exporter writes torch's ``floor_divide`` of integers as a bare Div
+        (wrong for negatives), and the base's unsigned route reads values on the host.
+        Types narrower than 32 bits divide in int32, as the base's do.
+        """
+        wide = total.dtype if total.dtype.itemsize >= 4 else torch.int32
+        t, d = total.to(wide), n.to(wide)
+        quotient = torch.div(t, d, rounding_mode="trunc")
+        if wide.is_signed:
+            quotient = quotient - ((t < 0) & (quotient * d != t)).to(wide)
+        return quotient.to(total.dtype)
+
+    def keep(self, where: torch.Tensor, x: torch.Tensor, /) -> torch.Tensor:
+        """``x`` where ``where`` holds, else zero: one Where (no bit views, which ONNX lacks)."""
+        return torch.where(where, x, torch.zeros((), dtype=x.dtype, device=x.device))
+
+    def without_negatives(
+        self, indices: Array, data: torch.Tensor, plan: ScatterUpdatePlan, /
+    ) -> Any:
+        """Negative indices as the axis' size: the node then refuses them, as out of range."""
+        return super().without_negatives(indices, data, plan._replace(check_bounds=False))
+
+
+_EXPORTING = _Exporting()

@@ -351,10 +351,11 @@ _run.register_autograd(_backward, setup_context=_setup_context)
 def _onnx_symbolic(g: Any, inputs: Any, op: Any, ints: Any, strings: Any, check_bounds: Any) -> Any:
     """The TorchScript ONNX exporter's translation: the ONNX node itself.
 
-    Gather, GatherElements, GatherND, ScatterElements or ScatterND, with their attributes.
-    At the exported model's opset: an attribute its version of the operator lacks is left
-    out where it holds its default (``batch_dims=0`` at opset 11), and is an error where it
-    does not, naming the opset that has it.
+    The node of the ONNX operator the call's plan names (a variant's: its ONNX operator,
+    :func:`onnx_gather._ops.onnx_operator`) at the exported model's opset, with its
+    attributes (:meth:`onnx_gather._ops.Operator.exported_node`, which refuses what that
+    version lacks, naming the opset). int32 indices of an operator whose ONNX types are
+    int64 only are cast first.
     """
     from torch.onnx import symbolic_helper
 
@@ -363,24 +364,26 @@ def _onnx_symbolic(g: Any, inputs: Any, op: Any, ints: Any, strings: Any, check_
     numbers = symbolic_helper._maybe_get_const(ints, "is")
     words = symbolic_helper._maybe_get_const(strings, "s")
     values = joined_attributes(name, numbers, words)
-    operator, _ = _ops.BY_MESSAGE_NAME[name]
+    named, _ = _ops.BY_MESSAGE_NAME[name]
+    operator = _ops.onnx_operator(named, named.method)
     opset = symbolic_helper.GLOBALS.export_onnx_opset_version
-    version = operator.resolve(opset)
-    attributes: dict[str, Any] = {}
-    for (attribute, default), value in zip(operator.attributes, values, strict=True):
-        since = operator.attribute_since.get(attribute, 0)
-        if since <= version:
-            if isinstance(value, str):
-                attributes[f"{attribute}_s"] = value
-            else:
-                attributes[f"{attribute}_i"] = int(value)
-        elif value != default:
-            msg = (
-                f"{name}: {attribute}={value} cannot be exported at opset {opset}: "
-                f"{operator.label}-{version} has no {attribute} (opset {since} adds it)"
-            )
-            raise ValueError(msg)
-    return g.op(operator.op_type, *arrays, **attributes)
+    op_type, _, attributes = operator.exported_node(opset, values, _jit_type(arrays[0]))
+    at = operator.indices_at
+    if "int32" not in operator.onnx_index_types and _jit_type(arrays[at]) == "int32":
+        arrays[at] = g.op("Cast", arrays[at], to_i=7)  # (7: TensorProto.INT64)
+    suffixed = {
+        f"{key}_{'s' if isinstance(value, str) else 'i'}": value
+        for key, value in attributes.items()
+    }
+    return g.op(op_type, *arrays, **suffixed)
+
+
+def _jit_type(value: Any) -> str:
+    """The ONNX-style name of a TorchScript value's dtype; "" where the trace has none."""
+    from torch.onnx import JitScalarType
+
+    known = JitScalarType.from_value(value, JitScalarType.UNDEFINED)
+    return "" if known == JitScalarType.UNDEFINED else name_of(known.dtype())
 
 
 def register_onnx_export() -> None:
