@@ -10,8 +10,13 @@ is found by pip, not by uv.
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import nox
 
@@ -51,13 +56,42 @@ OLDEST_SKIPS = {
 }  # fmt: skip
 
 
+#: Each session run, with its time (installs included, the new virtualenv's not).
+_TIMES: list[tuple[str, float]] = []
+
+
+def session(fn: Callable[..., None]) -> Any:
+    """``nox.session``, its run timed: every session's time is printed at the end."""
+
+    @functools.wraps(fn)
+    def timed(session: nox.Session, **parameters: Any) -> None:
+        start = time.monotonic()
+        try:
+            fn(session, **parameters)
+        finally:
+            _TIMES.append((session.name, time.monotonic() - start))
+
+    return nox.session(timed)
+
+
+@atexit.register
+def _print_times() -> None:
+    """What each session of this run cost, the longest first, and the total."""
+    if not _TIMES:
+        return
+    print("\nnox session times (this run):")
+    for name, seconds in sorted(_TIMES, key=lambda t: -t[1]):
+        print(f"  {seconds / 60:6.1f} min  {name}")
+    print(f"  {sum(t for _, t in _TIMES) / 60:6.1f} min  in all")
+
+
 def install_backend(session: nox.Session, backend: str) -> None:
     # The backend's own pins first, so that nothing later resolves a framework afresh.
     session.install("-r", f"backends/{backend}.txt")
     session.install("-e", ".[test]")
 
 
-@nox.session
+@session
 @nox.parametrize("backend", BACKENDS)
 def tests(session: nox.Session, backend: str) -> None:
     """Every test on one backend, the property tests included, then ``check``.
@@ -91,7 +125,7 @@ def tests(session: nox.Session, backend: str) -> None:
     session.run("python", "-m", "onnx_gather", "check", "--examples", "20")
 
 
-@nox.session
+@session
 @nox.parametrize("backend", BACKENDS)
 def oldest(session: nox.Session, backend: str) -> None:
     """``tests`` on the oldest releases the package declares (constraints/floors.txt).
@@ -118,7 +152,7 @@ def oldest(session: nox.Session, backend: str) -> None:
         )
 
 
-@nox.session
+@session
 @nox.parametrize("backend", BACKENDS)
 def conformance(session: nox.Session, backend: str) -> None:
     """The official ONNX node cases and the property tests on one backend, plus `check`.
@@ -140,7 +174,7 @@ def conformance(session: nox.Session, backend: str) -> None:
     session.run("python", "-m", "onnx_gather", "check", "--examples", "20")
 
 
-@nox.session
+@session
 def numpy_only(session: nox.Session) -> None:
     """The plain install (numpy and array-api-compat only) imports and works."""
     session.install(".")
@@ -149,7 +183,7 @@ def numpy_only(session: nox.Session) -> None:
     session.run("pytest", "tests/test_import.py", env={"ONNX_GATHER_BACKENDS": "numpy"})
 
 
-@nox.session
+@session
 def bench(session: nox.Session) -> None:
     """A smoke run of the benchmarks (tiny sizes, few rounds, no thresholds).
 
@@ -163,7 +197,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "benchmarks", "--smoke", "--out", session.create_tmp())
 
 
-@nox.session
+@session
 def lint(session: nox.Session) -> None:
     """ruff check and ruff format --check."""
     session.install("ruff")
@@ -171,7 +205,7 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
 
 
-@nox.session
+@session
 def typecheck(session: nox.Session) -> None:
     """mypy --strict over the package."""
     # The test extra brings hypothesis, whose types the _conformance package uses.
@@ -179,7 +213,7 @@ def typecheck(session: nox.Session) -> None:
     session.run("mypy")
 
 
-@nox.session
+@session
 def replay(session: nox.Session) -> None:
     """Real models replayed on every library, and OpenVINO's runtime on its cases.
 
@@ -210,7 +244,7 @@ def replay(session: nox.Session) -> None:
         )
 
 
-@nox.session
+@session
 def converters(session: nox.Session) -> None:
     """The converter plug-ins, each converter as it ships and plugged in, against ONNX Runtime.
 
@@ -239,7 +273,7 @@ def converters(session: nox.Session) -> None:
     session.run("python", "-m", "benchmarks.converted_graph")
 
 
-@nox.session
+@session
 def no_compiler(session: nox.Session) -> None:
     """A machine without a C compiler: the install goes on without the compiled kernel.
 
@@ -269,7 +303,7 @@ def no_compiler(session: nox.Session) -> None:
     )
 
 
-@nox.session
+@session
 def triton_interpreter(session: nox.Session) -> None:
     """The Triton kernels of torch on CUDA, run by Triton's interpreter on the CPU.
 
@@ -295,7 +329,7 @@ def triton_interpreter(session: nox.Session) -> None:
     )
 
 
-@nox.session
+@session
 def docs(session: nox.Session) -> None:
     """The documentation site: ``docs/_build/html`` (open its ``index.html``).
 
@@ -312,7 +346,7 @@ def docs(session: nox.Session) -> None:
     session.run("pytest", "tests/test_docs.py", env={"ONNX_GATHER_BACKENDS": "numpy"})
 
 
-@nox.session
+@session
 def export(session: nox.Session) -> None:
     """Out through the exporters: each call of the library one ONNX node.
 
