@@ -346,21 +346,24 @@ def asan(session: nox.Session) -> None:
     }
     # The kernel the tests import is this environment's, and sanitized.
     session.run("python", "-c", ASAN_BUILT, env=env)
+    # --capture=sys: a sanitizer's report, written to fd 2 just before it aborts the
+    # process, reaches the log instead of pytest's capture file.
+    pytest = ("pytest", "--capture=sys")
     no_openvino = [
         "--ignore=tests/test_openvino_runtime.py",
         "--ignore=tests/test_openvino_model.py",
         "-k", "not (test_properties and openvino)",
     ]  # fmt: skip
     session.run(
-        "pytest", *no_openvino, "--ignore=tests/test_kernel_generated.py", *session.posargs,
+        *pytest, *no_openvino, "--ignore=tests/test_kernel_generated.py", *session.posargs,
         env={**env, "ONNX_GATHER_BACKENDS": "numpy"},
     )  # fmt: skip
     session.run(
-        "pytest", "tests/test_kernel_generated.py", *session.posargs,
+        *pytest, "tests/test_kernel_generated.py", *session.posargs,
         env={**env, "ONNX_GATHER_BACKENDS": "numpy", "ONNX_GATHER_EXAMPLES": ASAN_EXAMPLES},
     )  # fmt: skip
     session.run(
-        "pytest", *ASAN_TORCH, *session.posargs, env={**env, "ONNX_GATHER_BACKENDS": "torch"}
+        *pytest, *ASAN_TORCH, *session.posargs, env={**env, "ONNX_GATHER_BACKENDS": "torch"}
     )
 
 
