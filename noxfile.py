@@ -27,7 +27,7 @@ nox.options.error_on_missing_interpreters = True
 #: same environment (a fresh environment per backend cost a minute or more of installs).
 nox.options.sessions = [
     "tests", "oldest", "numpy_only", "bench", "lint", "typecheck", "replay", "no_compiler",
-    "triton_interpreter", "converters", "docs", "export",
+    "triton_interpreter", "converters", "docs", "export", "asan",
 ]  # fmt: skip
 
 ROOT = Path(__file__).parent
@@ -371,3 +371,80 @@ def export(session: nox.Session) -> None:
     )  # fmt: skip
     session.run("pytest", "tests/test_torch_onnx2torch.py", "-k", "replay_models", env=env)
     session.run("pytest", "tests/test_docs.py", "-k", "exporting", env=env)
+
+
+@session
+def asan(session: nox.Session) -> None:
+    """The compiled kernel built with AddressSanitizer and UndefinedBehaviorSanitizer.
+
+    The kernel is built with ``-fsanitize=address,undefined -fno-sanitize-recover=all``
+    at -O1 (setup.py's ``ONNX_GATHER_SANITIZE``) and installed, not editable, into this
+    environment alone: it loads only with the sanitizer's runtime preloaded, which no
+    other session has. Every report is fatal. Then: the NumPy-backend suite (the kernel's
+    own tests, tests/test_kernel_boundary.py's malformed calls among them), the generated
+    calls aimed at the kernel (tests/test_kernel_generated.py) at ``ASAN_EXAMPLES``
+    examples a test, and the torch tests that reach the kernel (``ASAN_TORCH``).
+
+    libstdc++ is preloaded with ASan's runtime: a C++ exception thrown inside torch or
+    ONNX Runtime otherwise aborts the process under ASan. OpenVINO's runtime cannot load
+    under ASan (its TBB is opened with RTLD_DEEPBIND, which the sanitizer's runtime
+    refuses: google/sanitizers#611), so its tests are deselected here:
+    tests/test_openvino_runtime.py, tests/test_openvino_model.py and the OpenVINO peers
+    of tests/test_properties.py. The library's own OpenVINO operators still run. Needs
+    GCC (or Clang) and its ASan runtime (``gcc -print-file-name=libasan.so``).
+    """
+    session.install("-r", "backends/numpy.txt", "-r", "backends/torch.txt")
+    session.install(".[test]", env={"ONNX_GATHER_SANITIZE": "address,undefined"})
+    runtime = [
+        session.run("gcc", f"-print-file-name={name}", external=True, silent=True).strip()
+        for name in ("libasan.so", "libstdc++.so")
+    ]
+    env = {
+        "LD_PRELOAD": ":".join(runtime),
+        "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:halt_on_error=1:allocator_may_return_null=1",
+        "UBSAN_OPTIONS": "print_stacktrace=1",
+        "ONNX_GATHER_EXPECT_KERNEL": "built",
+    }
+    # The kernel the tests import is this environment's, and sanitized.
+    session.run("python", "-c", ASAN_BUILT, env=env)
+    # --capture=sys: a sanitizer's report, written to fd 2 just before it aborts the
+    # process, reaches the log instead of pytest's capture file.
+    pytest = ("pytest", "--capture=sys")
+    no_openvino = [
+        "--ignore=tests/test_openvino_runtime.py",
+        "--ignore=tests/test_openvino_model.py",
+        "-k", "not (test_properties and openvino)",
+    ]  # fmt: skip
+    session.run(
+        *pytest, *no_openvino, "--ignore=tests/test_kernel_generated.py", *session.posargs,
+        env={**env, "ONNX_GATHER_BACKENDS": "numpy"},
+    )  # fmt: skip
+    session.run(
+        *pytest, "tests/test_kernel_generated.py", *session.posargs,
+        env={**env, "ONNX_GATHER_BACKENDS": "numpy", "ONNX_GATHER_EXAMPLES": ASAN_EXAMPLES},
+    )  # fmt: skip
+    session.run(
+        *pytest, *ASAN_TORCH, *session.posargs, env={**env, "ONNX_GATHER_BACKENDS": "torch"}
+    )
+
+
+#: ``asan``'s check that the kernel under test is the sanitized build of this environment.
+ASAN_BUILT = """
+import sysconfig
+from pathlib import Path
+import onnx_gather._kernels as k
+kernel = Path(k.__file__)
+assert kernel.is_relative_to(sysconfig.get_paths()["purelib"]), kernel
+assert b"__asan_report_" in kernel.read_bytes() and b"__ubsan_handle_" in kernel.read_bytes()
+"""
+#: Generated kernel calls per test in ``asan`` (tests/test_kernel_generated.py).
+ASAN_EXAMPLES = "1000"
+#: The torch tests that reach the compiled kernel: eager calls on views of CPU tensors (by
+#: address too), its scatters under torch.compile, and the generic tests run on torch.
+ASAN_TORCH = [
+    "tests/test_torch_eager.py", "tests/test_torch_scatters.py",
+    "tests/test_torch_zero_tensors.py", "tests/test_torch_layouts.py",
+    "tests/test_torch_compiled_scatters.py", "tests/test_cases.py", "tests/test_api.py",
+    "tests/test_scatters.py", "tests/test_tensor_scatter.py", "tests/test_fast_paths.py",
+    "tests/test_corners.py",
+]  # fmt: skip

@@ -3,6 +3,13 @@
 Everything else about the package lives in pyproject.toml. The extension is optional:
 without a working C compiler the build goes on without it and the library falls back to
 pure NumPy. ``ONNX_GATHER_NO_EXTENSION=1`` at build time skips it entirely.
+
+``ONNX_GATHER_SANITIZE=address,undefined`` (GCC or Clang; any list of ``-fsanitize``
+names) builds it with those sanitizers for ``nox -s asan``: optimised at -O1, with
+frame pointers and debug lines for the reports, and every report fatal
+(``-fno-sanitize-recover``). Such a build goes to its own build directory, so that no
+later plain build reuses its objects; loading it needs the sanitizer's runtime
+preloaded (see the session).
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ from setuptools import Extension, setup
 #: threads (og_pool.c), one file per operator and the module's entry points
 #: (og_module.c). Relative paths: setuptools refuses absolute ones.
 KERNEL_DIR = Path("src/onnx_gather/_c")
+#: The sanitizers to build the kernel with (``-fsanitize=``'s list), or "" for none.
+SANITIZE = os.environ.get("ONNX_GATHER_SANITIZE", "").strip()
 
 
 def _extensions() -> list[Extension]:
@@ -39,6 +48,12 @@ def _extensions() -> list[Extension]:
             "-ffp-contract=off",
         ]  # fmt: skip
         link_args = ["-pthread"]
+        if SANITIZE:
+            # -O1 in -O3's place (a later -O wins, so appending one would not do).
+            checks = f"-fsanitize={SANITIZE}"
+            compile_args[0] = "-O1"
+            compile_args += [checks, "-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g"]
+            link_args += [checks]
     return [
         Extension(
             "onnx_gather._kernels",
@@ -53,4 +68,9 @@ def _extensions() -> list[Extension]:
     ]
 
 
-setup(ext_modules=_extensions())
+# A sanitized build in a directory of its own: setuptools skips a build whose output is
+# newer than its sources, and would copy a sanitized one into a plain install.
+OPTIONS = (
+    {"build": {"build_base": f"build/sanitize-{SANITIZE.replace(',', '-')}"}} if SANITIZE else {}
+)
+setup(ext_modules=_extensions(), options=OPTIONS)

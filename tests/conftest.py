@@ -45,6 +45,8 @@ for _tool in TOOLS:  # a named tool that is not installed fails the run
 #: Library-independent tests by module: every test of the module (None) or these functions.
 NUMPY_ONLY: dict[str, frozenset[str] | None] = {
     "test_kernels.py": None,  # onnx_gather._kernels called directly on NumPy arrays
+    "test_kernel_boundary.py": None,  # its malformed calls, on NumPy arrays and addresses
+    "test_kernel_generated.py": None,  # its generated calls, on NumPy arrays and addresses
     "test_floors.py": None,  # reads pyproject.toml, backends/ and constraints/
     "test_openvino_runtime.py": None,  # OpenVINO's runtime on NumPy inputs
     "test_benchmarks_programs.py": None,  # the programs runner with backend "numpy"

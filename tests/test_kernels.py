@@ -972,7 +972,7 @@ def test_gather_nd_validation_and_out():
         _kernels.gather_nd(data, ind, 0, data[0, :2], True, 1)
     with pytest.raises(ValueError, match=r"indices.shape\[-1\] is 3"):
         _kernels.gather_nd(data, np.zeros((1, 3), np.int64), 0, None, True, 1)
-    with pytest.raises(ValueError, match="batch dim 0 differs"):
+    with pytest.raises(ValueError, match=r"indices.shape\[0\] == 2, want 3 \(data.shape\[0\]\)"):
         _kernels.gather_nd(data, np.zeros((2, 1), np.int64), 1, None, True, 1)
     with pytest.raises(ValueError, match="below both ranks"):
         _kernels.gather_nd(data, np.zeros((3,), np.int64), 1, None, True, 1)
@@ -1031,7 +1031,7 @@ def test_view_validation_names_the_bad_value():
         _kernels.view(data, data.ctypes.data, 8, None, num)
     with pytest.raises(TypeError):
         _kernels.view(data, "address", (8,), None, num)
-    with pytest.raises(ValueError, match="negative"):
+    with pytest.raises(ValueError, match="shape item -1"):
         _kernels.view(data, data.ctypes.data, (-1,), None, num)
 
 

@@ -44,7 +44,7 @@ PyObject *
 og_outside_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     void *address;
-    npy_intp count, itemsize;
+    npy_intp count, itemsize, nbytes;
     npy_int64 size;
     int bad;
     (void)self;
@@ -67,6 +67,8 @@ og_outside_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                      (Py_ssize_t)count, (Py_ssize_t)itemsize, (long long)size);
         return NULL;
     }
+    /* count indices of itemsize bytes must be a buffer's bytes, which fit npy_intp. */
+    if (!og_times(count, itemsize, &nbytes, "outside_at")) return NULL;
     if (count && (address == NULL || (npy_intp)address % itemsize != 0)) {
         PyErr_SetString(PyExc_ValueError, "outside_at: a null or misaligned address");
         return NULL;

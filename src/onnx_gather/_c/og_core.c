@@ -1,6 +1,6 @@
 /*
  * The shared core of onnx_gather._kernels (see og_core.h): odometer, dims, the typed
- * element kernel, threads, argument and output checks, jobs.
+ * element kernel, threads, the boundary (argument and output checks), jobs.
  */
 #include "og_core.h"
 
@@ -433,44 +433,76 @@ og_nthreads(npy_intp threads, npy_intp work, npy_intp units)
 }
 
 /* ------------------------------------------------------------------------------ */
-/* Argument validation shared by every operator                                       */
+/* The boundary: the checks every entry point makes of its arguments (og_core.h)       */
 
-/* The arguments both operators take alike.  Returns 0, or -1 with an exception set. */
 int
-check_args(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis, Py_ssize_t threads)
+og_check_threads(const char *fn, Py_ssize_t threads)
 {
-    npy_intp isz = PyArray_ITEMSIZE(ind);
-    if (PyDataType_REFCHK(PyArray_DESCR(data))) {
-        PyErr_SetString(PyExc_TypeError,
-                        "data: dtypes holding object references are not supported");
-        return -1;
+    if (threads >= 1) return 0;
+    PyErr_Format(PyExc_ValueError, "%s: threads %zd (want threads >= 1)", fn, threads);
+    return -1;
+}
+
+int
+og_check_rank(const char *fn, const char *name, PyArrayObject *a, int lo, int hi)
+{
+    int nd = PyArray_NDIM(a);
+    if (nd >= lo && nd <= hi) return 0;
+    if (lo == hi) {
+        PyErr_Format(PyExc_ValueError, "%s: %s has rank %d (want rank %d)", fn, name, nd, lo);
     }
-    if (PyArray_NDIM(data) < 1) {
-        PyErr_SetString(PyExc_ValueError, "data must have at least one dimension");
-        return -1;
+    else {
+        PyErr_Format(PyExc_ValueError, "%s: %s has rank %d (want rank %d to %d)", fn, name, nd,
+                     lo, hi);
     }
-    if (!PyArray_ISINTEGER(ind) || !PyArray_ISSIGNED(ind) || (isz != 4 && isz != 8)) {
-        PyErr_SetString(PyExc_TypeError, "indices must be int32 or int64");
-        return -1;
-    }
-    if (!PyArray_ISNOTSWAPPED(ind)) {
-        PyErr_SetString(PyExc_TypeError, "indices must be in native byte order");
-        return -1;
-    }
-    if (!PyArray_IS_C_CONTIGUOUS(ind) || !PyArray_ISALIGNED(ind)) {
-        PyErr_SetString(PyExc_ValueError, "indices must be C-contiguous and aligned");
-        return -1;
-    }
-    if (axis < 0 || axis >= PyArray_NDIM(data)) {
-        PyErr_Format(PyExc_ValueError, "axis %zd is out of range for data of rank %d",
-                     axis, PyArray_NDIM(data));
-        return -1;
-    }
-    if (threads < 1) {
-        PyErr_SetString(PyExc_ValueError, "threads must be >= 1");
+    return -1;
+}
+
+int
+og_check_dims(const char *fn, const char *name, PyArrayObject *a, int first,
+              const npy_intp *want, const char *of, int of_first, int n, int skip, int at_most)
+{
+    int d;
+    for (d = 0; d < n; d++) {
+        npy_intp got = PyArray_DIM(a, first + d);
+        if (d == skip || (at_most ? got <= want[d] : got == want[d])) continue;
+        if (at_most) {
+            PyErr_Format(PyExc_ValueError, "%s: %s.shape[%d] == %zd exceeds %s.shape[%d] == %zd",
+                         fn, name, first + d, (Py_ssize_t)got, of, of_first + d,
+                         (Py_ssize_t)want[d]);
+        }
+        else if (of != NULL) {
+            PyErr_Format(PyExc_ValueError, "%s: %s.shape[%d] == %zd, want %zd (%s.shape[%d])",
+                         fn, name, first + d, (Py_ssize_t)got, (Py_ssize_t)want[d], of,
+                         of_first + d);
+        }
+        else {
+            PyErr_Format(PyExc_ValueError, "%s: %s.shape[%d] == %zd, want %zd", fn, name,
+                         first + d, (Py_ssize_t)got, (Py_ssize_t)want[d]);
+        }
         return -1;
     }
     return 0;
+}
+
+int
+og_check_axis(const char *fn, const char *name, Py_ssize_t axis, const char *of, int rank)
+{
+    if (axis >= 0 && axis < rank) return 0;
+    PyErr_Format(PyExc_ValueError, "%s: %s %zd is out of range for %s of rank %d", fn, name,
+                 axis, of, rank);
+    return -1;
+}
+
+int
+og_coordinates(const char *fn, PyArrayObject *ind, int hi)
+{
+    /* Compared before it is narrowed to an int. */
+    npy_intp k = PyArray_DIM(ind, PyArray_NDIM(ind) - 1);
+    if (k >= 1 && k <= hi) return (int)k;
+    PyErr_Format(PyExc_ValueError, "%s: indices.shape[-1] is %zd; it must be in [1, %d]", fn,
+                 (Py_ssize_t)k, hi);
+    return -1;
 }
 
 /* Byte extent [lo, hi) of a non-empty array. */
@@ -488,51 +520,107 @@ array_extent(PyArrayObject *a, char **lo, char **hi)
     *hi = (char *)PyArray_DATA(a) + h;
 }
 
-static int
-overlaps(PyArrayObject *a, PyArrayObject *b)
+int
+og_check_apart(const char *fn, const char *name, PyArrayObject *a, PyArrayObject *out)
 {
-    char *alo, *ahi, *blo, *bhi;
-    if (PyArray_SIZE(a) == 0 || PyArray_SIZE(b) == 0) {
-        return 0;
-    }
+    char *alo, *ahi, *olo, *ohi;
+    if (PyArray_SIZE(a) == 0 || PyArray_SIZE(out) == 0) return 0;
     array_extent(a, &alo, &ahi);
-    array_extent(b, &blo, &bhi);
-    return alo < bhi && blo < ahi;
+    array_extent(out, &olo, &ohi);
+    if (!(alo < ohi && olo < ahi)) return 0;
+    PyErr_Format(PyExc_ValueError,
+                 "%s: %s overlaps out (%s spans bytes [%p, %p), out [%p, %p)): the inputs "
+                 "must not share memory with out",
+                 fn, name, name, (void *)alo, (void *)ahi, (void *)olo, (void *)ohi);
+    return -1;
 }
 
+int
+check_args(const char *fn, const char *axis_name, PyArrayObject *data, PyArrayObject *ind,
+           Py_ssize_t axis, Py_ssize_t threads)
+{
+    PyArray_Descr *idescr = PyArray_DESCR(ind);
+    npy_intp isz = PyArray_ITEMSIZE(ind);
+    if (PyDataType_REFCHK(PyArray_DESCR(data))) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: data of dtype %S holds object references, which are not supported",
+                     fn, (PyObject *)PyArray_DESCR(data));
+        return -1;
+    }
+    if (og_check_rank(fn, "data", data, 1, OG_MAXDIMS) < 0) return -1;
+    if (!PyArray_ISINTEGER(ind) || !PyArray_ISSIGNED(ind) || (isz != 4 && isz != 8)) {
+        PyErr_Format(PyExc_TypeError, "%s: indices of dtype %S (want int32 or int64)", fn,
+                     (PyObject *)idescr);
+        return -1;
+    }
+    if (!PyArray_ISNOTSWAPPED(ind)) {
+        PyErr_Format(PyExc_TypeError, "%s: indices of dtype %S (want native byte order)", fn,
+                     (PyObject *)idescr);
+        return -1;
+    }
+    if (!PyArray_IS_C_CONTIGUOUS(ind) || !PyArray_ISALIGNED(ind)) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: indices must be C-contiguous and aligned (contiguous %d, aligned %d)",
+                     fn, PyArray_IS_C_CONTIGUOUS(ind) != 0, PyArray_ISALIGNED(ind) != 0);
+        return -1;
+    }
+    if (og_check_axis(fn, axis_name, axis, "data", PyArray_NDIM(data)) < 0) return -1;
+    return og_check_threads(fn, threads);
+}
+
+npy_intp
+og_size_arg(PyObject *arg, const char *fn, const char *name)
+{
+    npy_intp v = PyLong_AsSsize_t(arg);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (v < 0 || (npy_int64)v > ((npy_int64)1 << 62)) {
+        PyErr_Format(PyExc_ValueError, "%s: %s %zd (want 0 <= %s <= 2**62)", fn, name,
+                     (Py_ssize_t)v, name);
+        return -1;
+    }
+    return v;
+}
+
+int
+og_times(npy_intp a, npy_intp b, npy_intp *out, const char *fn)
+{
+    if (a != 0 && b > NPY_MAX_INTP / a) {
+        PyErr_Format(PyExc_OverflowError, "%s: the layout's sizes overflow (%zd x %zd)", fn,
+                     (Py_ssize_t)a, (Py_ssize_t)b);
+        return 0;
+    }
+    *out = a * b;
+    return 1;
+}
+
+/* `out` as given: of data's item size, C-ordered, writeable, of plain items, of the
+ * result's shape (nd, shape) and apart from data and the indices. */
 static int
-check_out(PyArrayObject *out, PyArrayObject *data, PyArrayObject *ind, int nd,
+check_out(const char *fn, PyArrayObject *out, PyArrayObject *data, PyArrayObject *ind, int nd,
           const npy_intp *shape)
 {
-    int d;
     if (PyArray_ITEMSIZE(out) != PyArray_ITEMSIZE(data)) {
-        PyErr_SetString(PyExc_TypeError, "out must have the item size of data");
+        PyErr_Format(PyExc_TypeError,
+                     "%s: out has dtype %S of item size %zd; want data's item size %zd", fn,
+                     (PyObject *)PyArray_DESCR(out), (Py_ssize_t)PyArray_ITEMSIZE(out),
+                     (Py_ssize_t)PyArray_ITEMSIZE(data));
         return -1;
     }
     if (!PyArray_IS_C_CONTIGUOUS(out) || !PyArray_ISWRITEABLE(out)) {
-        PyErr_SetString(PyExc_ValueError, "out must be C-contiguous and writeable");
+        PyErr_Format(PyExc_ValueError,
+                     "%s: out must be C-contiguous and writeable (contiguous %d, writeable %d)",
+                     fn, PyArray_IS_C_CONTIGUOUS(out) != 0, PyArray_ISWRITEABLE(out) != 0);
         return -1;
     }
     if (PyDataType_REFCHK(PyArray_DESCR(out))) {
-        PyErr_SetString(PyExc_TypeError,
-                        "out: dtypes holding object references are not supported");
+        PyErr_Format(PyExc_TypeError,
+                     "%s: out of dtype %S holds object references, which are not supported",
+                     fn, (PyObject *)PyArray_DESCR(out));
         return -1;
     }
-    if (PyArray_NDIM(out) != nd) {
-        PyErr_Format(PyExc_ValueError, "out has rank %d, expected %d", PyArray_NDIM(out),
-                     nd);
-        return -1;
-    }
-    for (d = 0; d < nd; d++) {
-        if (PyArray_DIM(out, d) != shape[d]) {
-            PyErr_Format(PyExc_ValueError,
-                         "out has shape[%d] == %zd, expected %zd", d,
-                         (Py_ssize_t)PyArray_DIM(out, d), (Py_ssize_t)shape[d]);
-            return -1;
-        }
-    }
-    if (overlaps(out, data) || overlaps(out, ind)) {
-        PyErr_SetString(PyExc_ValueError, "out must not overlap data or indices");
+    if (og_check_rank(fn, "out", out, nd, nd) < 0 ||
+        og_check_dims(fn, "out", out, 0, shape, NULL, 0, nd, -1, 0) < 0 ||
+        og_check_apart(fn, "data", data, out) < 0 || og_check_apart(fn, "indices", ind, out) < 0) {
         return -1;
     }
     return 0;
@@ -541,12 +629,13 @@ check_out(PyArrayObject *out, PyArrayObject *data, PyArrayObject *ind, int nd,
 /* `out` as given, or a new C-ordered array of data's dtype and `shape` when it is None.
  * Returns a new reference, or NULL with an exception set. */
 static PyArrayObject *
-resolve_out(PyObject *given, PyArrayObject *data, int nd, const npy_intp *shape)
+resolve_out(const char *fn, PyObject *given, PyArrayObject *data, int nd, const npy_intp *shape)
 {
     PyArray_Descr *descr;
     if (given != Py_None) {
         if (!PyArray_Check(given)) {
-            PyErr_SetString(PyExc_TypeError, "out must be a NumPy array or None");
+            PyErr_Format(PyExc_TypeError, "%s: out of type %.100s (want a NumPy array or None)",
+                         fn, Py_TYPE(given)->tp_name);
             return NULL;
         }
         Py_INCREF(given);
@@ -581,14 +670,14 @@ scan_indices(const void *ind, int ind64, npy_intp n, int ncoord, const npy_int64
  * the operator's dims too costs ~25 ns a call, and its impl and plan set each field they
  * read.  NULL with an exception set. */
 og_job *
-job_new(size_t size, PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
+job_new(const char *fn, size_t size, PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
         PyObject *given, int check, Py_ssize_t threads, int nd, const npy_intp *shape)
 {
     og_job *h;
     int cls = size_class(PyArray_ITEMSIZE(data)), ind64 = PyArray_ITEMSIZE(ind) == 8;
-    PyArrayObject *out = resolve_out(given, data, nd, shape);
+    PyArrayObject *out = resolve_out(fn, given, data, nd, shape);
     if (out == NULL) return NULL;
-    if (check_out(out, data, ind, nd, shape) < 0) {
+    if (check_out(fn, out, data, ind, nd, shape) < 0) {
         Py_DECREF(out);
         return NULL;
     }

@@ -3,7 +3,8 @@
  *
  * The odometer over dims with byte strides, dim collapsing, the typed element kernel
  * (OG_NORM: count a negative index from the end, check or clamp it, copy the element as
- * bytes), a call's threads (og_pool.c keeps them), argument and `out` checks, and jobs:
+ * bytes), a call's threads (og_pool.c keeps them), the boundary (the checks every entry
+ * point makes of its arguments before it touches memory), and jobs:
  * the part of a call every operator shares (og_job), made by job_new and run without the
  * GIL by job_run. Each operator's file (og_gather.c, og_gather_elements.c, ...) defines a job
  * struct that starts with an og_job, its plan (how to split the work) and its workers;
@@ -164,8 +165,52 @@ int og_pool_run(og_work_fn fn, void *job, int nt);
 /* How many threads `work` units split into `units` pieces are worth (at most `threads`). */
 int og_nthreads(npy_intp threads, npy_intp work, npy_intp units);
 
-/* The arguments every operator takes alike.  Returns 0, or -1 with an exception set. */
-int check_args(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis, Py_ssize_t threads);
+/* ------------------------------------------------------------------------------ */
+/* The boundary: what every entry point checks of its arguments before it touches     */
+/* memory.  The Python layer checks its calls too; these are the second wall, so that a */
+/* wrong call from it is an exception, never a read or write outside a buffer.  Each    */
+/* check costs a few comparisons per call (per dim at most), never one per element.     */
+/* The og_check_* functions return 0 when the argument is as required, else -1 with an  */
+/* exception set whose message names the entry point (`fn`), the argument and its value. */
+/* Arrays: an ndarray's strides are its own (NumPy's invariant, and `view`'s check of   */
+/* what it is told): every kernel addresses each array through its own shape and       */
+/* strides, so the checks compare shapes with each other and look for shared bytes.   */
+
+/* threads >= 1 (ValueError). */
+int og_check_threads(const char *fn, Py_ssize_t threads);
+/* a.ndim in [lo, hi] (ValueError). */
+int og_check_rank(const char *fn, const char *name, PyArrayObject *a, int lo, int hi);
+/* a.shape[first + d] against want[d] for d in [0, n), but d == skip (-1: none): equal,
+ * or at most want[d] (at_most). `of` names the array want[] comes from (its dim d being
+ * of_first + d), or is NULL for a computed shape (ValueError). */
+int og_check_dims(const char *fn, const char *name, PyArrayObject *a, int first,
+                  const npy_intp *want, const char *of, int of_first, int n, int skip,
+                  int at_most);
+/* axis (its argument's name: "axis", "batch_dims") in [0, rank), rank that of the array
+ * `of` names (ValueError). */
+int og_check_axis(const char *fn, const char *name, Py_ssize_t axis, const char *of, int rank);
+/* The coordinates per index tuple, indices.shape[-1] (indices of rank >= 1), in [1, hi]
+ * (ValueError); -1 with the error set. */
+int og_coordinates(const char *fn, PyArrayObject *ind, int hi);
+/* a and out share no byte (ValueError naming a and both byte ranges): the kernels read
+ * every input while writing `out`, and copy with memcpy. */
+int og_check_apart(const char *fn, const char *name, PyArrayObject *a, PyArrayObject *out);
+/* The gathers' data, indices, axis (or batch_dims) and threads: data of rank 1 to
+ * OG_MAXDIMS without object references; indices C-ordered, aligned, native int32 or
+ * int64; axis (`axis_name`: "axis", "batch_dims") in [0, data.ndim). */
+int check_args(const char *fn, const char *axis_name, PyArrayObject *data, PyArrayObject *ind,
+               Py_ssize_t axis, Py_ssize_t threads);
+
+/* Sizes told by the by-address entry points (og_scatter_at.c, og_tensor_scatter.c,
+ * og_bounds.c) and `view`: they vouch for memory the kernel cannot see, so at least the
+ * layout they describe must be one: each size in [0, 2**62], every product of sizes
+ * (and a buffer's byte extent) without overflow. */
+/* A size argument in [0, 2**62] (ValueError naming it and its value); -1 with an error
+ * set. */
+npy_intp og_size_arg(PyObject *arg, const char *fn, const char *name);
+/* *out = a * b for a, b >= 0; 0 with an OverflowError naming fn where the product
+ * overflows npy_intp, else 1. */
+int og_times(npy_intp a, npy_intp b, npy_intp *out, const char *fn);
 
 /* ------------------------------------------------------------------------------ */
 /* Jobs: the part of a call both operators share.  Each operator's job struct starts */
@@ -196,8 +241,9 @@ typedef void (*og_plan_fn)(og_job *h);
 
 /* A job of `size` bytes, its og_job filled for an output of shape (nd, shape): the `given`
  * out once checked, or a new array.  NULL with an exception set (see og_core.c). */
-og_job *job_new(size_t size, PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
-                PyObject *given, int check, Py_ssize_t threads, int nd, const npy_intp *shape);
+og_job *job_new(const char *fn, size_t size, PyArrayObject *data, PyArrayObject *ind,
+                Py_ssize_t axis, PyObject *given, int check, Py_ssize_t threads, int nd,
+                const npy_intp *shape);
 /* Run a job without the GIL (plan only where there is something to copy) and free it.
  * Returns `out`, or None when `check` found an index out of range. */
 PyObject *job_run(og_job *h, og_plan_fn plan);
@@ -205,15 +251,16 @@ PyObject *job_run(og_job *h, og_plan_fn plan);
 void elem_rows(og_job *h, int nd, const npy_intp *shape, const npy_intp *stride, npy_intp n,
                int ind_per_row, npy_intp e0, npy_intp e1);
 
-/* The operators' implementations, called with arguments check_args accepted. */
-typedef PyObject *(*og_impl)(PyArrayObject *, PyArrayObject *, Py_ssize_t, PyObject *, int,
-                             Py_ssize_t);
-PyObject *gather_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
+/* The operators' implementations, called with arguments check_args accepted; `fn` names
+ * the entry point in their errors. */
+typedef PyObject *(*og_impl)(const char *, PyArrayObject *, PyArrayObject *, Py_ssize_t,
+                             PyObject *, int, Py_ssize_t);
+PyObject *gather_impl(const char *fn, PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
                       PyObject *given, int check, Py_ssize_t threads);
-PyObject *gather_elements_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
-                               PyObject *given, int check, Py_ssize_t threads);
-PyObject *gather_nd_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t batch_dims,
-                         PyObject *given, int check, Py_ssize_t threads);
+PyObject *gather_elements_impl(const char *fn, PyArrayObject *data, PyArrayObject *ind,
+                               Py_ssize_t axis, PyObject *given, int check, Py_ssize_t threads);
+PyObject *gather_nd_impl(const char *fn, PyArrayObject *data, PyArrayObject *ind,
+                         Py_ssize_t batch_dims, PyObject *given, int check, Py_ssize_t threads);
 
 /* The scatters' entry points (og_scatter.c), which parse their own arguments. */
 PyObject *og_scatter_elements(PyObject *self, PyObject *args);

@@ -75,8 +75,8 @@ gather_plan(og_job *h)
 }
 
 PyObject *
-gather_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis, PyObject *given,
-            int check, Py_ssize_t threads)
+gather_impl(const char *fn, PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
+            PyObject *given, int check, Py_ssize_t threads)
 {
     const int ndim = PyArray_NDIM(data), ax = (int)axis;
     int d;
@@ -86,7 +86,7 @@ gather_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis, PyObject *
     for (d = 0; d < ax; d++) oshape[d] = PyArray_DIM(data, d);
     for (d = 0; d < PyArray_NDIM(ind); d++) oshape[ax + d] = PyArray_DIM(ind, d);
     for (d = ax + 1; d < ndim; d++) oshape[PyArray_NDIM(ind) + d - 1] = PyArray_DIM(data, d);
-    J = (og_gather_job *)job_new(sizeof(*J), data, ind, axis, given, check, threads,
+    J = (og_gather_job *)job_new(fn, sizeof(*J), data, ind, axis, given, check, threads,
                                  ndim - 1 + PyArray_NDIM(ind), oshape);
     if (J == NULL) return NULL;
     J->pre_nd = ax;

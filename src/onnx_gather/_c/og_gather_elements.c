@@ -239,29 +239,21 @@ ge_plan(og_job *h)
 }
 
 PyObject *
-gather_elements_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
-                     PyObject *given, int check, Py_ssize_t threads)
+gather_elements_impl(const char *fn, PyArrayObject *data, PyArrayObject *ind,
+                     Py_ssize_t axis, PyObject *given, int check, Py_ssize_t threads)
 {
     const int ndim = PyArray_NDIM(data);
     int d;
     og_ge_job *J;
 
-    if (PyArray_NDIM(ind) != ndim) {
-        PyErr_Format(PyExc_ValueError,
-                     "indices have rank %d, data has rank %d: they must match",
-                     PyArray_NDIM(ind), ndim);
+    /* The indices' dims off the axis within data's: each output element reads data at
+     * its own position off the axis. */
+    if (og_check_rank(fn, "indices", ind, ndim, ndim) < 0 ||
+        og_check_dims(fn, "indices", ind, 0, PyArray_DIMS(data), "data", 0, ndim, (int)axis,
+                      1) < 0) {
         return NULL;
     }
-    for (d = 0; d < ndim; d++) {
-        if (d != axis && PyArray_DIM(ind, d) > PyArray_DIM(data, d)) {
-            PyErr_Format(PyExc_ValueError,
-                         "indices.shape[%d] == %zd exceeds data.shape[%d] == %zd", d,
-                         (Py_ssize_t)PyArray_DIM(ind, d), d,
-                         (Py_ssize_t)PyArray_DIM(data, d));
-            return NULL;
-        }
-    }
-    J = (og_ge_job *)job_new(sizeof(*J), data, ind, axis, given, check, threads, ndim,
+    J = (og_ge_job *)job_new(fn, sizeof(*J), data, ind, axis, given, check, threads, ndim,
                              PyArray_DIMS(ind));
     if (J == NULL) return NULL;
     J->nd = ndim;

@@ -123,7 +123,7 @@ nd_plan(og_job *h)
 }
 
 PyObject *
-gather_nd_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t batch_dims,
+gather_nd_impl(const char *fn, PyArrayObject *data, PyArrayObject *ind, Py_ssize_t batch_dims,
                PyObject *given, int check, Py_ssize_t threads)
 {
     const int r = PyArray_NDIM(data), q = PyArray_NDIM(ind), b = (int)batch_dims;
@@ -131,32 +131,22 @@ gather_nd_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t batch_dims,
     npy_intp oshape[2 * OG_MAXDIMS];
     og_nd_job *J;
 
-    if (q < 1) {
-        PyErr_SetString(PyExc_ValueError, "indices must have at least one dimension");
-        return NULL;
-    }
-    k = (int)PyArray_DIM(ind, q - 1);
+    if (og_check_rank(fn, "indices", ind, 1, OG_MAXDIMS) < 0) return NULL;
     if (b >= q || b >= r) {
-        PyErr_Format(PyExc_ValueError, "batch_dims %d must be below both ranks (%d, %d)", b,
+        PyErr_Format(PyExc_ValueError,
+                     "%s: batch_dims %d must be below both ranks (data %d, indices %d)", fn, b,
                      r, q);
         return NULL;
     }
-    for (d = 0; d < b; d++) {
-        if (PyArray_DIM(ind, d) != PyArray_DIM(data, d)) {
-            PyErr_Format(PyExc_ValueError, "batch dim %d differs: data %zd, indices %zd", d,
-                         (Py_ssize_t)PyArray_DIM(data, d), (Py_ssize_t)PyArray_DIM(ind, d));
-            return NULL;
-        }
-    }
-    if (k < 1 || k > r - b) {
-        PyErr_Format(PyExc_ValueError, "indices.shape[-1] is %d; it must be in [1, %d]", k,
-                     r - b);
+    /* The batch dims are data's. */
+    if (og_check_dims(fn, "indices", ind, 0, PyArray_DIMS(data), "data", 0, b, -1, 0) < 0 ||
+        (k = og_coordinates(fn, ind, r - b)) < 0) {
         return NULL;
     }
     nd = 0;
     for (d = 0; d < q - 1; d++) oshape[nd++] = PyArray_DIM(ind, d);
     for (d = b + k; d < r; d++) oshape[nd++] = PyArray_DIM(data, d);
-    J = (og_nd_job *)job_new(sizeof(*J), data, ind, batch_dims, given, check, threads, nd,
+    J = (og_nd_job *)job_new(fn, sizeof(*J), data, ind, batch_dims, given, check, threads, nd,
                              oshape);
     if (J == NULL) return NULL;
     J->k = k;

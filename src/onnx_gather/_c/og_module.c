@@ -46,6 +46,12 @@
  * Python thread's call) and on Windows (_beginthreadex) threads are created per call
  * and joined before returning.
  *
+ * Every entry point checks what it is given before it touches memory (og_core.h, "The
+ * boundary"): ranks and shapes against each other, codes and item sizes, memory shared
+ * with `out`, the sizes of a layout told by address. A malformed call raises ValueError,
+ * TypeError or OverflowError naming the argument and its value, or is refused as each
+ * documents (NotImplemented, False), and writes nothing.
+ *
  * This file holds the Python entry points; og_core.c the shared core; og_<operator>.c
  * each operator's kernel.
  */
@@ -66,9 +72,13 @@ plain_data(PyObject *data)
     return !PyDataType_REFCHK(descr) && descr->kind != 'T';
 }
 
+/* A gather's entry point: parse (`format` ends ":name", the name in its errors; the axis
+ * argument is `axis_name`), serve plain data, make the indices C-ordered and native,
+ * check (check_args), run `impl`. */
 static PyObject *
-og_call(og_impl impl, PyObject *args, const char *format)
+og_call(og_impl impl, PyObject *args, const char *format, const char *axis_name)
 {
+    const char *fn = strchr(format, ':') + 1;
     PyObject *data, *given, *res;
     PyArrayObject *ind, *copy = NULL;
     Py_ssize_t axis, threads;
@@ -93,9 +103,9 @@ og_call(og_impl impl, PyObject *args, const char *format)
             ind, native, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_FORCECAST);
         if (copy == NULL) return NULL;
     }
-    res = check_args((PyArrayObject *)data, ind, axis, threads) < 0
+    res = check_args(fn, axis_name, (PyArrayObject *)data, ind, axis, threads) < 0
               ? NULL
-              : impl((PyArrayObject *)data, ind, axis, given, check, threads);
+              : impl(fn, (PyArrayObject *)data, ind, axis, given, check, threads);
     Py_XDECREF(copy);
     return res;
 }
@@ -104,37 +114,37 @@ static PyObject *
 og_gather(PyObject *self, PyObject *args)
 {
     (void)self;
-    return og_call(gather_impl, args, "OO!nOpn:gather");
+    return og_call(gather_impl, args, "OO!nOpn:gather", "axis");
 }
 
 /* OpenVINO Gather-7/8 without batch dims: Gather's kernel in an OG_ZERO mode, chosen by
  * the bool in `check`'s place (whether negative indices count from the end). */
 static PyObject *
-openvino_gather_impl(PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
+openvino_gather_impl(const char *fn, PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
                      PyObject *given, int negatives, Py_ssize_t threads)
 {
-    return gather_impl(data, ind, axis, given, negatives ? OG_ZERO : OG_ZERO_POS, threads);
+    return gather_impl(fn, data, ind, axis, given, negatives ? OG_ZERO : OG_ZERO_POS, threads);
 }
 
 static PyObject *
 og_openvino_gather(PyObject *self, PyObject *args)
 {
     (void)self;
-    return og_call(openvino_gather_impl, args, "OO!nOpn:openvino_gather");
+    return og_call(openvino_gather_impl, args, "OO!nOpn:openvino_gather", "axis");
 }
 
 static PyObject *
 og_gather_elements(PyObject *self, PyObject *args)
 {
     (void)self;
-    return og_call(gather_elements_impl, args, "OO!nOpn:gather_elements");
+    return og_call(gather_elements_impl, args, "OO!nOpn:gather_elements", "axis");
 }
 
 static PyObject *
 og_gather_nd(PyObject *self, PyObject *args)
 {
     (void)self;
-    return og_call(gather_nd_impl, args, "OO!nOpn:gather_nd");
+    return og_call(gather_nd_impl, args, "OO!nOpn:gather_nd", "batch_dims");
 }
 
 /* ------------------------------------------------------------------------------ */
@@ -159,9 +169,9 @@ og_view(PyObject *self, PyObject *args)
     PyObject *arr = NULL;
     PyArray_Descr *descr;
     void *address;
-    npy_intp shape[OG_MAXDIMS], strides[OG_MAXDIMS], isz;
+    npy_intp shape[OG_MAXDIMS], strides[OG_MAXDIMS], isz, extent;
     Py_ssize_t nd, k;
-    int typenum;
+    int typenum, empty = 0;
     (void)self;
     if (!PyArg_ParseTuple(args, "OO&OOi:view", &base, address_converter, &address,
                           &shape_obj, &strides_obj, &typenum)) {
@@ -183,13 +193,34 @@ og_view(PyObject *self, PyObject *args)
                      nd, strides_seq ? PySequence_Fast_GET_SIZE(strides_seq) : nd, OG_MAXDIMS);
         goto fail;
     }
+    /* The layout told: sizes in [0, 2**62], strides whose bytes and whose span over the
+     * sizes fit npy_intp (the kernels' extents and offsets of any array are then exact). */
+    extent = isz;
     for (k = 0; k < nd; k++) {
-        shape[k] = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(shape_seq, k));
+        shape[k] = og_size_arg(PySequence_Fast_GET_ITEM(shape_seq, k), "view", "shape item");
+        if (shape[k] < 0) goto fail;
         if (strides_seq) {
-            strides[k] = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(strides_seq, k)) * isz;
+            npy_intp items = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(strides_seq, k)), bytes;
+            if (items == -1 && PyErr_Occurred()) goto fail;
+            if (items == NPY_MIN_INTP) { /* (whose magnitude is no npy_intp) */
+                PyErr_Format(PyExc_OverflowError, "view: stride %zd overflows", items);
+                goto fail;
+            }
+            if (!og_times(items < 0 ? -items : items, isz, &bytes, "view")) goto fail;
+            strides[k] = items < 0 ? -bytes : bytes;
         }
     }
-    if (PyErr_Occurred()) goto fail;
+    for (k = 0; k < nd && !empty; k++) empty = shape[k] == 0;
+    for (k = nd - 1; k >= 0 && !empty; k--) {
+        /* (C order: dim k's stride is the extent of the dims after it.) */
+        npy_intp step = !strides_seq ? extent : strides[k] < 0 ? -strides[k] : strides[k], reach;
+        if (!og_times(shape[k] - 1, step, &reach, "view")) goto fail;
+        if (reach > NPY_MAX_INTP - extent) {
+            PyErr_Format(PyExc_OverflowError, "view: the layout's extent overflows (dim %zd)", k);
+            goto fail;
+        }
+        extent += reach;
+    }
     /* strides None: C order. */
     arr = PyArray_NewFromDescr(&PyArray_Type, descr, (int)nd, shape,
                                strides_seq ? strides : NULL, address, NPY_ARRAY_WRITEABLE, NULL);

@@ -26,10 +26,15 @@
  * land in different elements), ScatterND by columns of wide slices (every thread reads
  * every index tuple); ScatterND of narrow slices runs on one thread.
  *
- * `kind` names the data type's arithmetic (OG_K_* below; the caller maps dtypes to it);
- * reduction none moves raw bytes and takes any plain type.  NotImplemented where the
- * arrays are not the C-ordered, aligned, native arrays of one plain dtype this expects,
- * or a reduction has no arithmetic for `kind`: the caller's NumPy path serves those.
+ * `kind` names the data type's arithmetic (OG_K_* below; the caller maps dtypes to it;
+ * -1: none), of out's item size; reduction none moves raw bytes and takes any plain type.
+ * NotImplemented where the arrays are not the C-ordered, aligned, native arrays of one
+ * plain dtype this expects, or a reduction has no arithmetic for `kind`: the caller's
+ * NumPy path serves those. ValueError, before anything is written, for a reduction,
+ * kind, check or thread count out of range, a kind of another item size, shapes that do
+ * not fit (updates: the indices' shape; ScatterND's: indices.shape[:-1] + out.shape[k:];
+ * the indices within out off the axis), or a data, indices or updates that shares memory
+ * with out (the caller copies those first).
  */
 #include "og_core.h"
 
@@ -444,13 +449,47 @@ static const og_loops og_loops_table[OG_NKINDS][4] = {
     [OG_K_C128] = {OG_ROW(add_c128), OG_ROW(mul_c128), {NULL, NULL}, {NULL, NULL}},
 };
 
-/* The loops of `reduction` on `kind` with items of isz bytes; sets *ok to 0 where the
- * reduction has no arithmetic for the kind. */
-static og_loops
-og_loops_for(int reduction, int kind, npy_intp isz, int *ok)
+/* The type each kind names and its item size: the reductions' loops read and write items
+ * of that size. (The caller may present the items as another type of that size: the
+ * PyTorch backend views bfloat16 as int16 and unsigned types as signed ones.) */
+static const struct {
+    const char *name;
+    npy_intp size;
+} og_kind_types[OG_NKINDS] = {
+    [OG_K_BOOL] = {"bool", 1},     [OG_K_I8] = {"int8", 1},         [OG_K_I16] = {"int16", 2},
+    [OG_K_I32] = {"int32", 4},     [OG_K_I64] = {"int64", 8},       [OG_K_U8] = {"uint8", 1},
+    [OG_K_U16] = {"uint16", 2},    [OG_K_U32] = {"uint32", 4},      [OG_K_U64] = {"uint64", 8},
+    [OG_K_F16] = {"float16", 2},   [OG_K_BF16] = {"bfloat16", 2},   [OG_K_F32] = {"float32", 4},
+    [OG_K_F64] = {"float64", 8},   [OG_K_C64] = {"complex64", 8},   [OG_K_C128] = {"complex128", 16},
+};
+
+/* The loops of `reduction` on `kind` for out's items (`descr`) into *loops: 1; 0 where the
+ * reduction has no arithmetic for the kind (kind -1: a type without any; complex max and
+ * min), the documented NotImplemented; -1 with a ValueError for a reduction or kind out of
+ * range, or a kind whose items are not out's size (its loops would read and write past
+ * each item). Reduction none moves out's items as bytes, whatever the kind. */
+static int
+og_loops_for(const char *fn, int reduction, int kind, PyArray_Descr *descr, og_loops *loops)
 {
+    const npy_intp isz = PyDataType_ELSIZE(descr);
     og_loops none = {batch_copy, NULL};
-    *ok = 1;
+    if (reduction < 0 || reduction >= OG_NREDUCTIONS) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: reduction %d (want 0 none, 1 add, 2 mul, 3 max or 4 min)", fn,
+                     reduction);
+        return -1;
+    }
+    if (kind < -1 || kind >= OG_NKINDS) {
+        PyErr_Format(PyExc_ValueError, "%s: kind %d (want -1 to %d)", fn, kind, OG_NKINDS - 1);
+        return -1;
+    }
+    if (kind >= 0 && og_kind_types[kind].size != isz) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: kind %d (%s, %zd-byte items) on out's %zd-byte items (dtype %S)", fn,
+                     kind, og_kind_types[kind].name, (Py_ssize_t)og_kind_types[kind].size,
+                     (Py_ssize_t)isz, (PyObject *)descr);
+        return -1;
+    }
     if (reduction == OG_NONE) {
         switch (isz) {
         case 1: none.batch = batch_copy1; break;
@@ -460,14 +499,12 @@ og_loops_for(int reduction, int kind, npy_intp isz, int *ok)
         case 16: none.batch = batch_copy16; break;
         default: break;
         }
-        return none;
+        *loops = none;
+        return 1;
     }
-    if (reduction < 0 || reduction >= OG_NREDUCTIONS || kind < 0 || kind >= OG_NKINDS ||
-        og_loops_table[kind][reduction - 1].batch == NULL) {
-        *ok = 0;
-        return none;
-    }
-    return og_loops_table[kind][reduction - 1];
+    if (kind < 0 || og_loops_table[kind][reduction - 1].batch == NULL) return 0;
+    *loops = og_loops_table[kind][reduction - 1];
+    return 1;
 }
 
 static inline npy_int64
@@ -746,11 +783,40 @@ og_scatter_args(PyObject *out, PyObject *ind, PyObject *upd)
     return PyArray_ITEMSIZE(i) == 4 || PyArray_ITEMSIZE(i) == 8;
 }
 
+/* What both scatters check before their own shapes: 1 to go on, with *loops set; 0 for
+ * the documented NotImplemented (arrays the kernels do not take, a reduction without
+ * arithmetic for the kind); -1 with an error set: threads or check out of range, a
+ * reduction or kind og_loops_for refuses, out of rank 0 or above OG_MAXDIMS, or an input
+ * that shares memory with out (the kernels read the updates and indices while writing
+ * out, and copy data into it with memcpy; the caller copies shared inputs first). */
+static int
+og_scatter_prepare(const char *fn, PyObject *out, PyObject *data, PyObject *ind, PyObject *upd,
+                   int reduction, int kind, int check, Py_ssize_t threads, og_loops *loops)
+{
+    PyArrayObject *o = (PyArrayObject *)out;
+    int ok;
+    if (og_check_threads(fn, threads) < 0) return -1;
+    if (check < 0 || check > 2) {
+        PyErr_Format(PyExc_ValueError, "%s: check %d (want 0, 1 or 2)", fn, check);
+        return -1;
+    }
+    if (!og_scatter_args(out, ind, upd) || !og_copyable(data, o)) return 0;
+    if ((ok = og_loops_for(fn, reduction, kind, PyArray_DESCR(o), loops)) <= 0) return ok;
+    if (og_check_rank(fn, "out", o, 1, OG_MAXDIMS) < 0 ||
+        (data != Py_None && og_check_apart(fn, "data", (PyArrayObject *)data, o) < 0) ||
+        og_check_apart(fn, "indices", (PyArrayObject *)ind, o) < 0 ||
+        og_check_apart(fn, "updates", (PyArrayObject *)upd, o) < 0) {
+        return -1;
+    }
+    return 1;
+}
+
 PyObject *
 og_scatter_elements(PyObject *self, PyObject *args)
 {
+    static const char *fn = "scatter_elements";
     PyObject *out, *data, *ind, *upd;
-    PyArrayObject *o, *i;
+    PyArrayObject *o, *i, *u;
     Py_ssize_t axis, threads;
     int reduction, kind, check, ok, e, nt = 1;
     se_job job;
@@ -761,23 +827,25 @@ og_scatter_elements(PyObject *self, PyObject *args)
         return NULL;
     }
     memset(&job, 0, sizeof job);
-    if (!og_scatter_args(out, ind, upd) || !og_copyable(data, (PyArrayObject *)out)) {
-        Py_RETURN_NOTIMPLEMENTED;
-    }
+    ok = og_scatter_prepare(fn, out, data, ind, upd, reduction, kind, check, threads, &job.loops);
+    if (ok <= 0) return ok < 0 ? NULL : Py_NewRef(Py_NotImplemented);
     o = (PyArrayObject *)out;
     i = (PyArrayObject *)ind;
-    job.loops = og_loops_for(reduction, kind, PyArray_ITEMSIZE(o), &ok);
-    if (!ok) Py_RETURN_NOTIMPLEMENTED;
+    u = (PyArrayObject *)upd;
     job.nd = PyArray_NDIM(o);
-    if (job.nd < 1 || job.nd > OG_MAXDIMS || PyArray_NDIM(i) != job.nd ||
-        PyArray_NDIM((PyArrayObject *)upd) != job.nd || axis < 0 || axis >= job.nd) {
-        PyErr_SetString(PyExc_ValueError, "scatter_elements: arrays of the wrong ranks or axis");
+    /* One update per index, and the indices within out off the axis: an index's position
+     * there is its target's. */
+    if (og_check_rank(fn, "indices", i, job.nd, job.nd) < 0 ||
+        og_check_rank(fn, "updates", u, job.nd, job.nd) < 0 ||
+        og_check_axis(fn, "axis", axis, "out", job.nd) < 0 ||
+        og_check_dims(fn, "updates", u, 0, PyArray_DIMS(i), "indices", 0, job.nd, -1, 0) < 0 ||
+        og_check_dims(fn, "indices", i, 0, PyArray_DIMS(o), "out", 0, job.nd, (int)axis, 1) < 0) {
         return NULL;
     }
     isz = PyArray_ITEMSIZE(o);
     n = PyArray_SIZE(i);
     job.out = PyArray_BYTES(o);
-    job.upd = PyArray_BYTES((PyArrayObject *)upd);
+    job.upd = PyArray_BYTES(u);
     job.ind = PyArray_DATA(i);
     job.ind64 = PyArray_ITEMSIZE(i) == 8;
     job.isz = isz;
@@ -816,10 +884,11 @@ og_scatter_elements(PyObject *self, PyObject *args)
 PyObject *
 og_scatter_nd(PyObject *self, PyObject *args)
 {
+    static const char *fn = "scatter_nd";
     PyObject *out, *data, *ind, *upd;
-    PyArrayObject *o, *i;
+    PyArrayObject *o, *i, *u;
     Py_ssize_t threads;
-    int reduction, kind, check, ok, m, r, nt;
+    int reduction, kind, check, ok, m, r, q, nt;
     nd_job job;
     npy_intp n, units;
     (void)self;
@@ -828,22 +897,28 @@ og_scatter_nd(PyObject *self, PyObject *args)
         return NULL;
     }
     memset(&job, 0, sizeof job);
-    if (!og_scatter_args(out, ind, upd) || !og_copyable(data, (PyArrayObject *)out)) {
-        Py_RETURN_NOTIMPLEMENTED;
-    }
+    ok = og_scatter_prepare(fn, out, data, ind, upd, reduction, kind, check, threads, &job.loops);
+    if (ok <= 0) return ok < 0 ? NULL : Py_NewRef(Py_NotImplemented);
     o = (PyArrayObject *)out;
     i = (PyArrayObject *)ind;
-    job.loops = og_loops_for(reduction, kind, PyArray_ITEMSIZE(o), &ok);
-    if (!ok) Py_RETURN_NOTIMPLEMENTED;
+    u = (PyArrayObject *)upd;
     r = PyArray_NDIM(o);
-    job.k = PyArray_NDIM(i) ? (int)PyArray_DIM(i, PyArray_NDIM(i) - 1) : 0;
-    if (r < 1 || job.k < 1 || job.k > r) {
-        PyErr_SetString(PyExc_ValueError, "scatter_nd: indices.shape[-1] out of [1, rank]");
+    q = PyArray_NDIM(i);
+    /* Tuples of k coordinates into out's first k dims; the updates one slice of out's
+     * other dims per tuple: indices.shape[:-1] + out.shape[k:]. */
+    if (og_check_rank(fn, "indices", i, 1, OG_MAXDIMS) < 0 ||
+        (job.k = og_coordinates(fn, i, r)) < 0 ||
+        og_check_rank(fn, "updates", u, q - 1 + r - job.k, q - 1 + r - job.k) < 0 ||
+        og_check_dims(fn, "updates", u, 0, PyArray_DIMS(i), "indices", 0, q - 1, -1, 0) < 0 ||
+        og_check_dims(fn, "updates", u, q - 1, PyArray_DIMS(o) + job.k, "out", job.k, r - job.k,
+                      -1, 0) < 0) {
         return NULL;
     }
     n = PyArray_SIZE(i);
     job.ntuples = n / job.k;
     job.isz = PyArray_ITEMSIZE(o);
+    /* (Products of an array's dims fit: NumPy refuses arrays whose nonzero dims' product
+     * overflows.) */
     job.width = 1;
     for (m = job.k; m < r; m++) job.width *= PyArray_DIM(o, m);
     job.nrows = 1;
@@ -852,12 +927,8 @@ og_scatter_nd(PyObject *self, PyObject *args)
         job.rows[m] = job.nrows;
         job.nrows *= PyArray_DIM(o, m);
     }
-    if (PyArray_SIZE((PyArrayObject *)upd) != job.ntuples * job.width) {
-        PyErr_SetString(PyExc_ValueError, "scatter_nd: updates of the wrong size");
-        return NULL;
-    }
     job.out = PyArray_BYTES(o);
-    job.upd = PyArray_BYTES((PyArrayObject *)upd);
+    job.upd = PyArray_BYTES(u);
     job.ind = PyArray_DATA(i);
     job.ind64 = PyArray_ITEMSIZE(i) == 8;
     job.check = check != 0;

@@ -67,33 +67,6 @@ buffers(PyObject *const *args, const npy_intp *nbytes, char **at)
     return 1;
 }
 
-/* *out = a * b for sizes a, b >= 0; 0 where the product overflows npy_intp (an
- * OverflowError naming the function set), else 1. */
-static int
-times(npy_intp a, npy_intp b, npy_intp *out, const char *function)
-{
-    if (a != 0 && b > NPY_MAX_INTP / a) {
-        PyErr_Format(PyExc_OverflowError, "%s: the layout's sizes overflow", function);
-        return 0;
-    }
-    *out = a * b;
-    return 1;
-}
-
-/* A size argument: >= 0, at most 2**62 (else ValueError naming it). -1 with an error set. */
-static npy_intp
-size_arg(PyObject *arg, const char *function, const char *name)
-{
-    npy_intp v = PyLong_AsSsize_t(arg);
-    if (v == -1 && PyErr_Occurred()) return -1;
-    if (v < 0 || (npy_int64)v > ((npy_int64)1 << 62)) {
-        PyErr_Format(PyExc_ValueError, "%s: %s %zd (want 0 <= %s <= 2**62)", function, name,
-                     (Py_ssize_t)v, name);
-        return -1;
-    }
-    return v;
-}
-
 static void
 nd_write(char *data, const char *updates, const npy_int64 *ind, npy_intp count, int depth,
          const npy_int64 *dims, npy_intp row)
@@ -122,8 +95,8 @@ og_scatter_nd_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_Format(PyExc_TypeError, "scatter_nd_at takes 6 arguments (%zd given)", nargs);
         return NULL;
     }
-    if ((count = size_arg(args[3], "scatter_nd_at", "count")) < 0) return NULL;
-    if ((row = size_arg(args[5], "scatter_nd_at", "row")) < 0) return NULL;
+    if ((count = og_size_arg(args[3], "scatter_nd_at", "count")) < 0) return NULL;
+    if ((row = og_size_arg(args[5], "scatter_nd_at", "row")) < 0) return NULL;
     if (!PyTuple_CheckExact(args[4])) {
         PyErr_SetString(PyExc_TypeError, "scatter_nd_at: dims must be a tuple of ints");
         return NULL;
@@ -131,14 +104,14 @@ og_scatter_nd_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     depth = PyTuple_GET_SIZE(args[4]);
     if (depth > OG_AT_MAX_DIMS) Py_RETURN_FALSE; /* (the general path's) */
     for (j = 0; j < depth; j++) {
-        npy_intp d = size_arg(PyTuple_GET_ITEM(args[4], j), "scatter_nd_at", "dims item");
-        if (d < 0 || !times(slices, d, &slices, "scatter_nd_at")) return NULL;
+        npy_intp d = og_size_arg(PyTuple_GET_ITEM(args[4], j), "scatter_nd_at", "dims item");
+        if (d < 0 || !og_times(slices, d, &slices, "scatter_nd_at")) return NULL;
         dims[j] = d;
     }
-    if (!times(slices, row, &nbytes[0], "scatter_nd_at") ||
-        !times(count, row, &nbytes[1], "scatter_nd_at") ||
-        !times(count, (npy_intp)depth, &tuples, "scatter_nd_at") ||
-        !times(tuples, (npy_intp)sizeof(npy_int64), &nbytes[2], "scatter_nd_at")) {
+    if (!og_times(slices, row, &nbytes[0], "scatter_nd_at") ||
+        !og_times(count, row, &nbytes[1], "scatter_nd_at") ||
+        !og_times(count, (npy_intp)depth, &tuples, "scatter_nd_at") ||
+        !og_times(tuples, (npy_intp)sizeof(npy_int64), &nbytes[2], "scatter_nd_at")) {
         return NULL;
     }
     if ((ok = buffers(args, nbytes, at)) <= 0) return ok < 0 ? NULL : Py_NewRef(Py_False);
@@ -290,15 +263,15 @@ elements_at(PyObject *const *args, Py_ssize_t nargs, int read)
         return NULL;
     }
     for (k = 0; k < 5; k++) {
-        sizes[k] = size_arg(args[3 + k], function, names[k]);
+        sizes[k] = og_size_arg(args[3 + k], function, names[k]);
         if (sizes[k] < 0) return NULL;
     }
     outer = sizes[0], size = sizes[1], length = sizes[2], inner = sizes[3], itemsize = sizes[4];
-    if (!times(outer, length, &count, function) || !times(count, inner, &count, function) ||
-        !times(outer, size, &cells, function) || !times(cells, inner, &cells, function) ||
-        !times(read ? count : cells, itemsize, &nbytes[0], function) ||
-        !times(read ? cells : count, itemsize, &nbytes[1], function) ||
-        !times(count, (npy_intp)sizeof(npy_int64), &nbytes[2], function)) {
+    if (!og_times(outer, length, &count, function) || !og_times(count, inner, &count, function) ||
+        !og_times(outer, size, &cells, function) || !og_times(cells, inner, &cells, function) ||
+        !og_times(read ? count : cells, itemsize, &nbytes[0], function) ||
+        !og_times(read ? cells : count, itemsize, &nbytes[1], function) ||
+        !og_times(count, (npy_intp)sizeof(npy_int64), &nbytes[2], function)) {
         return NULL;
     }
     if ((ok = buffers(args, nbytes, at)) <= 0) return ok < 0 ? NULL : Py_NewRef(Py_False);

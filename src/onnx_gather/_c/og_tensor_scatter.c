@@ -19,7 +19,8 @@
  * NumPy views cost more than the write): the cache of batch x outer x size rows of
  * `inner` bytes, the update of batch x outer x length rows, `batch` native int64 indices.
  * The caller vouches for the layout; the call still declines indices out of range,
- * null or misaligned addresses and memory shared with the cache.
+ * null or misaligned addresses and memory shared with the cache, and raises for a size
+ * out of [0, 2**62] (ValueError) or a layout whose byte sizes overflow (OverflowError).
  */
 #include "og_core.h"
 
@@ -130,14 +131,15 @@ og_tensor_scatter_slices(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 PyObject *
 og_tensor_scatter_slices_at(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
+    static const char *fn = "tensor_scatter_slices_at";
+    static const char *names[5] = {"batch", "outer", "size", "length", "inner"};
     void *address[3];
-    npy_intp dims[5];
+    npy_intp dims[5], slabs, cache_bytes, update_bytes, index_bytes;
     Py_ssize_t k;
     int circular, ok;
     (void)self;
     if (nargs != 9) {
-        PyErr_Format(PyExc_TypeError,
-                     "tensor_scatter_slices_at takes 9 arguments (%zd given)", nargs);
+        PyErr_Format(PyExc_TypeError, "%s takes 9 arguments (%zd given)", fn, nargs);
         return NULL;
     }
     for (k = 0; k < 3; k++) {
@@ -145,12 +147,15 @@ og_tensor_scatter_slices_at(PyObject *self, PyObject *const *args, Py_ssize_t na
         if (address[k] == NULL && PyErr_Occurred()) return NULL;
     }
     for (k = 0; k < 5; k++) {
-        dims[k] = PyLong_AsSsize_t(args[3 + k]);
-        if (dims[k] == -1 && PyErr_Occurred()) return NULL;
-        if (dims[k] < 0) {
-            PyErr_SetString(PyExc_ValueError, "tensor_scatter_slices_at: a negative size");
-            return NULL;
-        }
+        if ((dims[k] = og_size_arg(args[3 + k], fn, names[k])) < 0) return NULL;
+    }
+    /* The layout's byte sizes: every offset write_slices computes lies below them. */
+    if (!og_times(dims[0], dims[1], &slabs, fn) || !og_times(slabs, dims[2], &cache_bytes, fn) ||
+        !og_times(cache_bytes, dims[4], &cache_bytes, fn) ||
+        !og_times(slabs, dims[3], &update_bytes, fn) ||
+        !og_times(update_bytes, dims[4], &update_bytes, fn) ||
+        !og_times(dims[0], (npy_intp)sizeof(npy_int64), &index_bytes, fn)) {
+        return NULL;
     }
     circular = PyObject_IsTrue(args[8]);
     if (circular < 0) return NULL;
@@ -159,10 +164,8 @@ og_tensor_scatter_slices_at(PyObject *self, PyObject *const *args, Py_ssize_t na
         ((npy_intp)address[2] % (npy_intp)sizeof(npy_int64)) != 0) {
         Py_RETURN_FALSE;
     }
-    if (og_bytes_overlap(address[0], dims[0] * dims[1] * dims[2] * dims[4], address[1],
-                 dims[0] * dims[1] * dims[3] * dims[4]) ||
-        og_bytes_overlap(address[0], dims[0] * dims[1] * dims[2] * dims[4], address[2],
-                 dims[0] * (npy_intp)sizeof(npy_int64))) {
+    if (og_bytes_overlap(address[0], cache_bytes, address[1], update_bytes) ||
+        og_bytes_overlap(address[0], cache_bytes, address[2], index_bytes)) {
         Py_RETURN_FALSE;
     }
     ok = write_slices(address[0], address[1], address[2], dims[0], dims[1], dims[2], dims[3],

@@ -184,7 +184,8 @@ def _compiled(
                     checked(plan, indices)
                 np.copyto(out, data)
     check = CheckMode.SCAN_FIRST if out is not None and not fresh else CheckMode.WHILE_WRITING
-    indices, updates = np.ascontiguousarray(indices), np.ascontiguousarray(updates)
+    # (Not np.ascontiguousarray: it makes a 0-d update 1-d, which the kernel refuses.)
+    indices, updates = np.asarray(indices, order="C"), np.asarray(updates, order="C")
     return result if run(result, source, indices, updates, check, threads) else None
 
 
