@@ -27,7 +27,7 @@ nox.options.error_on_missing_interpreters = True
 #: same environment (a fresh environment per backend cost a minute or more of installs).
 nox.options.sessions = [
     "tests", "oldest", "numpy_only", "bench", "lint", "typecheck", "replay", "no_compiler",
-    "triton_interpreter", "converters", "docs", "export", "asan",
+    "triton_interpreter", "converters", "docs", "asan",
 ]  # fmt: skip
 
 ROOT = Path(__file__).parent
@@ -246,29 +246,37 @@ def replay(session: nox.Session) -> None:
 
 @session
 def converters(session: nox.Session) -> None:
-    """The converter plug-ins, each converter as it ships and plugged in, against ONNX Runtime.
+    """The converter plug-ins and the exporters, each tool as it ships, against ONNX Runtime.
 
-    onnx2torch (tests/test_torch_onnx2torch.py) and jaxonnxruntime
-    (tests/test_jax_jaxonnxruntime.py, with JAX's x64 mode for int64 data), installed
-    without their dependencies: onnx2torch requires torchvision, whose wheels on this
-    machine's package index pull another torch build (the test module puts a stand-in in
-    its place; see its docstring); jaxonnxruntime imports absl without declaring it.
+    In: onnx2torch (tests/test_torch_onnx2torch.py) and jaxonnxruntime
+    (tests/test_jax_jaxonnxruntime.py, with JAX's x64 mode for int64 data), each as it
+    ships and with the library's plug-in, installed without their dependencies:
+    onnx2torch requires torchvision, whose wheels on this machine's package index pull
+    another torch build (the test module puts a stand-in in its place; see its
+    docstring); jaxonnxruntime imports absl without declaring it.
+
+    Out (the ``export`` extra): tests/test_torch_onnx_export.py exports every operator
+    with torch's dynamo exporter (the default ``torch.onnx.export``; onnxscript) and its
+    TorchScript one; tests/test_jax_jax2onnx.py converts with jax2onnx and the library's
+    plug-in; the replay tests' real models go through onnx2torch with its plug-in and back
+    out through the dynamo exporter; the page "Exporting to ONNX" runs its examples. One
+    environment for both: each would install torch and JAX again.
     """
     session.install("-r", "backends/torch.txt", "-r", "backends/jax.txt")
-    session.install("-e", ".[test]")
+    session.install("-e", ".[test,export]")
     session.install("--no-deps", "onnx2torch==1.5.15", "jaxonnxruntime==0.3.0")
     session.install("absl-py")
+    env = {
+        "ONNX_GATHER_BACKENDS": "torch,jax",
+        "ONNX_GATHER_TOOLS": "onnx2torch,jaxonnxruntime,onnxscript,jax2onnx",
+        "JAX_ENABLE_X64": "1",
+    }
     session.run(
-        "pytest",
-        "tests/test_torch_onnx2torch.py",
-        "tests/test_jax_jaxonnxruntime.py",
-        *session.posargs,
-        env={
-            "ONNX_GATHER_BACKENDS": "torch,jax",
-            "ONNX_GATHER_TOOLS": "onnx2torch,jaxonnxruntime",
-            "JAX_ENABLE_X64": "1",
-        },
-    )
+        "pytest", "tests/test_torch_onnx2torch.py", "tests/test_jax_jaxonnxruntime.py",
+        "tests/test_torch_onnx_export.py", "tests/test_jax_jax2onnx.py", *session.posargs,
+        env=env,
+    )  # fmt: skip
+    session.run("pytest", "tests/test_docs.py", "-k", "exporting", env=env)
     # The converted-graph benchmark runs too: its table is in docs/converters.md.
     session.run("python", "-m", "benchmarks.converted_graph")
 
@@ -344,33 +352,6 @@ def docs(session: nox.Session) -> None:
         "docs", "docs/_build/html",
     )  # fmt: skip
     session.run("pytest", "tests/test_docs.py", env={"ONNX_GATHER_BACKENDS": "numpy"})
-
-
-@session
-def export(session: nox.Session) -> None:
-    """Out through the exporters: each call of the library one ONNX node.
-
-    tests/test_torch_onnx_export.py exports every operator with torch's dynamo exporter
-    (the default ``torch.onnx.export``; onnxscript) and its TorchScript one;
-    tests/test_jax_jax2onnx.py converts with jax2onnx and the library's plug-in; the
-    replay tests' real models go through onnx2torch with its plug-in and back out through
-    the dynamo exporter; the docs page "Exporting to ONNX" runs its examples. Both
-    exporters come from the ``export`` extra, in one environment with torch and JAX;
-    onnx2torch without its dependencies, as in ``converters``.
-    """
-    session.install("-r", "backends/torch.txt", "-r", "backends/jax.txt")
-    session.install("-e", ".[test,export]")
-    session.install("--no-deps", "onnx2torch==1.5.15")
-    env = {
-        "ONNX_GATHER_BACKENDS": "torch,jax",
-        "ONNX_GATHER_TOOLS": "onnxscript,jax2onnx,onnx2torch",
-    }
-    session.run(
-        "pytest", "tests/test_torch_onnx_export.py", "tests/test_jax_jax2onnx.py",
-        *session.posargs, env=env,
-    )  # fmt: skip
-    session.run("pytest", "tests/test_torch_onnx2torch.py", "-k", "replay_models", env=env)
-    session.run("pytest", "tests/test_docs.py", "-k", "exporting", env=env)
 
 
 @session

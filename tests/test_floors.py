@@ -26,7 +26,7 @@ NAME = canonicalize_name(PROJECT["name"])
 TOOLS = {
     "pytest", "hypothesis", "onnx", "onnxruntime", "openvino", "matplotlib",
     "sphinx", "pydata-sphinx-theme", "myst-parser", "numpydoc",
-    "onnxscript", "jax2onnx",  # (the export extra: exporters, which nox -s export runs)
+    "onnxscript", "jax2onnx",  # (the export extra: exporters, which nox -s converters runs)
 }  # fmt: skip
 # Pinned in floors.txt though onnx-gather does not declare them.
 TRANSITIVE = {"jaxlib"}

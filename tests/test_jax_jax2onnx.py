@@ -8,7 +8,7 @@ runs it on inputs the conversion did not see to the library's eager result bit f
 and raises in the node on an index out of range. OpenVINO's functions convert to
 standard operators with the library's values.
 
-Runs where ONNX_GATHER_TOOLS names jax2onnx (``nox -s export``).
+Runs where ONNX_GATHER_TOOLS names jax2onnx (``nox -s converters``).
 """
 
 from __future__ import annotations

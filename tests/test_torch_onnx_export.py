@@ -5,7 +5,7 @@ library takes under ``torch.export`` (an int64 tensor input with negative indice
 int32 one, a Python list, a range, a NumPy array of either byte order, a scalar), with
 each attribute and reduction
 the version has, and through ``out=``. It is exported with the dynamo exporter (the
-default since torch 2.9; needs onnxscript: ``nox -s export``) and the TorchScript one
+default since torch 2.9; needs onnxscript: ``nox -s converters``) and the TorchScript one
 (``dynamo=False``, which the torch session runs too) at each opset that selects a
 version. The file must hold exactly one node of the operator per call, at the opset
 asked for, with the call's attributes, and nothing of the ``onnx_gather`` domain. ONNX
