@@ -376,8 +376,10 @@ class TorchBackend(Backend):
             and numpy_kernels.compiled_available()
         ):
             return _on_numpy(numpy_kernels.openvino_gather, data, indices, plan)
-        if _recording() and _onnx.exporting():  # (the TorchScript exporter: the dynamo
-            return _EXPORTING.openvino_gather(data, indices, plan)  # one binds _EXPORTING)
+        # The TorchScript exporter (the dynamo one binds _EXPORTING); never while Dynamo
+        # traces this Python (host indices), which cannot trace _recording's C calls.
+        if not torch.compiler.is_compiling() and _recording() and _onnx.exporting():
+            return _EXPORTING.openvino_gather(data, indices, plan)
         return super().openvino_gather(data, indices, plan)
 
     def all_known(self, flags: torch.Tensor, /) -> bool:
