@@ -104,15 +104,18 @@ WIDTH = 79
 
 
 def _code_lines(path: Path) -> list[tuple[int, str]]:
-    """Every line of ``path``'s fenced code blocks, with its line number."""
+    """Every line of ``path``'s fenced code blocks, with its line number.
+
+    A fence of a directive (```{toctree}, ```{eval-rst}) holds no code: it is skipped.
+    """
     lines, fence = [], None
     for number, line in enumerate(path.read_text().splitlines(), start=1):
         stripped = line.strip()
-        if fence is None and stripped.startswith(("```", ":::")):
-            fence = stripped[:3]
-        elif fence is not None and stripped == fence:
+        if fence is None and stripped.startswith("```"):
+            fence = "code" if not stripped[3:].startswith("{") else "directive"
+        elif fence is not None and stripped == "```":
             fence = None
-        elif fence is not None and not stripped.startswith(":"):  # (directive options)
+        elif fence == "code":
             lines.append((number, line))
     return lines
 
