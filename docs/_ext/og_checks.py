@@ -35,8 +35,9 @@ WIDE_DOCSTRINGS = frozenset(
     {"onnx_gather._nodes.run_node", "onnx_gather.integrations.onnx2torch.flatten"}
 )
 
-#: The primary sidebar of a built page (pydata-sphinx-theme), up to the article.
-_SIDEBAR = re.compile(r'<div[^>]*class="bd-sidebar-primary[^"]*"(.*?)<main', re.S)
+#: A navigation block of a built page's sidebar (pydata-sphinx-theme's "Section
+#: Navigation", or ours), up to its end.
+_SIDEBAR_NAV = re.compile(r'<nav class="bd-docs-nav[^"]*"(.*?)</nav>', re.S)
 
 
 def _check_code_width(app: Sphinx, doctree: nodes.document, docname: str) -> None:
@@ -81,8 +82,8 @@ def _check_sidebars(app: Sphinx, exception: Exception | None) -> None:
         page = out / app.builder.get_target_uri(docname)
         if not page.is_file():
             continue
-        sidebar = _SIDEBAR.search(page.read_text(encoding="utf-8"))
-        if sidebar is not None and "<a " not in sidebar.group(1):
+        navs = _SIDEBAR_NAV.findall(page.read_text(encoding="utf-8"))
+        if any("<a " not in nav for nav in navs):
             LOGGER.warning(
                 "the page's navigation sidebar is empty",
                 location=docname,
