@@ -36,7 +36,7 @@ root_doc = "index"
 # programs.md is the generator's output, without a title: programs-page.md includes it.
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "campaign", "programs.md"]
 
-# MyST: anchors for headings (links like page.md#a-heading), ::: fences, $ math.
+# MyST: anchors for headings (links like page.md#a-heading), ::: fences.
 myst_heading_anchors = 3
 myst_enable_extensions = ["colon_fence", "deflist"]
 
