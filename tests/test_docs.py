@@ -1,12 +1,18 @@
-"""The README's examples and the public docstrings' examples run and print what they say."""
+"""The README's, the site's and the docstrings' examples run, print what they say, and fit.
+
+Each ``>>>`` block runs alone in a fresh namespace, as a user who pastes it runs it: a block
+that uses ``og`` or ``np`` must import them itself.
+"""
 
 from __future__ import annotations
 
 import doctest
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import onnx_gather
@@ -42,10 +48,17 @@ def _example(block: str, page: Path | None = None) -> Any:
 
 
 def _run_doctest(block: str, name: str, path: Path) -> int:
-    globs = {"np": __import__("numpy"), "og": onnx_gather}
+    """Run ``block`` in a namespace of its own, with nothing imported for it."""
+    globs: dict[str, Any] = {"__name__": "__pasted__"}
     test = doctest.DocTestParser().get_doctest(block, globs, name, str(path), 0)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    runner.run(test)
+    with warnings.catch_warnings():
+        # Importing inductor (an example's torch.compile) imports torch.utils.mkldnn, which
+        # warns about TorchScript: printed once to a user, not an error.
+        warnings.filterwarnings("ignore", "`torch.jit.script_method` is deprecated")
+        # Kept, not cleared: torch.compile holds the example's globals in weak references
+        # that clearing them breaks at exit.
+        runner.run(test, clear_globs=False)
     return runner.failures
 
 
@@ -82,3 +95,86 @@ def test_readme_is_a_landing_page() -> None:
     for link in links:
         assert not link.startswith(("http:", "https:")), link
         assert (ROOT / link).exists(), link
+
+
+#: The widest code line a page may show: the site's code box holds about 84 characters,
+#: a terminal 80. Long error messages wrap: doctest's NORMALIZE_WHITESPACE reads a line
+#: break as a space.
+WIDTH = 79
+
+
+def _code_lines(path: Path) -> list[tuple[int, str]]:
+    """Every line of ``path``'s fenced code blocks, with its line number.
+
+    A fence of a directive (```{toctree}, ```{eval-rst}) holds no code: it is skipped.
+    """
+    lines, fence = [], None
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        stripped = line.strip()
+        if fence is None and stripped.startswith("```"):
+            fence = "code" if not stripped[3:].startswith("{") else "directive"
+        elif fence is not None and stripped == "```":
+            fence = None
+        elif fence == "code":
+            lines.append((number, line))
+    return lines
+
+
+@pytest.mark.backend("numpy")  # reads files: the same in every run
+@pytest.mark.parametrize("path", [README, *PAGES], ids=lambda p: str(p.relative_to(ROOT)))
+def test_code_lines_fit_the_code_box(path: Path) -> None:
+    """Every line of every code block (examples, outputs, errors, commands) fits."""
+    wide = [f"{path.name}:{n}: {len(line)}" for n, line in _code_lines(path) if len(line) > WIDTH]
+    assert not wide, f"code lines wider than {WIDTH} characters: {wide}"
+
+
+@pytest.mark.backend("numpy")
+def test_examples_import_what_they_use() -> None:
+    """The namespace is empty: a block that forgets ``import onnx_gather as og`` fails.
+
+    (The check the examples' runs make; here shown on a block that uses ``og`` unimported.)
+    """
+    block = ">>> og.gather([1, 2], 0)\n1\n"
+    assert _run_doctest(block, "unimported", ROOT) == 1
+
+
+@pytest.mark.backend("numpy")
+def test_changelog_has_one_section_per_heading() -> None:
+    """The version being made (the topmost) has each heading (Added, Changed, ...) once."""
+    text = (ROOT / "CHANGELOG.md").read_text()
+    top = text.split("\n## ")[1]
+    headings = re.findall(r"^### (.+)$", top, flags=re.M)
+    assert headings
+    assert len(headings) == len(set(headings)), headings
+
+
+@pytest.mark.backend("numpy")
+def test_first_run_prints_one_row_per_example(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m onnx_gather``: a row per example, a column per library, skips explained.
+
+    A second library that holds no int64 (as JAX without x64) stands beside NumPy.
+    """
+    import dataclasses
+
+    from onnx_gather import __main__
+    from onnx_gather._conformance.libraries import installed
+    from onnx_gather._examples import EXAMPLES
+
+    numpy_lib = installed(["numpy"])[0]
+    narrow = dataclasses.replace(numpy_lib, name="narrow", holds=numpy_lib.holds - {"int64"})
+    monkeypatch.setattr(__main__, "installed", lambda names: [numpy_lib, narrow])
+    assert __main__.main([]) == 0
+    out = capsys.readouterr().out
+    header = out.splitlines()[0].split()
+    assert header[:3] == ["example", "numpy", "narrow"]
+    rows = [line for line in out.splitlines() if line.split(" ")[0] in {"Gather", "GatherND"}]
+    assert rows
+    assert all(line.count("pass") + line.count("skip") == 2 for line in rows)
+    ints = sum(e.data.dtype == np.int64 for e in EXAMPLES)
+    assert ints > 0
+    assert out.count("skip (1)") == ints
+    assert f"(1) narrow, int64 data: the library has no arrays of it: {ints} examples" in out
+    assert f"{len(EXAMPLES)} examples: {2 * len(EXAMPLES) - ints} passed, 0 failed, " in out
+    assert f"{ints} skipped (2 backends: numpy, narrow)" in out

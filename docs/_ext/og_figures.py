@@ -1,8 +1,9 @@
 """Sphinx extension: draw the operator figures of ``docs/operators/`` from onnx_gather itself.
 
 Each figure runs the library on small NumPy arrays and draws what it returned, so a figure
-cannot disagree with the code. The PNGs go to ``_static/figures/`` (git-ignored) when the
-builder starts, before any page is read.
+cannot disagree with the code. The SVGs go to ``_static/figures/`` (git-ignored) when the
+builder starts, before any page is read: vector drawings, sharp at any zoom, each drawn at
+the size it is shown (about 40 px a cell).
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Rectangle
+from matplotlib.path import Path as ArrowPath
 from sphinx.util import logging
 
 import onnx_gather as og
@@ -29,9 +32,10 @@ LOGGER = logging.getLogger(__name__)
 
 #: Where a figure is drawn, relative to the Sphinx source folder.
 FIGURES = Path("_static") / "figures"
-#: Figure size (inches) and resolution: small enough to sit beside the text.
-SIZE = (5.0, 2.5)
-DPI = 100
+#: Inches per cell: a cell is drawn 0.42 in (30 pt, 40 CSS px) wide, which holds a
+#: number of four characters at FONT points.
+CELL = 0.42
+FONT = 10
 #: Colours for the groups of cells that belong together (an update and its target, a
 #: data cell and the output cells that read it). Light, so the numbers stay readable.
 PALETTE = [
@@ -41,9 +45,18 @@ PALETTE = [
 #: A cell the operator does not touch, and one that holds no data value (a zero fill).
 PLAIN = "#ffffff"
 EMPTY = "#d9d9d9"
-#: Space between two panels and above a panel (its label), in cells.
-GAP = 1.1
-LABEL = 0.55
+#: Space between two panels (arrows run down it) and above a panel (its label), in cells.
+GAP = 1.3
+LABEL = 0.6
+#: The top band of a row, where arrows run along it (from ALONG to BAND below its top
+#: edge), and where an arrow's head stops, in cells: all above the cell's number, which
+#: is centred (a 10-point digit spans about 0.38 to 0.62 of the cell).
+ALONG = 0.07
+BAND = 0.24
+HEAD = 0.3
+#: The width of one character of the title (monospace) and of the note, in cells.
+MONO = 0.2
+SANS = 0.17
 
 Cell = tuple[int, int]
 
@@ -111,68 +124,112 @@ def _panel(
 def _draw(
     title: str, panels: Sequence[_Panel], arrows: Sequence[_Arrow] = (), note: str = ""
 ) -> bytes:
-    """Lay the panels out left to right, top-aligned, draw the arrows; the PNG's bytes."""
+    """Lay the panels out left to right, top-aligned, draw the arrows; the SVG's bytes."""
     x = 0.0
     for panel in panels:
         panel.x = x
         x += panel.shape[1] + GAP
     width = x - GAP
-    height = max(panel.shape[0] for panel in panels)
-
-    # A bare Figure, not pyplot: it draws with Agg whatever the display, and keeps no
-    # global state between figures (nothing to close, nothing shared with other code).
-    fig = Figure(figsize=SIZE, dpi=DPI)
-    ax = fig.add_subplot()
+    # The title (monospace) and the note may be wider than the panels: the figure is as
+    # wide as the widest, the panels centred under the title.
+    text_width = max(len(title) * MONO, len(note) * SANS)
+    shift = max(0.0, (text_width - width) / 2)
     for panel in panels:
-        rows, cols = panel.shape
-        ax.text(panel.x + cols / 2, -LABEL / 2, panel.label, ha="center", va="center", fontsize=8)
-        for r in range(rows):
-            for c in range(cols):
-                ax.add_patch(
-                    Rectangle(
-                        (panel.x + c, r),
-                        1,
-                        1,
-                        facecolor=panel.colours[r][c],
-                        edgecolor="#555555",
-                        linewidth=0.6,
-                        hatch="///" if (r, c) in panel.hatched else None,
-                    )
-                )
-                text = panel.text[r][c]
-                size = 8 if len(text) <= 3 else 6.5
-                ax.text(panel.x + c + 0.5, r + 0.5, text, ha="center", va="center", fontsize=size)
-
-    for arrow in arrows:
-        (p0, (r0, c0)), (p1, (r1, c1)) = arrow.start, arrow.end
-        # From the right edge of the source cell to the left edge of the target cell,
-        # slightly curved so that parallel arrows to one row stay apart.
-        ax.add_patch(
-            FancyArrowPatch(
-                (panels[p0].x + c0 + 0.85, r0 + 0.5),
-                (panels[p1].x + c1 + 0.15, r1 + 0.5),
-                arrowstyle="-|>",
-                mutation_scale=7,
-                connectionstyle="arc3,rad=-0.15",
-                color="#999999" if arrow.loser else "#222222",
-                linestyle=(0, (2, 2)) if arrow.loser else "-",
-                linewidth=0.8,
-                zorder=3,
-            )
-        )
-
-    ax.set_title(title, fontsize=8.5, family="monospace")
-    if note:
-        ax.text(width / 2, height + 0.35, note, ha="center", va="top", fontsize=7, color="#333333")
-    ax.set_xlim(-0.2, width + 0.2)
-    ax.set_ylim(height + (0.9 if note else 0.2), -LABEL - 0.2)  # (rows grow downwards)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    fig.tight_layout(pad=0.3)
-    buffer = io.BytesIO()
-    # No "Software" metadata: the same figure gives the same bytes (see _write).
-    fig.savefig(buffer, format="png", metadata={"Software": None})
+        panel.x += shift
+    width += 2 * shift
+    height = max(panel.shape[0] for panel in panels)
+    top = LABEL + 0.75  # the title and the panels' labels
+    bottom = 0.75 if note else 0.2
+    # A bare Figure, not pyplot: it draws whatever the display, and keeps no global state
+    # between figures. The hash salt fixes the SVG's ids: the same figure, the same bytes.
+    with matplotlib.rc_context({"svg.hashsalt": "og_figures", "svg.fonttype": "path"}):
+        fig = Figure(figsize=((width + 0.4) * CELL, (height + top + bottom) * CELL))
+        ax = fig.add_axes((0.0, 0.0, 1.0, 1.0))
+        for panel in panels:
+            _draw_panel(ax, panel)
+        for arrow in arrows:
+            _draw_arrow(ax, panels, arrow, arrows)
+        ax.text(width / 2, -LABEL - 0.45, title, ha="center", va="center", fontsize=FONT,
+                family="monospace")  # fmt: skip
+        if note:
+            ax.text(width / 2, height + 0.4, note, ha="center", va="center",
+                    fontsize=FONT - 1, color="#333333")  # fmt: skip
+        ax.set_xlim(-0.2, width + 0.2)
+        ax.set_ylim(height + bottom, -top)  # (rows grow downwards)
+        ax.axis("off")
+        buffer = io.BytesIO()
+        # No date in the file: the same figure gives the same bytes (see _write).
+        fig.savefig(buffer, format="svg", metadata={"Date": None})
     return buffer.getvalue()
+
+
+def _draw_panel(ax: Any, panel: _Panel) -> None:
+    rows, cols = panel.shape
+    ax.text(panel.x + cols / 2, -LABEL / 2, panel.label, ha="center", va="center",
+            fontsize=FONT - 1, color="#333333")  # fmt: skip
+    for r in range(rows):
+        for c in range(cols):
+            ax.add_patch(
+                Rectangle(
+                    (panel.x + c, r),
+                    1,
+                    1,
+                    facecolor=panel.colours[r][c],
+                    edgecolor="#555555",
+                    linewidth=0.8,
+                    hatch="///" if (r, c) in panel.hatched else None,
+                )
+            )
+            text = panel.text[r][c]
+            size = FONT - max(0, min(2, len(text) - 3))
+            ax.text(panel.x + c + 0.5, r + 0.5, text, ha="center", va="center", fontsize=size)
+
+
+def _lane(arrow: _Arrow, arrows: Sequence[_Arrow], end: str) -> float:
+    """How far below its row's top edge ``arrow`` runs along the row of its ``end``.
+
+    Arrows that leave (or enter) one row each get a lane of their own, all of them in
+    the top band of the row, above the cells' numbers.
+    """
+    panel, (row, _) = getattr(arrow, end)
+    same = [a for a in arrows if getattr(a, end)[0] == panel and getattr(a, end)[1][0] == row]
+    return ALONG + (BAND - ALONG) * (same.index(arrow) / max(1, len(same) - 1))
+
+
+def _draw_arrow(ax: Any, panels: Sequence[_Panel], arrow: _Arrow, arrows: Sequence[_Arrow]) -> None:
+    """An arrow that runs around cells, never across a number.
+
+    It starts at a dot in the top band of its update's cell, runs right along that band
+    to the gap before the target's panel (each arrow down a lane of its own), along the
+    top band of the target's row, and ends just inside the target cell, above its number.
+    """
+    (p0, (r0, c0)), (p1, (r1, c1)) = arrow.start, arrow.end
+    source, target = panels[p0], panels[p1]
+    colour = "#9a9a9a" if arrow.loser else "#222222"
+    start = (source.x + c0 + 0.5, r0 + _lane(arrow, arrows, "start"))
+    gap = target.x - GAP + GAP * (arrows.index(arrow) + 1) / (len(arrows) + 1)
+    # Arrows into one cell end side by side.
+    into = [a for a in arrows if a.end == arrow.end]
+    spread = 0.0 if len(into) == 1 else (into.index(arrow) / (len(into) - 1) - 0.5) * 0.4
+    end_x = target.x + c1 + 0.5 + spread
+    along = r1 + _lane(arrow, arrows, "end")
+    path = ArrowPath(
+        [start, (gap, start[1]), (gap, along), (end_x, along), (end_x, r1 + HEAD)],
+        [ArrowPath.MOVETO] + [ArrowPath.LINETO] * 4,
+    )
+    style = (0, (2, 2)) if arrow.loser else "-"
+    ax.add_patch(
+        FancyArrowPatch(
+            path=path,
+            arrowstyle="-|>",
+            mutation_scale=9,
+            color=colour,
+            linestyle=style,
+            linewidth=1.0,
+            zorder=3,
+        )
+    )
+    ax.plot(*start, marker="o", markersize=3, color=colour, zorder=3)
 
 
 def _colour_of(groups: Sequence[Any]) -> dict[Any, str]:
@@ -343,14 +400,20 @@ def _one_per_slice(arrows: list[_Arrow]) -> list[_Arrow]:
     """Where a whole slice moves (a row of ScatterND), one arrow for it, not one per cell.
 
     Eight parallel arrows hide the picture; the colours already pair the cells. The one
-    arrow runs from the slice's last update to its leftmost target.
+    arrow runs from the slice's last update to its leftmost target. A slice whose targets
+    are not side by side in one row (a circular TensorScatter that wraps around) keeps an
+    arrow per cell: where it lands is the point of the figure.
     """
     by_colour: dict[str, list[_Arrow]] = {}
     for arrow in arrows:
         by_colour.setdefault(arrow.colour, []).append(arrow)
     kept = []
     for group in by_colour.values():
-        if len(group) == 1 or any(arrow.loser for arrow in group):
+        ends = [arrow.end for arrow in group]
+        rows = {row for _, (row, _) in ends}
+        columns = [column for _, (_, column) in ends]
+        side_by_side = len(rows) == 1 and columns == list(range(columns[0], columns[0] + len(ends)))
+        if len(group) == 1 or any(arrow.loser for arrow in group) or not side_by_side:
             kept.extend(group)
             continue
         leftmost = min(group, key=lambda arrow: arrow.end[1][1])
@@ -406,18 +469,46 @@ def _gather_elements_axis1() -> bytes:
     )
 
 
+def _gather_nd_elements() -> bytes:
+    data = np.arange(12).reshape(3, 4)
+    indices = np.array([[0, 1], [2, -1]])
+    return _gather_figure(
+        "og.gather_nd(data, [[0, 1], [2, -1]])",
+        data,
+        indices,
+        lambda d: og.gather_nd(d, indices),
+        index_cells=lambda cell: (cell[0], 0),
+        tuples=True,
+        note="each tuple (row, column) picks one element; -1 is the last column",
+    )
+
+
+def _gather_nd_rows() -> bytes:
+    data = np.arange(12).reshape(3, 4)
+    indices = np.array([[2], [0]])
+    return _gather_figure(
+        "og.gather_nd(data, [[2], [0]])",
+        data,
+        indices,
+        lambda d: og.gather_nd(d, indices),
+        index_cells=lambda cell: (cell[0], 0),
+        tuples=True,
+        group=lambda cell: cell[0],
+        note="a tuple of one coordinate picks a whole row",
+    )
+
+
 def _gather_nd_batch() -> bytes:
     data = np.arange(12).reshape(3, 4)
-    indices = np.array([[[3], [0]], [[1], [-1]], [[2], [2]]])
+    indices = np.array([[2], [0], [-1]])
     return _gather_figure(
-        "og.gather_nd(data, indices, batch_dims=1)",
+        "og.gather_nd(data, [[2], [0], [-1]], batch_dims=1)",
         data,
         indices,
         lambda d: og.gather_nd(d, indices, batch_dims=1),
-        index_cells=lambda cell: cell,
+        index_cells=lambda cell: (cell[0], 0),
         tuples=True,
-        group=lambda cell: cell[0],
-        note="batch b reads only row b of data",
+        note="batch entry b reads only row b of data",
     )
 
 
@@ -516,11 +607,13 @@ def _openvino_gather8() -> bytes:
     )
 
 
-#: Every figure, by its file name (without .png).
+#: Every figure, by its file name (without .svg).
 DRAWINGS: dict[str, Callable[[], bytes]] = {
     "gather_axis0": _gather_axis0,
     "gather_axis1_negative": _gather_axis1_negative,
     "gather_elements_axis1": _gather_elements_axis1,
+    "gather_nd_elements": _gather_nd_elements,
+    "gather_nd_rows": _gather_nd_rows,
     "gather_nd_batch_dims": _gather_nd_batch,
     "scatter_elements_duplicates": _scatter_elements_none,
     "scatter_elements_add": _scatter_elements_add,
@@ -542,8 +635,12 @@ def draw_figures(folder: Path) -> float:
     start = time.perf_counter()
     folder.mkdir(parents=True, exist_ok=True)
     _write(folder / ".gitignore", b"*\n")
+    drawn = {f"{name}.svg" for name in DRAWINGS} | {".gitignore"}
+    for stale in folder.iterdir():  # a figure renamed or removed: not copied to the site
+        if stale.name not in drawn:
+            stale.unlink()
     for name, drawing in DRAWINGS.items():
-        _write(folder / f"{name}.png", drawing())
+        _write(folder / f"{name}.svg", drawing())
     return time.perf_counter() - start
 
 

@@ -82,6 +82,13 @@ def gather(
     ValueError
         ``opset`` is below 1, ``axis`` is out of range, or ``data`` is 0-d.
 
+    See Also
+    --------
+    gather_elements : One element per index, along one axis.
+    gather_nd : Index tuples that address the leading dims of ``data``.
+    onnx_gather.openvino.gather : OpenVINO's Gather-7/8 (zeros for a bad index).
+    numpy.take, torch.index_select, jax.numpy.take : The closest native calls.
+
     Notes
     -----
     Gradients flow to ``data`` (PyTorch autograd and ``torch.func``, ``jax.grad``): the
@@ -147,6 +154,14 @@ def gather_elements(
     ValueError
         ``opset`` below 11, ``axis`` out of range, 0-d ``data``, ranks that differ, or an
         indices dimension off the axis larger than ``data``'s.
+
+    See Also
+    --------
+    gather : Whole slices along ``axis``, one per index.
+    scatter_elements : The inverse: write each update where its index says.
+    onnx_gather.openvino.gather_elements : OpenVINO's GatherElements-6.
+    numpy.take_along_axis, torch.gather, jax.numpy.take_along_axis : The closest
+        native calls (they broadcast indices; torch.gather refuses negatives).
 
     Notes
     -----
@@ -215,6 +230,13 @@ def gather_nd(
         ``opset`` below 11; 0-d ``data`` or ``indices``; ``batch_dims`` non-zero before
         version 12, negative, or not below both ranks; batch dims that differ; or
         ``indices.shape[-1]`` outside ``[1, r - b]``.
+
+    See Also
+    --------
+    gather : Slices along one axis.
+    scatter_nd : The inverse: write updates at index tuples.
+    onnx_gather.openvino.gather_nd : OpenVINO's GatherND-5/8.
+    numpy.ndarray.__getitem__ : Advanced indexing, ``data[tuple(indices.T)]``.
 
     Notes
     -----
@@ -321,6 +343,15 @@ def scatter_elements(
         range, 0-d ``data``, ranks that differ, ``updates`` of another shape than
         ``indices``, or an indices dimension off the axis larger than ``data``'s.
 
+    See Also
+    --------
+    gather_elements : The matching gather.
+    scatter_nd : Updates at index tuples.
+    scatter : The deprecated Scatter-9/11, the same rule.
+    onnx_gather.openvino.scatter_elements_update : OpenVINO's version.
+    numpy.put_along_axis, torch.Tensor.scatter, torch.Tensor.scatter_reduce : The
+        closest native calls (JAX: ``x.at[...].set``).
+
     Notes
     -----
     {notes}
@@ -337,7 +368,8 @@ def scatter_elements(
     >>> import onnx_gather as og
     >>> og.scatter_elements(np.zeros(3), [2, 0, 2], np.array([1.0, 2.0, 3.0]))
     array([2., 0., 3.])
-    >>> og.scatter_elements(np.zeros(3), [2, 0, 2], np.array([1.0, 2.0, 3.0]), reduction="add")
+    >>> og.scatter_elements(np.zeros(3), [2, 0, 2], np.array([1.0, 2.0, 3.0]),
+    ...                     reduction="add")
     array([2., 0., 4.])
     """
     return run(
@@ -411,6 +443,15 @@ def scatter_nd(
         ``indices``, ``indices.shape[-1]`` above ``r``, or ``updates`` of the wrong
         shape.
 
+    See Also
+    --------
+    gather_nd : The matching gather.
+    scatter_elements : One update per index, along one axis.
+    tensor_scatter : A key/value cache write, per batch entry.
+    onnx_gather.openvino.scatter_nd_update : OpenVINO's ScatterNDUpdate-3/15.
+    torch.Tensor.index_put_ : The closest native call (NumPy: ``data[tuple(indices.T)] =
+        updates``; JAX: ``x.at[...].set``).
+
     Notes
     -----
     {notes}
@@ -422,11 +463,13 @@ def scatter_nd(
     >>> import numpy as np
     >>> import onnx_gather as og
     >>> cache = np.zeros((2, 4, 3), np.float32)
-    >>> _ = og.scatter_nd(cache, [[0, 1], [1, 1]], np.ones((2, 3), np.float32), out=cache)
+    >>> new = np.ones((2, 3), np.float32)
+    >>> _ = og.scatter_nd(cache, [[0, 1], [1, 1]], new, out=cache)
     >>> cache[:, 1]
     array([[1., 1., 1.],
            [1., 1., 1.]], dtype=float32)
-    >>> og.scatter_nd(np.zeros(4, np.int64), [[1], [1], [3]], np.array([5, 6, 7]), reduction="add")
+    >>> og.scatter_nd(np.zeros(4, np.int64), [[1], [1], [3]], np.array([5, 6, 7]),
+    ...               reduction="add")
     array([ 0, 11,  0,  7])
     """
     return run(_ops.SCATTER_ND, opset, (data, indices, updates), (reduction,), check_bounds, out)
@@ -481,11 +524,16 @@ def scatter(
     IndexError, TypeError, ValueError
         As for :func:`scatter_elements` (bfloat16 data is a TypeError at every version).
 
+    See Also
+    --------
+    scatter_elements : The operator that replaced Scatter in opset 11.
+
     Examples
     --------
     >>> import numpy as np
     >>> import onnx_gather as og
-    >>> og.scatter(np.zeros((1, 5)), [[1, 3]], np.array([[1.1, 2.1]]), axis=1, opset=9)
+    >>> og.scatter(np.zeros((1, 5)), [[1, 3]], np.array([[1.1, 2.1]]), axis=1,
+    ...            opset=9)
     array([[0. , 1.1, 0. , 2.1, 0. ]])
     >>> og.scatter(np.zeros(3), [2, -3, 2], np.array([1.0, 2.0, 3.0]))
     array([2., 0., 3.])
@@ -566,6 +614,12 @@ def tensor_scatter(
         rank < 2, an ``update`` of another rank, other dims off the axis or longer along
         it, ``write_indices`` of another shape than ``(batch,)``.
 
+    See Also
+    --------
+    scatter_nd : Updates at any index tuples.
+    torch.Tensor.index_copy_ : The closest native call (NumPy: slice assignment;
+        JAX: ``jax.lax.dynamic_update_slice``).
+
     Notes
     -----
     The positions of one batch entry are distinct (the update is no longer than the
@@ -584,7 +638,8 @@ def tensor_scatter(
     >>> cache[:, 0, :, 0]
     array([[0., 0., 0., 1.],
            [0., 1., 0., 0.]], dtype=float32)
-    >>> og.tensor_scatter(np.zeros((1, 3)), np.array([[7.0, 8.0]]), [2], axis=1, mode="circular")
+    >>> og.tensor_scatter(np.zeros((1, 3)), np.array([[7.0, 8.0]]), [2], axis=1,
+    ...                   mode="circular")
     array([[8., 0., 7.]])
     """
     if write_indices is None:  # (a Python list: a constant under torch.compile too)

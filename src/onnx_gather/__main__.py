@@ -19,8 +19,9 @@ from onnx_gather._examples import EXAMPLES, Example
 from onnx_gather._ops import call
 
 _DESCRIPTION = """\
-Run the specs' examples on every installed array library: prints a table of library x
-example with pass/fail and the result, and exits non-zero if any example fails.
+Run the specs' examples on every installed array library: prints a table of one row per
+example and one column per library (pass, FAIL, or skip with the reason), and exits
+non-zero if any example fails.
 
 'python -m onnx_gather check' runs the official ONNX test cases and a short property
 campaign against the loop oracle on every installed library instead. It needs hypothesis
@@ -35,13 +36,25 @@ def _call(example: Example, arrays: tuple[Any, ...]) -> Any:
 def run_examples(names: list[str] | None = None) -> int:
     """Run every example on the libraries ``names`` (default: every installed one).
 
-    Prints the table; returns the number of failures.
+    Prints one row per example and one column per library (pass, FAIL, or skip with a
+    note saying why), then each failure's output and a summary that counts the skips;
+    returns the number of failures.
     """
     libraries = installed(names)
-    rows, failures = [], 0
+    rows: list[tuple[str, ...]] = []
+    notes: dict[str, int] = {}  # a skip's reason -> its note number
+    skipped: dict[str, int] = {}  # a skip's reason -> how many cells it skipped
+    failed: list[str] = []
+    passed = 0
     for example in EXAMPLES:
+        cells = []
         for lib in libraries:
-            if type_name(example.data.dtype) not in lib.holds:
+            dtype = type_name(example.data.dtype)
+            if dtype not in lib.holds:
+                reason = _skip_reason(lib, dtype)
+                number = notes.setdefault(reason, len(notes) + 1)
+                skipped[reason] = skipped.get(reason, 0) + 1
+                cells.append(f"skip ({number})")
                 continue
             try:
                 result = lib.to_numpy(
@@ -50,31 +63,60 @@ def run_examples(names: list[str] | None = None) -> int:
                 ok = result.shape == example.expected.shape and np.array_equal(
                     result, example.expected
                 )
-                shown = np.array2string(result, separator=",").replace("\n", "")
+                shown = _shown(result)
             except Exception as exc:
                 ok, shown = False, f"{type(exc).__name__}: {exc}"
-            failures += not ok
-            rows.append((lib.name, example.name, "pass" if ok else "FAIL", shown))
-    _print_table(("backend", "example", "result", "output"), rows)
+            passed += ok
+            if not ok:
+                failed.append(f"{example.name} on {lib.name}: {shown}")
+            cells.append("pass" if ok else "FAIL")
+        rows.append((example.name, *cells, _shown(example.expected)))
+    _print_table(("example", *(lib.name for lib in libraries), "expected result"), rows)
+    if notes:
+        print()
+        for reason, number in notes.items():
+            print(f"({number}) {reason}: {skipped[reason]} examples skipped")
+    if failed:
+        print("\nFailed:")
+        for line in failed:
+            print(f"  {line}")
     listed = ", ".join(lib.name for lib in libraries)
     print(
-        f"\n{len(rows) - failures} passed, {failures} failed ({len(libraries)} backends: {listed})"
+        f"\n{len(EXAMPLES)} examples: {passed} passed, {len(failed)} failed, "
+        f"{sum(skipped.values())} skipped ({len(libraries)} backends: {listed})"
     )
-    return failures
+    return len(failed)
+
+
+def _shown(result: np.ndarray) -> str:
+    """An array on one line, as NumPy prints it."""
+    return " ".join(np.array2string(np.asarray(result), separator=",").split())
+
+
+def _skip_reason(lib: Any, dtype: str) -> str:
+    """Why ``lib`` cannot run an example of ``dtype`` data."""
+    if lib.name == "jax" and dtype in {"int64", "uint64", "float64", "complex128"}:
+        return (
+            f"jax, {dtype} data: JAX runs without x64 here and would narrow it "
+            "(JAX_ENABLE_X64=1 runs them)"
+        )
+    if dtype == "bfloat16":
+        return f"{lib.name}, bfloat16 data: needs ml_dtypes (the bfloat16 extra)"
+    return f"{lib.name}, {dtype} data: the library has no arrays of it"
 
 
 def _print_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    widths[-1] = min(widths[-1], 70)
+    widths[-1] = min(widths[-1], 32)
     line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))
-    print(line)
+    print(line.rstrip())
     print("  ".join("-" * w for w in widths))
     for row in rows:
         cells = [
             str(c) if len(str(c)) <= w else str(c)[: w - 3] + "..."
             for c, w in zip(row, widths, strict=True)
         ]
-        print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)))
+        print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
 
 
 def main(argv: list[str] | None = None) -> int:

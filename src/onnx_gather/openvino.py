@@ -61,6 +61,11 @@ def gather(data: Any, indices: Any, /, axis: int, *, batch_dims: int = 0, versio
         0-d data, ``axis`` or ``batch_dims`` out of range, ``batch_dims`` above ``axis``,
         batch dims of data and indices that differ, or a ``version`` older than 7.
 
+    See Also
+    --------
+    onnx_gather.gather : ONNX Gather, which raises for a bad index.
+    gather_nd : OpenVINO's GatherND-5/8.
+
     Examples
     --------
     >>> import numpy as np
@@ -113,14 +118,22 @@ def gather_elements(data: Any, indices: Any, /, axis: int, *, check_bounds: bool
         ``axis`` out of range, 0-d ``data``, ranks that differ, or an off-axis dimension
         that differs from ``data``'s.
 
+    See Also
+    --------
+    onnx_gather.gather_elements : ONNX GatherElements (indices may be smaller
+        off the axis).
+    scatter_elements_update : The matching scatter.
+
     Examples
     --------
     >>> import numpy as np
     >>> from onnx_gather import openvino
-    >>> openvino.gather_elements(np.array([[1, 7], [4, 3]]), [[1, 1, 0], [1, 0, 1]], axis=1)
+    >>> data = np.array([[1, 7], [4, 3]])
+    >>> openvino.gather_elements(data, [[1, 1, 0], [1, 0, 1]], axis=1)
     array([[7, 7, 1],
            [3, 4, 3]])
-    >>> openvino.gather_elements(np.array([[10, 11, 12, 13]]), [[-1, -4]], axis=1)
+    >>> openvino.gather_elements(np.array([[10, 11, 12, 13]]), [[-1, -4]],
+    ...                          axis=1)
     array([[13, 10]])
     """
     return run(_ops.OPENVINO_GATHER_ELEMENTS, None, (data, indices), (axis,), check_bounds)
@@ -172,6 +185,11 @@ def gather_nd(
         that differ (OpenVINO's runtime refuses them too), ``k`` out of range, or a
         ``version`` older than 5.
 
+    See Also
+    --------
+    onnx_gather.gather_nd : ONNX GatherND.
+    scatter_nd_update : The matching scatter.
+
     Examples
     --------
     >>> import numpy as np
@@ -182,8 +200,9 @@ def gather_nd(
            [13, 14, 15, 16]])
     >>> openvino.gather_nd(data, [[0, -1], [2, 0]], batch_dims=1)
     array([ 4, 21])
-    >>> openvino.gather_nd(data.reshape(2, 3, 4, 1), [[[1], [0], [2]], [[0], [2], [2]]],
-    ...                    batch_dims=2, version=5)
+    >>> openvino.gather_nd(data.reshape(2, 3, 4, 1),
+    ...                    [[[1], [0], [2]], [[0], [2], [2]]], batch_dims=2,
+    ...                    version=5)
     array([[ 2],
            [ 5],
            [11],
@@ -246,13 +265,19 @@ def scatter_update(
     ValueError
         0-d data, ``axis`` out of range, updates of another shape.
 
+    See Also
+    --------
+    scatter_elements_update, scatter_nd_update : OpenVINO's other scatters.
+    onnx_gather.scatter_elements : The ONNX scatter closest to it.
+
     Examples
     --------
     >>> import numpy as np
     >>> from onnx_gather import openvino
     >>> data = np.array([[-1.0, 1.0, -1.0, 3.0, 4.0], [-1.0, 6.0, -1.0, 8.0, 9.0],
     ...                  [-1.0, 11.0, 1.0, 13.0, 14.0]], dtype=np.float32)
-    >>> openvino.scatter_update(data, [0, 2], np.array([[1, 1], [1, 1], [1, 2]], np.float32), axis=1)
+    >>> updates = np.array([[1, 1], [1, 1], [1, 2]], np.float32)
+    >>> openvino.scatter_update(data, [0, 2], updates, axis=1)
     array([[ 1.,  1.,  1.,  3.,  4.],
            [ 1.,  6.,  1.,  8.,  9.],
            [ 1., 11.,  2., 13., 14.]], dtype=float32)
@@ -337,20 +362,27 @@ def scatter_elements_update(
         ONNX ScatterElements' shape rules; an unknown reduction; a reduction or
         ``use_init_val=False`` at version 3.
 
+    See Also
+    --------
+    onnx_gather.scatter_elements : ONNX ScatterElements.
+    gather_elements : The matching gather.
+
     Examples
     --------
     >>> import numpy as np
     >>> from onnx_gather import openvino
     >>> data = np.array([2, 3, 4, 6], np.float32)
     >>> updates = np.array([10, 20, 30, 40, 70, 60], np.float32)
-    >>> openvino.scatter_elements_update(data, [1, 0, 0, -2, -1, 2], updates, axis=0,
-    ...                                  reduction="sum")
+    >>> openvino.scatter_elements_update(data, [1, 0, 0, -2, -1, 2], updates,
+    ...                                  axis=0, reduction="sum")
     array([ 52.,  13., 104.,  76.], dtype=float32)
-    >>> openvino.scatter_elements_update(data, [1, 0, 0, 2, 3, 2], updates, axis=0,
-    ...                                  reduction="sum", use_init_val=False)
+    >>> openvino.scatter_elements_update(data, [1, 0, 0, 2, 3, 2], updates,
+    ...                                  axis=0, reduction="sum",
+    ...                                  use_init_val=False)
     array([ 50.,  10., 100.,  70.], dtype=float32)
-    >>> openvino.scatter_elements_update(np.array([7, 7]), [0, 0, 1], np.array([1, 2, -10]),
-    ...                                  axis=0, reduction="mean")
+    >>> openvino.scatter_elements_update(np.array([7, 7]), [0, 0, 1],
+    ...                                  np.array([1, 2, -10]), axis=0,
+    ...                                  reduction="mean")
     array([ 3, -2])
     """
     return run(
@@ -420,6 +452,11 @@ def scatter_nd_update(
         take (min and max of complex; any but none of strings).
     ValueError
         ONNX ScatterND's shape rules; an unknown reduction; a reduction at version 3.
+
+    See Also
+    --------
+    onnx_gather.scatter_nd : ONNX ScatterND.
+    gather_nd : The matching gather.
 
     Examples
     --------
