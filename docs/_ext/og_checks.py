@@ -29,12 +29,6 @@ LOGGER = logging.getLogger(__name__)
 #: terminal 80). tests/test_docs.py holds the Markdown sources to the same width.
 WIDTH = 79
 
-#: Docstrings whose examples may still be wider (their modules are outside the docs'
-#: changes of issue 58: wrap them there, then remove them here).
-WIDE_DOCSTRINGS = frozenset(
-    {"onnx_gather._nodes.run_node", "onnx_gather.integrations.onnx2torch.flatten"}
-)
-
 #: A navigation block of a built page's sidebar (pydata-sphinx-theme's "Section
 #: Navigation", or ours), up to its end.
 _SIDEBAR_NAV = re.compile(r'<nav class="bd-docs-nav[^"]*"(.*?)</nav>', re.S)
@@ -45,8 +39,7 @@ def _check_code_width(app: Sphinx, doctree: nodes.document, docname: str) -> Non
         lambda node: isinstance(node, (nodes.literal_block, nodes.doctest_block))
     ):
         wide = [len(line) for line in block.astext().splitlines() if len(line) > WIDTH]
-        source = block.source or ""
-        if wide and not any(source.endswith(f"docstring of {name}") for name in WIDE_DOCSTRINGS):
+        if wide:
             LOGGER.warning(
                 f"code block with {len(wide)} line(s) wider than {WIDTH} characters "
                 f"(widest {max(wide)}): the code box cuts them off",

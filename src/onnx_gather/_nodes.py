@@ -64,8 +64,11 @@ def run_node(
     >>> import numpy as np
     >>> from onnx import helper
     >>> import onnx_gather as og
-    >>> node = helper.make_node("GatherND", ["data", "indices"], ["out"], batch_dims=1)
-    >>> og.run_node(node, np.arange(8).reshape(2, 2, 2), np.array([[1], [0]]))
+    >>> node = helper.make_node(
+    ...     "GatherND", ["data", "indices"], ["out"], batch_dims=1
+    ... )
+    >>> data = np.arange(8).reshape(2, 2, 2)
+    >>> og.run_node(node, data, np.array([[1], [0]]))
     array([[2, 3],
            [4, 5]])
     """

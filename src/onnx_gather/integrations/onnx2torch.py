@@ -167,7 +167,8 @@ def flatten(module: torch.nn.Module) -> torch.fx.GraphModule:
     --------
     >>> from onnx_gather.integrations import onnx2torch as plugin
     >>> plugin.register()  # doctest: +SKIP
-    >>> model = torch.compile(plugin.flatten(onnx2torch.convert(proto)), fullgraph=True)  # doctest: +SKIP
+    >>> module = plugin.flatten(onnx2torch.convert(proto))  # doctest: +SKIP
+    >>> model = torch.compile(module, fullgraph=True)  # doctest: +SKIP
     """
     try:
         graph = _Inliner(inline=True).trace(module)
@@ -226,7 +227,8 @@ class FamilyModule(torch.nn.Module, _export_base()):  # type: ignore[misc]
     --------
     >>> import torch
     >>> from onnx_gather.integrations.onnx2torch import FamilyModule
-    >>> FamilyModule("gather_elements", 13, {"axis": 1})(torch.tensor([[1, 2]]), torch.tensor([[-1, 0]]))
+    >>> call = FamilyModule("gather_elements", 13, {"axis": 1})
+    >>> call(torch.tensor([[1, 2]]), torch.tensor([[-1, 0]]))
     tensor([[2, 1]])
     """
 
