@@ -56,6 +56,14 @@ OLDEST_SKIPS = {
 }  # fmt: skip
 
 
+#: pytest spread over the machine's cores (pytest-xdist, one worker process per core, at
+#: most 4: each imports its frameworks), unless ONNX_GATHER_WORKERS says how many ("0":
+#: in this process). Each worker runs its own share in its own order, so a test that
+#: passed only after another fails here too.
+PYTEST = (
+    "pytest", "-n", os.environ.get("ONNX_GATHER_WORKERS", str(min(os.cpu_count() or 1, 4))),
+)  # fmt: skip
+
 #: Each session run, with its time (installs included, the new virtualenv's not).
 _TIMES: list[tuple[str, float]] = []
 
@@ -112,7 +120,7 @@ def tests(session: nox.Session, backend: str) -> None:
         # The fixture fails the run if this backend cannot be imported: never a green skip.
         # The compiled kernel is optional at build time: here its absence is a failure.
         session.run(
-            "pytest",
+            *PYTEST,
             *([f"--ignore={PROPERTIES}"] if n else []),
             *session.posargs,
             env={
@@ -145,7 +153,7 @@ def oldest(session: nox.Session, backend: str) -> None:
     skips = [f"--ignore={path}" for path in (PROPERTIES, *OLDEST_SKIPS.get(backend, []))]
     for env in OLDEST_VARIANTS.get(backend, VARIANTS.get(backend, [{}])):
         session.run(
-            "pytest",
+            *PYTEST,
             *skips,
             *session.posargs,
             env={"ONNX_GATHER_BACKENDS": backend, "ONNX_GATHER_EXPECT_KERNEL": "built", **env},
@@ -165,7 +173,7 @@ def conformance(session: nox.Session, backend: str) -> None:
     examples = os.environ.get("ONNX_GATHER_EXAMPLES", "300")
     for env in VARIANTS.get(backend, [{}]):
         session.run(
-            "pytest",
+            *PYTEST,
             "tests/test_onnx_node_cases.py",
             "tests/test_properties.py",
             *session.posargs,
@@ -231,7 +239,7 @@ def replay(session: nox.Session) -> None:
     session.install("-e", ".[test]", "onnxscript")
     for env in VARIANTS["jax"]:  # JAX with and without x64 (int64 shape tensors need it)
         session.run(
-            "pytest",
+            *PYTEST,
             "tests/test_torch_replay.py",
             "tests/test_torch_replay_dynamo.py",
             "tests/test_openvino_runtime.py",
@@ -272,7 +280,7 @@ def converters(session: nox.Session) -> None:
         "JAX_ENABLE_X64": "1",
     }
     session.run(
-        "pytest", "tests/test_torch_onnx2torch.py", "tests/test_jax_jaxonnxruntime.py",
+        *PYTEST, "tests/test_torch_onnx2torch.py", "tests/test_jax_jaxonnxruntime.py",
         "tests/test_torch_onnx_export.py", "tests/test_jax_jax2onnx.py", *session.posargs,
         env=env,
     )  # fmt: skip
@@ -300,7 +308,7 @@ def no_compiler(session: nox.Session) -> None:
     session.install("--force-reinstall", "--no-deps", package, env=no_cc)
     session.install(package, env=no_cc)  # the test extra's dependencies
     session.run(
-        "pytest",
+        *PYTEST,
         "tests/test_compiled_kernel.py",
         "tests/test_cases.py",
         "tests/test_api.py",
@@ -324,7 +332,7 @@ def triton_interpreter(session: nox.Session) -> None:
     session.install("--no-deps", "triton==3.9.0")
     session.install("-e", ".[test]")
     session.run(
-        "pytest",
+        *PYTEST,
         "tests/test_torch_triton.py",
         *session.posargs,
         # ONNX_GATHER_TOOLS: the module runs only where it names triton, and there a triton

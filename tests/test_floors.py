@@ -24,7 +24,7 @@ NAME = canonicalize_name(PROJECT["name"])
 # a call of the library: the oldest session takes their newest releases that fit the runtime
 # pins (the docs extra pins its own: nox -s docs).
 TOOLS = {
-    "pytest", "hypothesis", "onnx", "onnxruntime", "openvino", "matplotlib",
+    "pytest", "pytest-xdist", "hypothesis", "onnx", "onnxruntime", "openvino", "matplotlib",
     "sphinx", "pydata-sphinx-theme", "myst-parser", "numpydoc",
     "onnxscript", "jax2onnx",  # (the export extra: exporters, which nox -s converters runs)
 }  # fmt: skip
