@@ -125,14 +125,14 @@ def _zeros(data: da.Array, shape: tuple[int, ...]) -> da.Array:
     return da.zeros_like(data, shape=shape, chunks=-1 if data.dtype == object else "auto")
 
 
-def _counted_tuples(indices: Array, plan: Plan, data: da.Array) -> da.Array:
+def _counted_tuples(indices: Array, plan: GatherNDPlan, data: da.Array) -> da.Array:
     """GatherND's indices as a dask array of whole tuples, counted and checked per block.
 
     Host indices are checked now; dask indices are first made one chunk along the last
     dim (an error's position then names the coordinate too).
     """
     if isinstance(indices, np.ndarray):
-        b = plan.batch_dims  # type: ignore[attr-defined]
+        b = plan.batch_dims
         # No index: whole dims, as dask's auto chunks divide by the block's size (0).
         auto = "auto" if indices.size else -1
         lead = [data.chunks[d] if d < b else auto for d in range(indices.ndim - 1)]

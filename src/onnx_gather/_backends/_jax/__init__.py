@@ -196,11 +196,21 @@ def _in_place(sharding: Any) -> bool:
     )
 
 
-#: The gathers' kernels, and whether the plan's block trims data first (GatherElements).
-_KERNELS: dict[str, tuple[Take, bool]] = {
-    "gather": (take, False),
-    "gather_elements": (take_along_axis, True),
-    "gather_nd": (take_nd, False),
+def _whole(plan: Plan) -> None:
+    """Gather and GatherND read data whole: no block."""
+    return
+
+
+def _block(plan: GatherElementsPlan) -> tuple[slice, ...] | None:
+    """GatherElements: the plan's block, which trims data to what the output reads."""
+    return plan.block()
+
+
+#: The gathers' kernels, and the slices of data each reads (None: all of it).
+_KERNELS: dict[str, tuple[Take, Callable[[Any], tuple[slice, ...] | None]]] = {
+    "gather": (take, _whole),
+    "gather_elements": (take_along_axis, _block),
+    "gather_nd": (take_nd, _whole),
 }
 
 
@@ -327,8 +337,8 @@ class JaxBackend(Backend):
             or largest > INT32_MAX
         ):
             return exact
-        kernel, blocked = route
-        block = plan.block() if blocked else None  # type: ignore[attr-defined]
+        kernel, block_of = route
+        block = block_of(plan)
         host = None
         if plan.check_bounds and _outside_at is not None and 0 < indices.size < _IN_PLACE_BELOW:
             size = plan.sizes[0]

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
     from onnx_gather._spec.tensor_scatter import TensorScatterPlan
-    from onnx_gather._typing import Array
+    from onnx_gather._typing import Array, ScatterPlan
 
 _CPU = torch.device("cpu")
 
@@ -133,7 +133,7 @@ def _recordable(
     a recorded call becomes one fused operator of the graph (under ``torch.compile``
     where ``fused_wins(data, plan)``: :func:`_in_graph`); anything else runs ``eager``,
     torch's own kernels. When the graph runs, the fused operator takes the same two
-    routes (``method.when_the_graph_runs``, which the module registers with ``_fused``).
+    routes (``when_the_graph_runs``, registered with ``_fused`` under the method's name).
     """
 
     def decorate(eager: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
@@ -152,7 +152,7 @@ def _recordable(
             return eager(backend, data, indices, plan)
 
         method.__name__, method.__doc__ = eager.__name__, eager.__doc__
-        method.when_the_graph_runs = when_the_graph_runs  # type: ignore[attr-defined]
+        _fused.register(eager.__name__, when_the_graph_runs)
         return method
 
     return decorate
@@ -628,7 +628,7 @@ def _scatter_call(
     data: torch.Tensor,
     indices: Array,
     updates: torch.Tensor,
-    plan: Plan,
+    plan: ScatterPlan,
     out: torch.Tensor | None,
 ) -> torch.Tensor:
     """A scatter: the compiled kernel on views, a fused operator, or torch's operations.
@@ -684,7 +684,7 @@ def _into(out: torch.Tensor | None, result: torch.Tensor, grad: bool) -> torch.T
 
 
 def _scatter_numpy_route(
-    data: torch.Tensor, indices: Array, updates: torch.Tensor, plan: Plan, out: Array
+    data: torch.Tensor, indices: Array, updates: torch.Tensor, plan: ScatterPlan, out: Array
 ) -> bool:
     """Whether a scatter runs the compiled kernel on views of plain CPU tensors."""
     return (
@@ -693,12 +693,12 @@ def _scatter_numpy_route(
         and numpy_kernels.compiled_available()
         and (out is None or (_numpy_route(out, indices) and out.is_contiguous()))
         # (bfloat16 reaches NumPy as int16, whose arithmetic is not bfloat16's)
-        and (data.dtype != torch.bfloat16 or plan.reduction == "none")  # type: ignore[attr-defined]
+        and (data.dtype != torch.bfloat16 or plan.reduction == "none")
     )
 
 
 def _scatter_compiled(
-    data: torch.Tensor, indices: Array, updates: torch.Tensor, plan: Plan
+    data: torch.Tensor, indices: Array, updates: torch.Tensor, plan: ScatterPlan
 ) -> bool:
     """Whether a scatter under ``torch.compile`` is torch's operations inductor compiles.
 
@@ -757,7 +757,9 @@ def _scatter_when_the_graph_runs(
 ) -> Any:
     """What the fused operator of a scatter runs: the compiled kernel on views, else ``own``."""
 
-    def run(data: torch.Tensor, indices: Array, updates: torch.Tensor, plan: Plan) -> torch.Tensor:
+    def run(
+        data: torch.Tensor, indices: Array, updates: torch.Tensor, plan: ScatterPlan
+    ) -> torch.Tensor:
         if _scatter_numpy_route(data, indices, updates, plan, None):
             return _scatter_on_numpy(kernel, data, indices, updates, plan, None)
         return own(data, indices, updates, plan)
@@ -765,10 +767,8 @@ def _scatter_when_the_graph_runs(
     return run
 
 
-# What the fused operator of each call runs when the graph runs: the gathers' (made with
-# their methods by _recordable) and the scatters'.
-for _gather in (TorchBackend.gather, TorchBackend.gather_elements, TorchBackend.gather_nd):
-    _fused.register(_gather.__name__, _gather.when_the_graph_runs)  # type: ignore[attr-defined]
+# What the fused operator of each scatter runs when the graph runs (the gathers' are
+# registered by _recordable).
 _fused.register(
     "scatter_elements",
     _scatter_when_the_graph_runs(scatters.scatter_elements, numpy_kernels.scatter_elements),

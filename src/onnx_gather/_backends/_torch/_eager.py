@@ -26,7 +26,11 @@ if TYPE_CHECKING:
 
     from onnx_gather._backends._base import Call
     from onnx_gather._spec import Plan
-    from onnx_gather._typing import Array
+    from onnx_gather._spec.gather import GatherPlan
+    from onnx_gather._spec.gather_elements import GatherElementsPlan
+    from onnx_gather._spec.gather_nd import GatherNDPlan
+    from onnx_gather._spec.tensor_scatter import TensorScatterPlan
+    from onnx_gather._typing import Array, ScatterPlan
 
 #: The outputs up to which torch's own kernel beats the compiled one on a small call:
 #: what the compiled kernel saves in its one pass, the views of the tensors it needs cost
@@ -99,7 +103,7 @@ def _stage(native: Callable[..., torch.Tensor], then: Call, axis: int | None = N
     return call
 
 
-def gather_elements(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
+def gather_elements(plan: GatherElementsPlan, arrays: tuple[Array, ...], exact: Call) -> Call:
     """GatherElements: ``torch.gather``, which reads indices within the axis as ONNX does.
 
     Off the axis, indices may be shorter than data: ``torch.gather`` reads the leading
@@ -115,7 +119,7 @@ def gather_elements(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
     return _stage(torch.gather, _reading_at(plan, arrays, exact), plan.axis)
 
 
-def _reading_at(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
+def _reading_at(plan: GatherElementsPlan, arrays: tuple[Array, ...], exact: Call) -> Call:
     """GatherElements by address (``_kernels.gather_elements_at``) once ``torch.gather`` refused.
 
     It refuses indices that hold negatives, and one out of range, which this kernel
@@ -159,7 +163,7 @@ def _reading_at(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
     return call
 
 
-def gather(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
+def gather(plan: GatherPlan, arrays: tuple[Array, ...], exact: Call) -> Call:
     """Gather: ``index_select`` of 1-D indices, then advanced indexing along the axis.
 
     ``index_select`` (2.7 us a tiny call) refuses negative indices; advanced indexing
@@ -177,31 +181,31 @@ def gather(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
     return call
 
 
-def gather_nd(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
+def gather_nd(plan: GatherNDPlan, arrays: tuple[Array, ...], exact: Call) -> Call:
     """GatherND without batch dims: advanced indexing by each coordinate.
 
     Counts negative coordinates as ONNX does. Indices of rank 1 address one slice: basic
     indexing (a view of data), so those stay exact.
     """
     indices = arrays[1]
-    if not _serves(plan, arrays) or plan.batch_dims or indices.ndim < 2:  # type: ignore[attr-defined]
+    if not _serves(plan, arrays) or plan.batch_dims or indices.ndim < 2:
         return exact
     return _stage(lambda data, _, indices: data[indices.unbind(-1)], exact)
 
 
-def _scatter(kernel: Any, axis: bool) -> Callable[[Plan, tuple[Any, ...], Call], Call]:
+def _scatter(kernel: Any, axis: bool) -> Callable[[ScatterPlan, tuple[Any, ...], Call], Call]:
     """A scatter's binder: the compiled ``kernel`` on views of plain CPU tensors.
 
     ``axis``: whether the kernel takes the plan's axis (ScatterElements).
     """
 
-    def bind(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
+    def bind(plan: ScatterPlan, arrays: tuple[Array, ...], exact: Call) -> Call:
         data = arrays[0]
         if not all(type(x) is torch.Tensor for x in arrays) or kernel is None or _kernels is None:
             return exact
         if not viewable(*arrays):  # (no NumPy view: torch's operations)
             return exact
-        if data.dtype == torch.bfloat16 and plan.reduction != "none":  # type: ignore[attr-defined]
+        if data.dtype == torch.bfloat16 and plan.reduction != "none":
             return exact  # (NumPy sees bfloat16 as int16, whose arithmetic is not bfloat16's)
         attributes = (plan.axis,) if axis else ()
         run = bound_compiled(kernel, attributes, plan, str(data.dtype).removeprefix("torch."))
@@ -213,7 +217,9 @@ def _scatter(kernel: Any, axis: bool) -> Callable[[Plan, tuple[Any, ...], Call],
     return bind
 
 
-def _writing_at(plan: Plan, arrays: tuple[Array, ...], axis: bool) -> Callable[..., bool] | None:
+def _writing_at(
+    plan: ScatterPlan, arrays: tuple[Array, ...], axis: bool
+) -> Callable[..., bool] | None:
     """The plain in-place write by address, for int64 indices: ``writer_at``'s.
 
     (:func:`onnx_gather._backends._numpy._scatter.writer_at`)
@@ -311,7 +317,7 @@ def _scattering(
     return call
 
 
-def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
+def tensor_scatter(plan: TensorScatterPlan, arrays: tuple[Array, ...], exact: Call) -> Call:
     """TensorScatter in place: copies of the update into slices of a view of data.
 
     With ``out`` data, plain C-ordered CPU tensors that nothing records: where each batch
@@ -335,9 +341,9 @@ def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
         return exact
     shape, typenum = tuple(data.shape), TYPENUMS[data.dtype]
     update_shape, update_typenum = tuple(arrays[1].shape), TYPENUMS[arrays[1].dtype]
-    copies_of = plan.copies  # type: ignore[attr-defined]
+    copies_of = plan.copies
     view, slices_at = _kernels.view, _kernels.tensor_scatter_slices_at
-    circular = plan.circular  # type: ignore[attr-defined]
+    circular = plan.circular
     # The layout the kernel writes by address (the key fixes the shapes and types): batch
     # entries of outer slabs, the cache's slab size rows and the update's length rows of
     # inner bytes; int64 write indices only.
@@ -406,7 +412,8 @@ def tensor_scatter(plan: Plan, arrays: tuple[Array, ...], exact: Call) -> Call:
     return call
 
 
-BINDERS: dict[str, Callable[[Plan, tuple[Any, ...], Call], Call]] = {
+#: Each operator's binder, by its registry method name; each takes its operator's plan.
+BINDERS: dict[str, Callable[[Any, tuple[Any, ...], Call], Call]] = {
     "gather": gather,
     "gather_elements": gather_elements,
     "gather_nd": gather_nd,

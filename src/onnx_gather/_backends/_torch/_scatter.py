@@ -440,8 +440,8 @@ def _complex(reduction: Reduction, old: torch.Tensor, new: torch.Tensor) -> torc
 _PAIRS = 1 << 16
 
 
-def in_graph_serves(  # plan: a ScatterPlan (Any while _torch/__init__.py passes a Plan)
-    data: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor, plan: Any
+def in_graph_serves(
+    data: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor, plan: ScatterPlan
 ) -> bool:
     """Whether a scatter under ``torch.compile`` is torch's operations (:func:`in_graph`).
 
@@ -467,8 +467,8 @@ def _meeting_pairs(indices: torch.Tensor, plan: ScatterPlan) -> int:
     return math.prod(indices.shape) * indices.shape[plan.axis]
 
 
-def in_graph(  # plan: a ScatterPlan (Any while _torch/__init__.py passes a Plan)
-    data: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor, plan: Any
+def in_graph(
+    data: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor, plan: ScatterPlan
 ) -> torch.Tensor:
     """A checked scatter without reduction, as torch operations a compiler fuses.
 
@@ -506,7 +506,7 @@ def in_graph(  # plan: a ScatterPlan (Any while _torch/__init__.py passes a Plan
     return data.index_put(tuple(place), updates)
 
 
-def _targets_in_graph(indices: torch.Tensor, plan: Any) -> tuple[torch.Tensor, Any]:
+def _targets_in_graph(indices: torch.Tensor, plan: ScatterPlan) -> tuple[torch.Tensor, Any]:
     """:func:`in_graph`'s targets and which update each takes (None: its own).
 
     ScatterND: each index tuple's row of data seen as (cells, rest), and the position of
