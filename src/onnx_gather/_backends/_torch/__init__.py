@@ -553,7 +553,7 @@ class TorchBackend(Backend):
 
     def negated(self, x: torch.Tensor, /) -> torch.Tensor:
         """``-x``; unsigned types above 8 bits through their signed twins (torch has no neg)."""
-        signed = _tensor_scatter.AS_SIGNED.get(x.dtype)
+        signed = _dtypes.SIGNED.get(x.dtype)
         if signed is None:
             return -x
         return (-x.view(signed)).view(x.dtype)
@@ -717,7 +717,7 @@ def _scatter_compiled(
 #: The signed integer type of each float and unsigned type's width (:meth:`TorchBackend.keep`).
 _SAME_BITS = {
     torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32,
-    torch.float64: torch.int64, **_tensor_scatter.AS_SIGNED,
+    torch.float64: torch.int64, **_dtypes.SIGNED,
 }  # fmt: skip
 
 #: Types whose ``index_put`` torch lacks (unsigned above 8 bits) or inductor does not

@@ -6,9 +6,10 @@ from typing import Any
 
 import torch
 
-SIGNED_VIEW = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
+from onnx_gather._backends._torch._dtypes import SIGNED
+
 # What torch's kernels gather bits of.
-_GATHER_VIEW = {**SIGNED_VIEW, torch.bfloat16: torch.int16, torch.float16: torch.int16}
+_GATHER_VIEW = {**SIGNED, torch.bfloat16: torch.int16, torch.float16: torch.int16}
 
 
 def exact(data: torch.Tensor, axis: int, indices: torch.Tensor, elements: bool) -> torch.Tensor:

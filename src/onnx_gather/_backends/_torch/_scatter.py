@@ -13,6 +13,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 from onnx_gather import _ops
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._positions import element_positions, tuple_rows
+from onnx_gather._backends._torch._dtypes import SIGNED
 from onnx_gather._backends._torch._indices import placed, wrapped, xp
 from onnx_gather._indices import BoundsPolicy, normalise_indices
 from onnx_gather._spec.scatter_nd import plan as scatter_nd_plan
@@ -25,12 +26,6 @@ if TYPE_CHECKING:
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
     from onnx_gather._typing import Array, ScatterPlan
-
-
-#: Torch's unsigned types above 8 bits lack most kernels (``index_put`` among them, torch
-#: 2.13): they run as the signed type of their width, whose two's-complement add and mul
-#: give the same bits; max and min compare with the sign bit flipped.
-_SIGNED = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
 
 
 def scatter_elements(
@@ -265,8 +260,8 @@ def _write(
     keep: Array,
     reduction: Reduction,
 ) -> torch.Tensor:
-    """:func:`write`, unsigned types through their signed twins (``_SIGNED``)."""
-    signed = _SIGNED.get(target.dtype)
+    """:func:`write`, wide unsigned types through their signed twins (:data:`._dtypes.SIGNED`)."""
+    signed = SIGNED.get(target.dtype)
     if signed is None:
         return write(target, rows, values, keep, reduction)
     flip = torch.iinfo(signed).min if reduction in ("max", "min") else 0

@@ -7,14 +7,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from onnx_gather._backends._torch._dtypes import SIGNED
 from onnx_gather._backends._torch._views import shares_memory
 
 if TYPE_CHECKING:
     from onnx_gather._spec.tensor_scatter import TensorScatterPlan
-
-#: Types ``index_put`` has no kernel for (nor, on CUDA, boolean-mask indexing: "index_cuda"
-#: not implemented for 'UInt16'): written as the signed integers of their width.
-AS_SIGNED = {torch.uint16: torch.int16, torch.uint32: torch.int32, torch.uint64: torch.int64}
 
 
 def eager(
@@ -61,8 +58,11 @@ def write(
         written = same[plan.axis]
         result.narrow(plan.axis, written.start, plan.length).copy_(updates)
         return
-    signed = AS_SIGNED.get(result.dtype)
-    if signed is not None:  # (before any indexing: CUDA lacks the unsigned kernels of both)
+    # Types index_put has no kernel for (nor, on CUDA, boolean-mask indexing: "index_cuda"
+    # not implemented for 'UInt16') go as the signed integers of their width, before
+    # any indexing.
+    signed = SIGNED.get(result.dtype)
+    if signed is not None:
         result, updates = result.view(signed), updates.view(signed)
     host = np.array(starts, dtype=np.int64)
     positions, keep = plan.positions(host, np.arange(plan.length), np)
@@ -87,7 +87,7 @@ def in_graph(
     Unchecked, the writes that fall outside go to one extra position past the axis, cut
     off afterwards (a mask would give the graph a data-dependent shape).
     """
-    signed = AS_SIGNED.get(data.dtype)
+    signed = SIGNED.get(data.dtype)
     if signed is not None:
         unsigned = data.dtype
         return in_graph(data.view(signed), updates.view(signed), indices, plan).view(unsigned)
