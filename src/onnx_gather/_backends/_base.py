@@ -354,14 +354,18 @@ class Backend:
         out: Array = None,
         /,
     ) -> Any:
-        """ONNX ScatterElements: NumPy's kernel on the host (:meth:`_on_host`)."""
-        return self._on_host("scatter_elements", data, indices, updates, plan, out)
+        """ONNX ScatterElements; ``out`` (data's library, shape and dtype) receives it.
+
+        The array API standard has no scatter (no integer-array assignment, no ordered
+        reduction): each backend writes its own.
+        """
+        raise NotImplementedError(_NO_SCATTER.format(self.name))
 
     def scatter_nd(
         self, data: Array, indices: Array, updates: Array, plan: ScatterNDPlan, out: Array = None, /
     ) -> Any:
-        """ONNX ScatterND: NumPy's kernel on the host (:meth:`_on_host`)."""
-        return self._on_host("scatter_nd", data, indices, updates, plan, out)
+        """ONNX ScatterND, as :meth:`scatter_elements`."""
+        raise NotImplementedError(_NO_SCATTER.format(self.name))
 
     def tensor_scatter(
         self,
@@ -372,8 +376,8 @@ class Backend:
         out: Array = None,
         /,
     ) -> Any:
-        """ONNX TensorScatter: NumPy's kernel on the host (:meth:`_on_host`)."""
-        return self._on_host("tensor_scatter", data, indices, updates, plan, out)
+        """ONNX TensorScatter, as :meth:`scatter_elements`."""
+        raise NotImplementedError(_NO_SCATTER.format(self.name))
 
     def openvino_scatter_update(
         self,
@@ -455,26 +459,8 @@ class Backend:
         """``floor(total / n)``: integers, ``n`` positive int32; in total's type."""
         return _openvino.floor_divided(self.namespace(total), total, n, self.dtype_name(total))
 
-    def _on_host(
-        self, kernel: str, data: Array, indices: Array, updates: Array, plan: Plan, out: Array
-    ) -> Any:
-        """Run NumPy's scatter ``kernel`` on host copies; the result on data's device.
 
-        The array API standard has no scatter (no integer-array assignment, no ordered
-        reduction), so the base cannot keep the call on the device; a library's backend
-        overrides both scatters with its own kernels. ``out`` receives the whole result (an
-        array-API array may be written only as a whole or by basic indexing).
-        """
-        from onnx_gather._backends._numpy import _scatter
-
-        host = [x if isinstance(x, np.ndarray) else self.to_host(x) for x in (data, indices)]
-        result = getattr(_scatter, kernel)(*host, self.to_host(updates), plan)
-        xp = self.namespace(data)
-        result = xp.asarray(result, device=device(data))
-        if out is None:
-            return result
-        out[...] = result
-        return out
+_NO_SCATTER = "the {} backend has no scatter kernel"
 
 
 def _valid_and_safe(xp: Any, indices: Array, plan: OpenVINOGatherPlan) -> tuple[Any, Any]:
