@@ -6,6 +6,8 @@
   has begun to import before it.
 * Every Sphinx cross-reference in a docstring names something that exists.
 * Module docstrings say what the module holds: a median of at most 5 lines, 15 at most.
+* Comments and docstrings state reasons, not measurements: no Python source line carries
+  a time or a speed ratio (docs/performance.md holds those, with how they were taken).
 
 All of it is read with ``ast``: no module is imported, so no library needs to be installed.
 """
@@ -458,3 +460,47 @@ def test_module_docstrings_are_short() -> None:
 def test_resolver(target: str, expected: bool) -> None:
     """The resolver itself: it finds what exists and only that."""
     assert _Resolver(_load()).exists(target) is expected
+
+
+# -- (d) no measurements in the source ----------------------------------------------------------
+
+#: A measured time or speed: a duration (ns, us, µs, ms, s), a ratio (1.5x, 2-3x), a
+#: percentage of speed, or a verb of timing before a number.
+_MEASURED = re.compile(
+    r"[0-9](\.[0-9]+)? ?(ns|us|µs|ms)\b|[0-9](\.[0-9]+)? s\b|[0-9](\.[0-9]+)?x\b"
+    r"|[0-9]+% (slower|faster|of)|\b(took|costs?|ran|runs|compiled in) [0-9]"
+    r"|x (native|slower|faster)\b"
+)
+
+
+def _measured_lines(package: Path = PACKAGE) -> list[str]:
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if _MEASURED.search(line):
+                found.append(f"{_relative(path)}:{number}: {line.strip()}")
+    return found
+
+
+def test_no_measurement_in_the_source() -> None:
+    """Timings go stale with the next release: the source says why, docs say how much."""
+    found = _measured_lines()
+    assert not found, "measurements in the source (move them to docs/performance.md):\n" + (
+        "\n".join(found)
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "measured"),
+    [
+        ("# one pass: 2.3 against 5.7 us a call", True),
+        ("# a refusal costs 25-50 µs", True),
+        ("# ran 1.15-1.3x slower", True),
+        ("# (about 0.1 s of compile time)", True),
+        ("# 30% slower to compile", True),
+        ("# at most 2**16 outputs; axis 0 of 8x4 data", False),
+        ("x = torch.empty(*shape)  # the sizes as arguments", False),
+    ],
+)
+def test_measurements_are_found(line: str, measured: bool) -> None:
+    assert bool(_MEASURED.search(line)) is measured

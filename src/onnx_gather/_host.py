@@ -41,7 +41,7 @@ class _LazyModule:
 #: ``array_api_compat``'s NumPy namespace (NumPy before 2.1 has no ``np.astype``), for the
 #: array-API code that NumPy arrays go through. Imported when a call first needs it, not
 #: with the package: it reads every attribute of NumPy, which imports ``numpy.f2py`` and
-#: ``numpy.testing`` (about 0.1 s, more than the rest of the package's import).
+#: ``numpy.testing``, more than the rest of the package's import costs (docs/performance.md).
 NUMPY_XP: Any = _LazyModule("array_api_compat.numpy")
 
 #: The unsigned type of each index type, for reading its values' bits.

@@ -104,10 +104,8 @@ def _set(
 
     Data keeps its shape, addressed by one coordinate per dim the rows count (ScatterND's
     indexed dims; every dim for ScatterElements): a scatter into data reshaped to rows
-    made XLA's CPU program copy the whole of data first, also where it is donated. A
-    jitted 8-layer KV-cache decode step took 103-125 µs so, against 42 µs now and 36-47
-    µs for ``lax.dynamic_update_slice`` of each layer's block (probes, 2-core AMD EPYC VM,
-    2026-11-28).
+    made XLA's CPU program copy the whole of data first, also where it is donated
+    (docs/performance.md).
     """
     n, m = math.prod(shape), rows.shape[0]
     if m == 0 or n == 0:  # no update, or every one dropped (no row to find a winner in)

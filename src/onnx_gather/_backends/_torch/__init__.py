@@ -42,7 +42,7 @@ _CPU = torch.device("cpu")
 
 #: Without the compiled kernel, the outputs from which GatherElements off the last axis
 #: runs NumPy's blocked kernel on views of the tensors: torch.gather along a leading axis
-#: took 1.5-3x its time (2 cores); elsewhere torch's kernels are as fast.
+#: is slower there; elsewhere torch's kernels are as fast (docs/performance.md).
 _FALLBACK_FROM = 1 << 13
 
 
@@ -66,7 +66,7 @@ def _numpy_route(data: torch.Tensor, indices: Array) -> bool:
         and not data.is_conj()
         and not data.is_neg()
         and not data._is_zerotensor()
-        # (_views.viewable's rule, inline: the call cost this path 0.35 us a call)
+        # (_views.viewable's rule, inline: a call here would add a frame to every call)
         and data.dim() <= MAX_DIMS
         and (
             isinstance(indices, np.ndarray)
@@ -178,9 +178,9 @@ def _elements_numpy_wins(plan: Plan) -> bool:
 
 #: Under ``torch.compile`` on the CPU, the outputs from which the fused operator (the
 #: compiled kernel) beats inductor's code of torch's operations with the check in the
-#: graph: the operator's Python costs about 45 us a call more than the graph's own code,
-#: which the kernel wins back from about 2**18 outputs of GatherElements and of gathers
-#: of short rows; inductor copies long rows as fast as the kernel (docs/benchmarks.md).
+#: graph: the operator's Python costs more a call than the graph's own code, which the
+#: kernel wins back from about 2**18 outputs of GatherElements and of gathers of short
+#: rows; inductor copies long rows as fast as the kernel (docs/performance.md).
 _FUSED_FROM = 1 << 18
 #: The row length (elements) from which inductor's copies keep up with the kernel's.
 _LONG_ROW = 64
@@ -284,7 +284,7 @@ class TorchBackend(Backend):
 
     #: Under ``torch.compile`` (and ``torch.export``): Dynamo runs this Python
     #: symbolically, or AOTAutograd records it. Torch's function itself, not a method
-    #: around it: every call asks (a tenth of a microsecond of a 3 us tiny call).
+    #: around it: every call asks, tiny ones too (docs/performance.md).
     traced = staticmethod(torch.compiler.is_compiling)
 
     def host_under_trace(self, indices: Array, data: torch.Tensor, /) -> Any:
@@ -834,7 +834,7 @@ def _on_numpy(
         # C order whatever the indices' strides; faster than torch.empty.
         out = torch.empty_like(indices, dtype=dtype, memory_format=torch.contiguous_format)
     elif shape:
-        # The sizes as arguments: 0.35 us faster than one tuple (torch 2.13.0).
+        # The sizes as arguments: faster than one tuple (docs/performance.md).
         out = torch.empty(*shape, dtype=dtype, device=_CPU)
     else:
         out = torch.empty((), dtype=dtype, device=_CPU)

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 #: The outputs up to which torch's own kernel beats the compiled one on a small call:
 #: what the compiled kernel saves in its one pass, the views of the tensors it needs cost
-#: back (2-core CPU VM, float32 8x4: ``torch.gather`` 3.0 us, the compiled route 11 us).
+#: back (docs/performance.md).
 NATIVE_UP_TO = 1 << 12
 #: Types torch's kernels do not copy bit for bit (NaN payloads of float16 and bfloat16:
 #: :mod:`._exact`) or, for ``gather``, have no CPU kernel for (unsigned above 8 bits).
@@ -78,12 +78,13 @@ def _stage(native: Callable[..., torch.Tensor], then: Call, axis: int | None = N
     out of range, with a RuntimeError or IndexError: ``then`` (advanced indexing, which
     counts negatives, or the exact path) gives the ONNX result or the library's
     IndexError. A call site keeps the stage it reached (its indices hold negatives, as
-    some models' always do): a refusal costs 25-50 us, not paid again on every call.
+    some models' always do): a refusal (an exception) costs far more than a call, and is
+    not paid again on every call.
 
     The tests of :func:`_plain` are written out here, and torch's kernel is called
     without a wrapper (``native`` takes the axis where it is ``torch.gather`` or
-    ``index_select``; advanced indexing ignores it): each Python call on this path cost
-    a tiny gather 5-10% (about 0.6 us of a 2 us call went to the stage's generic loop).
+    ``index_select``; advanced indexing ignores it): each Python call on this path is a
+    measurable part of a tiny gather (docs/performance.md).
     Indices on another device than CPU data are refused by the kernel itself.
     """
     live = True
@@ -112,7 +113,7 @@ def gather_elements(plan: GatherElementsPlan, arrays: tuple[Array, ...], exact: 
     data, indices = arrays
     if (
         not _serves(plan, arrays)
-        or indices.dtype != torch.int64  # (int32 costs torch a conversion: 5.9 against 3.0 us)
+        or indices.dtype != torch.int64  # (torch converts int32 first: docs/performance.md)
         or data.dtype in _NO_GATHER
     ):
         return exact
@@ -124,10 +125,9 @@ def _reading_at(plan: GatherElementsPlan, arrays: tuple[Array, ...], exact: Call
 
     It refuses indices that hold negatives, and one out of range, which this kernel
     declines too (``exact`` then raises). Torch's kernel refuses any negative index, so
-    a call site whose indices hold one runs this from then on: 2.3 against 5.7 us for
-    the exact path's views, result and tests (float32 8x4, 2-core AMD EPYC VM;
-    ``torch.gather`` on wrapped indices 1.3 us, and with its own ``torch.where`` 5.0).
-    C-ordered plain CPU tensors whose indices have data's other dims, nothing that
+    a call site whose indices hold one runs this from then on: faster than the exact
+    path's views, result and tests, and than ``torch.gather`` after its own
+    ``torch.where`` (docs/performance.md). C-ordered plain CPU tensors whose indices have data's other dims, nothing that
     records the call (autograd, forward AD, tracers) and no negative or conjugate view
     (its memory holds other values); anything else is ``exact``.
     """
@@ -166,8 +166,8 @@ def _reading_at(plan: GatherElementsPlan, arrays: tuple[Array, ...], exact: Call
 def gather(plan: GatherPlan, arrays: tuple[Array, ...], exact: Call) -> Call:
     """Gather: ``index_select`` of 1-D indices, then advanced indexing along the axis.
 
-    ``index_select`` (2.7 us a tiny call) refuses negative indices; advanced indexing
-    (3.6-5 us) counts them as ONNX does. A 0-d index would be basic indexing (a view of
+    ``index_select`` (the faster of the two on a tiny call: docs/performance.md) refuses
+    negative indices; advanced indexing counts them as ONNX does. A 0-d index would be basic indexing (a view of
     data): those stay exact.
     """
     indices = arrays[1]
@@ -356,8 +356,8 @@ def tensor_scatter(plan: TensorScatterPlan, arrays: tuple[Array, ...], exact: Ca
 
     def call(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
         data, updates, indices = arrays
-        # What _plain tests, written out (each call on this path costs a decode step's
-        # write a tenth of its time), and what else torch records: autograd, forward AD,
+        # What _plain tests, written out (a call here is a large part of a decode step's
+        # write: docs/performance.md), and what else torch records: autograd, forward AD,
         # negative views.
         if not (
             out is data

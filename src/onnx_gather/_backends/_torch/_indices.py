@@ -177,8 +177,9 @@ def _counted_by(indices: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
 
     ``sizes``: one per coordinate (the last dim of ``indices``), or 0-d, one for every
     index. :func:`onnx_gather._indices.normalise_indices` without its policies (the graph checks the
-    range; clamping too made inductor's row copies 1.3x slower), written on a tensor of
-    sizes because a ``torch.cond`` branch must not capture symbolic ones (:func:`guarded`).
+    range; clamping too slowed inductor's row copies: docs/performance.md), written on a
+    tensor of sizes because a ``torch.cond`` branch must not capture symbolic ones
+    (:func:`guarded`).
     """
     wide = indices.to(torch.int64)
     return torch.where(wide < 0, wide + sizes, wide)
@@ -223,16 +224,16 @@ def guarded(indices: torch.Tensor, plan: Plan) -> torch.Tensor:
     neither drop it nor run the kernel before it. Where each index serves one output
     (GatherElements, GatherND of elements) the counting is fused into that kernel, with
     the branch's zero added; where it serves a row of them, the cond hands over the
-    counted indices (adding the count and the zero inside made inductor's row copies
-    1.15-1.3x slower: it recomputes an index for every vector of the row).
+    counted indices (adding the count and the zero inside slowed inductor's row copies:
+    it recomputes an index for every vector of the row; docs/performance.md).
     """
     if _compiler_checks_indexing():
         wide = indices.to(torch.int64)
         sizes: Any = plan.size
         if plan.coordinates and all(type(size) is int for size in plan.sizes):
             # A constant of the graph, which inductor writes into its kernel as numbers
-            # (a stack of 0-d tensors was a buffer and two views made on every call: the
-            # 39-call graph ran 1.5x the native one, 13 GatherND calls making the gap).
+            # (a stack of 0-d tensors was a buffer and two views made on every call, which
+            # slowed graphs of many GatherND calls: docs/performance.md).
             sizes = torch.tensor(plan.sizes, dtype=torch.int64, device=wide.device)
         elif plan.coordinates:  # (symbolic sizes: one 0-d tensor each, stacked)
             sizes = torch.stack([wide.new_full((), size) for size in plan.sizes])

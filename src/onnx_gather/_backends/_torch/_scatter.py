@@ -344,9 +344,9 @@ def _kernel_write(
     """:func:`write` of a reduction by the compiled kernel, one pass in C order; None: not here.
 
     Plain CPU tensors (the forward of an autograd call, whose gradients are formulas;
-    ``torch.func``'s unwrapped ones) where the kernel is built and holds the type:
-    10**5 updates of one element took 7-32 s in rounds under autograd, against 0.7 ms
-    without it.
+    ``torch.func``'s unwrapped ones) where the kernel is built and holds the type: the
+    rounds take one round per duplicate, which many updates of one element make
+    quadratic (LESSONS: work in rounds; docs/performance.md).
     """
     if not (
         numpy_kernels.compiled_available()
@@ -526,8 +526,7 @@ def _targets_in_graph(indices: torch.Tensor, plan: ScatterPlan) -> tuple[torch.T
         stray = stray | outside[..., j]
     stray = stray.reshape(-1)
     # Each tuple's row of data seen as (cells, rest): one number to compare and to
-    # index with (tuples of k compared pairwise compiled 30% slower: 18 against 14 s
-    # for 8 KV-cache layers, and ran 15% slower).
+    # index with (tuples of k compared pairwise compiled and ran slower).
     rows = tuple_rows(xp, counted, plan.sizes, 0, wide.device).reshape(-1)
     n = rows.shape[0]
     position = torch.arange(n, device=wide.device)
@@ -535,25 +534,21 @@ def _targets_in_graph(indices: torch.Tensor, plan: ScatterPlan) -> tuple[torch.T
         # Two maxima over the pairs, in one kernel: the last of the rows equal to
         # each (itself too), and each tuple's row, or ``cells`` where any tuple is out
         # of range. Both are buffers the layers' writes load, rather than values each
-        # write recomputes: the 8-layer KV-cache step compiled in 3.2 against 3.4 s
-        # (the check and the pick derived from one reduction's result), the same speed
-        # (probe of 2026-11-28). The check as a reduction of its own ran that step at
-        # 1.6x the native one, before the pairs carried it. (Coordinates wrapped one by
-        # one with their sizes as numbers compiled in 6.0 against 7.9 s, native 2.2 s,
-        # but ran at 1.46x: inductor then keeps each pair's comparison in a buffer;
-        # probes of 2026-11-27.)
+        # write recomputes (it compiles faster and runs as fast as the check and the
+        # pick derived from one reduction's result). The check as a reduction of its
+        # own ran slower, before the pairs carried it; coordinates wrapped one by one
+        # with their sizes as numbers compiled faster but ran slower: inductor then
+        # keeps each pair's comparison in a buffer.
         #
         # The two are one reduction of 2n outputs over n: its loop is not the n tuples'
         # loop of the layers' writes, so inductor's outer-loop fusion does not analyse
-        # it with each of them (1.3 of 2.4 s of code generation under cProfile; the
-        # 8-layer step compiled in 2.5-2.7 against 2.9-3.0 s, native 1.9). Its 2n rows
+        # it with each of them (most of the code generation went there). Its 2n rows
         # are the tuples twice over (``repeat``: index arithmetic, no copy), the first n
         # taking the equal rows' positions, the others the rows: no tensor is stacked,
         # so the compiled program allocates one buffer, the reduction's. Stacked, the
         # two halves were a buffer of n x 2n and two views of it, each a Python tensor
-        # the program made on every call: the step ran 1.17-1.19x the native one,
-        # against 1.11x now (41 interleaved rounds, two runs each; it compiles in
-        # 2.5-2.8 against 2.5 s, probes of 2026-11-28).
+        # the program made on every call, which slowed the step. (The figures:
+        # docs/performance.md.)
         i = position.repeat(2).unsqueeze(1)
         mine = rows.repeat(2).unsqueeze(1)
         first = (torch.arange(2 * n, device=wide.device) < n).unsqueeze(1)
@@ -565,9 +560,9 @@ def _targets_in_graph(indices: torch.Tensor, plan: ScatterPlan) -> tuple[torch.T
         last, targets = value.amax(1).reshape(2, n)
         return targets, last
     if n > 1:
-        # Each row's last tuple, in a buffer of data's rows. The pairs compile slower
-        # (8 KV-cache layers: 18 against 9 s; native 2.5 s) but run faster (1.5x the
-        # native step against 3.5x: the buffer is filled each call).
+        # Each row's last tuple, in a buffer of data's rows. The pairs would compile
+        # slower here but this buffer runs slower (it is filled each call): beyond
+        # _PAIRS the compile time decides (docs/performance.md).
         rows = torch.where(torch.any(stray), cells, rows)
         latest = torch.full((cells + 1,), -1, dtype=torch.int64, device=wide.device)
         return rows, latest.scatter_reduce(0, rows, position, "amax")[rows]
@@ -585,15 +580,13 @@ def _once_per_trace(indices: torch.Tensor, key: Any, make: Callable[[], Any]) ->
 
     The eight layers of a KV-cache step write at the same positions with one index
     tensor. Traced eight times, the check's reduction was computed once by inductor but
-    stored into eight buffers the compiled program allocates on every call: the step
-    ran 1.38-1.45x the native one; traced once, 1.16-1.17x (probes and
-    ``benchmarks.programs`` of 2026-11-28).
+    stored into eight buffers the compiled program allocates on every call, which
+    slowed the step (docs/performance.md).
 
     In each pass over fake tensors: the one that records the graph (AOTAutograd's
     trace, under a proxy mode), and those that run the library's body for metadata only
     (Dynamo's example values, AOTAutograd's pass that collects mutations): each would
-    otherwise build the check eight times, 0.11 of the step's 2.5-2.8 s of compile time
-    (probe of 2026-11-28). Not where Dynamo itself traces this Python (host indices
+    otherwise build the check eight times, at a cost in compile time. Not where Dynamo itself traces this Python (host indices
     reach ``in_graph`` through the library's body): the lookup cannot be traced there.
     The entry is keyed by the pass's mode (the proxy mode, else the functional mode,
     else the fake tensors' mode), by the index tensor itself (each pass has its own)

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 MAX_DIMS = 64 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 32
 #: Same-width types NumPy holds bit for bit, where NumPy has not the tensor's own.
 _NUMPY_VIEW = {**SIGNED, torch.bfloat16: torch.int16}
-#: The NumPy type number of each dtype's view (bfloat16: int16 bits), for ``_kernels.view``:
-#: 0.15 us a call (timeit, 2-core Xeon VM) against ``Tensor.numpy()``'s 0.5 us.
+#: The NumPy type number of each dtype's view (bfloat16: int16 bits), for ``_kernels.view``,
+#: which makes a view faster than ``Tensor.numpy()`` (docs/performance.md).
 TYPENUMS: dict[torch.dtype, int] = {
     dtype: np.dtype("int16" if name == "bfloat16" else name).num for dtype, name in NAMES.items()
 }
@@ -40,10 +40,9 @@ def viewable(*tensors: torch.Tensor) -> bool:
 def new_cpu(shape: tuple[int, ...], dtype: torch.dtype) -> Callable[[], torch.Tensor]:
     """What makes a new C-ordered CPU tensor of ``shape`` and ``dtype``, for a bound call.
 
-    torch's allocation as inductor's compiled CPU programs call it, strides given:
-    0.35 us for float32 8x4, against 1.1 us for ``torch.empty(shape, dtype=dtype)`` and
-    0.8 us for ``torch.empty_strided`` (timeit, 2-core AMD EPYC VM, torch 2.13.0). It is
-    private (``torch._C._dynamo.guards._empty_strided_cpu``); where torch lacks it,
+    torch's allocation as inductor's compiled CPU programs call it, strides given: faster
+    than ``torch.empty(shape, dtype=dtype)`` and ``torch.empty_strided``
+    (docs/performance.md). It is private (``torch._C._dynamo.guards._empty_strided_cpu``); where torch lacks it,
     ``torch.empty_strided``.
     """
     strides, step = [], 1
