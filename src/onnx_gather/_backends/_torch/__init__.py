@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-import torch.autograd.forward_ad as _FORWARD_AD
-from torch.autograd.graph import increment_version
 
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._base import Backend
@@ -20,7 +18,13 @@ from onnx_gather._backends._torch import _scatter as scatters
 from onnx_gather._backends._torch._exact import exact, exact_nd
 from onnx_gather._backends._torch._indices import placed, values_unknown, wrapped
 from onnx_gather._backends._torch._indices import xp as _xp
-from onnx_gather._backends._torch._views import MAX_DIMS, as_numpy, of_new, shares_memory
+from onnx_gather._backends._torch._views import (
+    as_numpy,
+    bump_versions,
+    of_new,
+    shares_memory,
+    viewable,
+)
 from onnx_gather._host import Unrepresentable, python_indices
 
 if TYPE_CHECKING:
@@ -44,41 +48,6 @@ _CPU = torch.device("cpu")
 #: runs NumPy's blocked kernel on views of the tensors: torch.gather along a leading axis
 #: is slower there; elsewhere torch's kernels are as fast (docs/performance.md).
 _FALLBACK_FROM = 1 << 13
-
-
-def _numpy_route(data: torch.Tensor, indices: Array) -> bool:
-    """Whether a call can run the NumPy backend's kernels on zero-copy views of the tensors.
-
-    Plain CPU tensors that no tracer, transform or autograd records, with memory to view:
-    not a ZeroTensor (``torch._efficientzerotensor``, which autograd makes for some zero
-    gradients: its data pointer is null, so a view reads whatever lies at address 0).
-    (Whether those kernels beat torch's here is the operator's ``numpy_wins``, asked
-    after: under a compiler this returns before anything that would be traced.)
-    """
-    return (
-        type(data) is torch.Tensor
-        and not values_unknown(data)  # first: what follows must not be traced
-        and not _recording()  # a tracer sees torch's operations, never NumPy's
-        and _FORWARD_AD._current_level < 0  # dual tensors' tangents flow through torch ops
-        and data.is_cpu
-        and data.layout == torch.strided
-        and not (data.requires_grad and torch.is_grad_enabled())
-        and not data.is_conj()
-        and not data.is_neg()
-        and not data._is_zerotensor()
-        # (_views.viewable's rule, inline: a call here would add a frame to every call)
-        and data.dim() <= MAX_DIMS
-        and (
-            isinstance(indices, np.ndarray)
-            or (
-                type(indices) is torch.Tensor
-                and not wrapped(indices)
-                and indices.is_cpu
-                and indices.layout == torch.strided
-                and not indices._is_zerotensor()
-            )
-        )
-    )
 
 
 def _recording() -> bool:
@@ -138,7 +107,7 @@ def _recordable(
 
     def decorate(eager: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
         def method(self: Any, data: torch.Tensor, indices: Array, plan: Any, /) -> torch.Tensor:
-            if _numpy_route(data, indices) and numpy_wins(plan):
+            if viewable(data, indices) and numpy_wins(plan):
                 return _on_numpy(kernel, data, indices, plan)
             if not _in_graph(data, indices, plan, fused_wins):
                 return eager(self, data, indices, plan)
@@ -147,7 +116,7 @@ def _recordable(
             return _fused.call(data, indices, plan=plan)
 
         def when_the_graph_runs(data: torch.Tensor, indices: Array, plan: Any) -> torch.Tensor:
-            if _numpy_route(data, indices) and numpy_wins(plan):
+            if viewable(data, indices) and numpy_wins(plan):
                 return _on_numpy(kernel, data, indices, plan)
             return eager(backend, data, indices, plan)
 
@@ -372,7 +341,7 @@ class TorchBackend(Backend):
             return _fused.call(data, _on(data, indices), plan=plan)
         if (
             plan.batch_dims == 0  # (the kernel is Gather's; batch dims go as GatherND)
-            and _numpy_route(data, indices)
+            and viewable(data, indices)
             and numpy_kernels.compiled_available()
         ):
             return _on_numpy(numpy_kernels.openvino_gather, data, indices, plan)
@@ -688,10 +657,9 @@ def _scatter_numpy_route(
 ) -> bool:
     """Whether a scatter runs the compiled kernel on views of plain CPU tensors."""
     return (
-        _numpy_route(data, indices)
-        and _numpy_route(updates, indices)
+        viewable(data, indices, updates)
         and numpy_kernels.compiled_available()
-        and (out is None or (_numpy_route(out, indices) and out.is_contiguous()))
+        and (out is None or (viewable(out, indices) and out.is_contiguous()))
         # (bfloat16 reaches NumPy as int16, whose arithmetic is not bfloat16's)
         and (data.dtype != torch.bfloat16 or plan.reduction == "none")
     )
@@ -798,7 +766,7 @@ def _scatter_on_numpy(
     target = source if out is data else as_numpy(out)
     kernel(source, host, as_numpy(updates), plan, target, threads, fresh)
     if not fresh:  # (the caller's out, written behind autograd's back: see _views)
-        increment_version(out)
+        bump_versions((out,))
     return out
 
 

@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-import torch.autograd.forward_ad as _FORWARD_AD
-from torch.autograd.graph import increment_version
 
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._numpy import _kernels
@@ -19,7 +17,15 @@ from onnx_gather._backends._numpy._scatter import (
     elements_layout,
     writer_at,
 )
-from onnx_gather._backends._torch._views import TYPENUMS, as_numpy, new_cpu, of_new, viewable
+from onnx_gather._backends._torch._views import (
+    TYPENUMS,
+    as_numpy,
+    bump_versions,
+    fits,
+    new_cpu,
+    of_new,
+    unrecorded,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -40,21 +46,6 @@ NATIVE_UP_TO = 1 << 12
 #: :mod:`._exact`) or, for ``gather``, have no CPU kernel for (unsigned above 8 bits).
 _NOT_BITS = (torch.float16, torch.bfloat16)
 _NO_GATHER = (*_NOT_BITS, torch.uint16, torch.uint32, torch.uint64)
-
-
-def _plain(data: torch.Tensor, indices: torch.Tensor) -> bool:
-    """Whether torch's kernel may answer this call: CPU tensors no tracer records.
-
-    Its CPU kernels check every index (an error, never a read outside the tensor), under
-    autograd and ``torch.func``'s transforms too; a tracer (``torch.jit.trace``,
-    ``make_fx``, fake tensors) would record the kernel without the library's rules.
-    """
-    return (
-        data.is_cpu
-        and indices.is_cpu
-        and torch._C._get_tracing_state() is None
-        and torch._C._len_torch_dispatch_stack() == 0
-    )
 
 
 def _serves(plan: Plan, arrays: tuple[Array, ...]) -> bool:
@@ -81,11 +72,15 @@ def _stage(native: Callable[..., torch.Tensor], then: Call, axis: int | None = N
     some models' always do): a refusal (an exception) costs far more than a call, and is
     not paid again on every call.
 
-    The tests of :func:`_plain` are written out here, and torch's kernel is called
-    without a wrapper (``native`` takes the axis where it is ``torch.gather`` or
-    ``index_select``; advanced indexing ignores it): each Python call on this path is a
-    measurable part of a tiny gather (docs/performance.md).
-    Indices on another device than CPU data are refused by the kernel itself.
+    Torch's kernel may answer CPU tensors that no tracer records: its CPU kernels check
+    every index (an error, never a read outside the tensor), under autograd and
+    ``torch.func``'s transforms too, where a tracer (``torch.jit.trace``, ``make_fx``, fake
+    tensors) would record the kernel without the library's rules. Those tests are
+    written out here, and torch's kernel is called without a wrapper (``native`` takes
+    the axis where it is ``torch.gather`` or ``index_select``; advanced indexing ignores
+    it): each Python call on this path is a measurable part of a tiny gather
+    (docs/performance.md). Indices on another device than CPU data are refused by the
+    kernel itself.
     """
     live = True
     tracing, dispatch_stack = torch._C._get_tracing_state, torch._C._len_torch_dispatch_stack
@@ -127,9 +122,9 @@ def _reading_at(plan: GatherElementsPlan, arrays: tuple[Array, ...], exact: Call
     declines too (``exact`` then raises). Torch's kernel refuses any negative index, so
     a call site whose indices hold one runs this from then on: faster than the exact
     path's views, result and tests, and than ``torch.gather`` after its own
-    ``torch.where`` (docs/performance.md). C-ordered plain CPU tensors whose indices have data's other dims, nothing that
-    records the call (autograd, forward AD, tracers) and no negative or conjugate view
-    (its memory holds other values); anything else is ``exact``.
+    ``torch.where`` (docs/performance.md). C-ordered tensors whose indices have data's
+    other dims, where NumPy's kernels may stand in for torch's (:func:`._views.viewable`);
+    anything else is ``exact``.
     """
     data, indices = arrays
     index_shape = tuple(indices.shape)
@@ -137,20 +132,10 @@ def _reading_at(plan: GatherElementsPlan, arrays: tuple[Array, ...], exact: Call
     if _kernels is None or layout is None:
         return exact
     read_at, new = _kernels.gather_elements_at, new_cpu(index_shape, data.dtype)
-    tracing, dispatch_stack = torch._C._get_tracing_state, torch._C._len_torch_dispatch_stack
-    grad_enabled = torch.is_grad_enabled
 
     def call(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
         data, indices = arrays
-        if (
-            data.is_cpu
-            and indices.is_cpu
-            and tracing() is None
-            and dispatch_stack() == 0
-            and _FORWARD_AD._current_level < 0
-            and not (grad_enabled() and data.requires_grad)
-            and not (data.is_neg() or data.is_conj())
-        ):
+        if unrecorded(data, indices):
             try:  # (no strides or storage: sparse layouts, torch.func's wrappers; exact's)
                 if data.is_contiguous() and indices.is_contiguous():
                     result = new()
@@ -203,7 +188,7 @@ def _scatter(kernel: Any, axis: bool) -> Callable[[ScatterPlan, tuple[Any, ...],
         data = arrays[0]
         if not all(type(x) is torch.Tensor for x in arrays) or kernel is None or _kernels is None:
             return exact
-        if not viewable(*arrays):  # (no NumPy view: torch's operations)
+        if not fits(*arrays):  # (no NumPy view: torch's operations)
             return exact
         if data.dtype == torch.bfloat16 and plan.reduction != "none":
             return exact  # (NumPy sees bfloat16 as int16, whose arithmetic is not bfloat16's)
@@ -241,8 +226,8 @@ def _scattering(
 ) -> Call:
     """The bound scatter: into a new tensor, or in place where ``out`` is data.
 
-    Plain strided CPU tensors, C-ordered data, that no tracer, transform or autograd
-    records (otherwise ``exact``, which routes those; ``_plain`` says why each). In place,
+    Tensors NumPy's kernels may stand in for (:func:`._views.viewable`; otherwise
+    ``exact``, which routes those), C-ordered data. In place,
     the kernel scans every index before its first write, and indices or updates that share data's memory are
     copied first (read before written). The shapes and types are those of ``arrays``
     (the call's key holds them): a C-ordered tensor's view (``new_view``:
@@ -251,7 +236,6 @@ def _scattering(
     :func:`_writing_at`), where given, writes first without views.
     """
     dtype = arrays[0].dtype
-    complex_ = dtype.is_complex
     index_shape, update_shape = tuple(arrays[1].shape), tuple(arrays[2].shape)
     types = [TYPENUMS[x.dtype] for x in arrays]
     nbytes = math.prod(shape) * arrays[0].element_size()
@@ -267,17 +251,7 @@ def _scattering(
 
     def call(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
         data, indices, updates = arrays
-        if not (
-            (out is None or out is data)
-            and _plain(data, indices)
-            and updates.is_cpu
-            and _FORWARD_AD._current_level < 0
-            and not (torch.is_grad_enabled() and (data.requires_grad or updates.requires_grad))
-            # (A negative view of any type, ``z.conj().imag`` of complex ``z``: NumPy's
-            # view of its memory holds the values unnegated.)
-            and not (data.is_neg() or updates.is_neg())
-            and not (complex_ and (data.is_conj() or updates.is_conj()))
-        ):
+        if not ((out is None or out is data) and unrecorded(data, indices, updates)):
             return exact(arrays, out)
         try:
             # A tensor without strides or storage raises here, before anything is written:
@@ -285,7 +259,7 @@ def _scattering(
             if not data.is_contiguous():
                 return exact(arrays, out)
             start, read, written = data.data_ptr(), indices.data_ptr(), updates.data_ptr()
-            if not (start and read and written):  # (a ZeroTensor's null pointer: _numpy_route)
+            if not (start and read and written):  # (a ZeroTensor's null pointer: viewable)
                 return exact(arrays, out)
             if (
                 at is not None
@@ -294,7 +268,7 @@ def _scattering(
                 and indices.is_contiguous()
                 and at(start, written, read)
             ):
-                increment_version(data)  # (written behind autograd's back: see _views)
+                bump_versions((data,))  # (written behind autograd's back: see _views)
                 return data
             host_indices = view(indices, read, index_shape, types[1], start)
             values = view(updates, written, update_shape, types[2], start)
@@ -311,7 +285,7 @@ def _scattering(
             result = out
             done = run(source, None, host_indices, values, CheckMode.SCAN_FIRST, threads)
             if done:
-                increment_version(data)  # (written behind autograd's back: see _views)
+                bump_versions((data,))  # (written behind autograd's back: see _views)
         return result if done else exact(arrays, out)
 
     return call
@@ -336,7 +310,7 @@ def tensor_scatter(plan: TensorScatterPlan, arrays: tuple[Array, ...], exact: Ca
         not all(type(x) is torch.Tensor for x in arrays)
         or _kernels is None
         or data.is_complex()
-        or not viewable(*arrays)  # (no NumPy view: torch's operations)
+        or not fits(*arrays)  # (no NumPy view: torch's operations)
     ):
         return exact
     shape, typenum = tuple(data.shape), TYPENUMS[data.dtype]
@@ -351,31 +325,16 @@ def tensor_scatter(plan: TensorScatterPlan, arrays: tuple[Array, ...], exact: Ca
     batch, size, length = shape[0], shape[axis], update_shape[axis]
     outer, inner = math.prod(shape[1:axis]), math.prod(shape[axis + 1 :]) * data.element_size()
     int64 = arrays[2].dtype == torch.int64 and arrays[1].dtype == data.dtype
-    tracing, dispatch_stack = torch._C._get_tracing_state, torch._C._len_torch_dispatch_stack
-    grad_enabled = torch.is_grad_enabled
 
     def call(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
         data, updates, indices = arrays
-        # What _plain tests, written out (a call here is a large part of a decode step's
-        # write: docs/performance.md), and what else torch records: autograd, forward AD,
-        # negative views.
-        if not (
-            out is data
-            and data.is_cpu
-            and updates.is_cpu
-            and indices.is_cpu
-            and tracing() is None
-            and dispatch_stack() == 0
-            and _FORWARD_AD._current_level < 0
-            and not (grad_enabled() and (data.requires_grad or updates.requires_grad))
-            and not (data.is_neg() or updates.is_neg())
-        ):
+        if not (out is data and unrecorded(data, indices, updates)):
             return exact(arrays, out)
         try:  # (no strides or storage: sparse layouts, torch.func's wrappers; exact's)
             if not data.is_contiguous():
                 return exact(arrays, out)
             start, written, read = data.data_ptr(), updates.data_ptr(), indices.data_ptr()
-            if not (start and written and read):  # (a ZeroTensor's null pointer: _numpy_route)
+            if not (start and written and read):  # (a ZeroTensor's null pointer: viewable)
                 return exact(arrays, out)
             if (
                 int64
@@ -393,7 +352,7 @@ def tensor_scatter(plan: TensorScatterPlan, arrays: tuple[Array, ...], exact: Ca
                     circular,
                 )
             ):
-                increment_version(data)
+                bump_versions((data,))
                 return data
             source = (
                 view(updates, written, update_shape, None, update_typenum)
@@ -406,7 +365,7 @@ def tensor_scatter(plan: TensorScatterPlan, arrays: tuple[Array, ...], exact: Ca
         if copies is None:
             return exact(arrays, out)
         copy_slices(view(data, start, shape, None, typenum), source, copies)
-        increment_version(data)
+        bump_versions((data,))
         return data
 
     return call

@@ -14,7 +14,8 @@ from onnx_gather import _ops
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._positions import element_positions, tuple_rows
 from onnx_gather._backends._torch._dtypes import SIGNED
-from onnx_gather._backends._torch._indices import placed, wrapped, xp
+from onnx_gather._backends._torch._indices import placed, xp
+from onnx_gather._backends._torch._views import viewable
 from onnx_gather._indices import BoundsPolicy, normalise_indices
 from onnx_gather._spec.scatter_nd import plan as scatter_nd_plan
 
@@ -317,7 +318,7 @@ def write(
         latest = latest.scatter_reduce(0, rows, position, "amax")
         last = latest[rows] == position
         return target.index_put((rows[last],), values[last])
-    on_kernel = _kernel_write(target, rows, values, reduction)
+    on_kernel = _reduced_on_kernel(target, rows, values, reduction)
     if on_kernel is not None:
         return on_kernel
     order = torch.argsort(rows, stable=True)
@@ -338,7 +339,7 @@ def write(
     return result
 
 
-def _kernel_write(
+def _reduced_on_kernel(
     target: torch.Tensor, rows: torch.Tensor, values: torch.Tensor, reduction: Reduction
 ) -> torch.Tensor | None:
     """:func:`write` of a reduction by the compiled kernel, one pass in C order; None: not here.
@@ -351,19 +352,7 @@ def _kernel_write(
     if not (
         numpy_kernels.compiled_available()
         and target.dtype in _KERNEL_TYPES
-        # Values that torch's operations must see: a trace, a dispatch mode, a transform's
-        # wrapper, forward-mode AD's tangents, a ZeroTensor's (no memory to view).
-        and not torch.compiler.is_compiling()
-        and torch._C._len_torch_dispatch_stack() == 0
-        and torch.autograd.forward_ad._current_level < 0
-        and all(
-            type(x) is torch.Tensor
-            and x.is_cpu
-            and not x.is_conj()
-            and not wrapped(x)
-            and not x._is_zerotensor()
-            for x in (target, rows, values)
-        )
+        and viewable(target, rows, values)
     ):
         return None
     data = target.detach().contiguous()
