@@ -210,7 +210,7 @@ def _rounds(
 ) -> jax.Array:
     """Round ``r`` applies each row's ``r``-th update (C order), all at distinct rows.
 
-    As the PyTorch backend does (:mod:`onnx_gather._backends._torch._scatter`): computed in
+    As the PyTorch backend does (:mod:`onnx_gather._backends._torch._exact`): computed in
     float32 for float16 and bfloat16 and rounded back (exact), a NaN result made
     canonical, max and min selected on the values' bits (IEEE 754-2019, the first NaN
     kept; :func:`combine`). The number of rounds is read inside the computation
@@ -244,7 +244,7 @@ def _reduced(
     rounds (:func:`_rounds`). The rounds' loop counts its rounds at
     run time, which reverse mode cannot transpose; the tangent below needs no loop (it is
     linear in the tangents, so ``jax.grad`` transposes it): the same formulas as the
-    PyTorch backend's (:func:`onnx_gather._backends._torch._scatter.row_gradients`),
+    PyTorch backend's (:func:`onnx_gather._backends._torch._exact.row_gradients`),
     whichever way the values were computed.
     """
     dtype = np.dtype(target.dtype)

@@ -13,18 +13,15 @@ import torch
 
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._base import Backend
-from onnx_gather._backends._torch import _dtypes, _eager, _fused, _onnx, _tensor_scatter
-from onnx_gather._backends._torch import _scatter as scatters
-from onnx_gather._backends._torch._exact import exact, exact_nd
-from onnx_gather._backends._torch._indices import placed, values_unknown, wrapped
+from onnx_gather._backends._numpy import _kernels
+from onnx_gather._backends._torch import _dtypes, _onnx
+from onnx_gather._backends._torch import _exact as exact
+from onnx_gather._backends._torch import _inductor as inductor
+from onnx_gather._backends._torch import _numpy_views as numpy_views
+from onnx_gather._backends._torch import _recorded as recorded
+from onnx_gather._backends._torch import _small_call as small_call
+from onnx_gather._backends._torch._indices import values_unknown, wrapped
 from onnx_gather._backends._torch._indices import xp as _xp
-from onnx_gather._backends._torch._views import (
-    as_numpy,
-    bump_versions,
-    of_new,
-    shares_memory,
-    viewable,
-)
 from onnx_gather._host import Unrepresentable, python_indices
 
 if TYPE_CHECKING:
@@ -40,9 +37,6 @@ if TYPE_CHECKING:
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
     from onnx_gather._spec.tensor_scatter import TensorScatterPlan
     from onnx_gather._typing import Array, ScatterPlan
-
-_CPU = torch.device("cpu")
-
 
 #: Without the compiled kernel, the outputs from which GatherElements off the last axis
 #: runs NumPy's blocked kernel on views of the tensors: torch.gather along a leading axis
@@ -74,7 +68,7 @@ def _in_graph(
     operator's Python costs), where the result reads no index (the check would have
     nothing to feed) and for complex data (inductor generates no code for complex types:
     it warns and runs aten's); otherwise torch's operations with the check in the graph
-    (:func:`._indices.guarded`). Inside a ``torch.func`` transform (vmap, grad) torch's
+    (:func:`._inductor.guarded`). Inside a ``torch.func`` transform (vmap, grad) torch's
     own kernels serve, whose batching and gradient rules the transforms have; the check
     there is ``checked_indices_v1``.
     """
@@ -85,7 +79,7 @@ def _in_graph(
     if wrapped(data) or (isinstance(indices, torch.Tensor) and wrapped(indices)):
         return False
     if torch._C._get_tracing_state() is not None:
-        _fused.register_onnx_export()
+        recorded.register_onnx_export()
         return True
     return plan.check_bounds and torch._C._len_torch_dispatch_stack() > 0
 
@@ -107,21 +101,21 @@ def _recordable(
 
     def decorate(eager: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
         def method(self: Any, data: torch.Tensor, indices: Array, plan: Any, /) -> torch.Tensor:
-            if viewable(data, indices) and numpy_wins(plan):
-                return _on_numpy(kernel, data, indices, plan)
+            if numpy_views.viewable(data, indices) and numpy_wins(plan):
+                return numpy_views.on_numpy(kernel, data, indices, plan)
             if not _in_graph(data, indices, plan, fused_wins):
                 return eager(self, data, indices, plan)
             if isinstance(indices, np.ndarray):  # host indices: a constant of the graph
                 indices = _constant(indices, data)
-            return _fused.call(data, indices, plan=plan)
+            return recorded.call(data, indices, plan=plan)
 
         def when_the_graph_runs(data: torch.Tensor, indices: Array, plan: Any) -> torch.Tensor:
-            if viewable(data, indices) and numpy_wins(plan):
-                return _on_numpy(kernel, data, indices, plan)
+            if numpy_views.viewable(data, indices) and numpy_wins(plan):
+                return numpy_views.on_numpy(kernel, data, indices, plan)
             return eager(backend, data, indices, plan)
 
         method.__name__, method.__doc__ = eager.__name__, eager.__doc__
-        _fused.register(eager.__name__, when_the_graph_runs)
+        recorded.register(eager.__name__, when_the_graph_runs)
         return method
 
     return decorate
@@ -188,26 +182,6 @@ def _fused_wins_on_short_rows(data: torch.Tensor, plan: Plan) -> bool:
     return _fused_wins(data, plan) and math.prod(data.shape[after:]) < _LONG_ROW
 
 
-def _check_servable(data: torch.Tensor, indices: Array) -> None:
-    """TypeError for tensors torch's kernels would answer wrongly or with a raw error.
-
-    Sparse, compressed or MKL-DNN layouts (a sparse COO result from Gather, torch's
-    NotImplementedError elsewhere), and indices on the meta device, which hold no values
-    to read, with data that does (on the meta device both are fine: nothing is read).
-    Called off the compiled route only, which takes strided CPU tensors alone.
-    """
-    for name, x in (("data", data), ("indices", indices)):
-        if isinstance(x, torch.Tensor) and x.layout != torch.strided:
-            msg = f"{name} is a tensor of layout {x.layout}; only strided (dense) tensors are supported"
-            raise TypeError(msg)
-    if isinstance(indices, torch.Tensor) and indices.is_meta and not data.is_meta:
-        msg = (
-            f"indices are on the meta device, which holds no values, but data is on "
-            f"{data.device}; pass indices on {data.device}, as a NumPy array or as Python ints"
-        )
-        raise TypeError(msg)
-
-
 _TRITON: Any = None
 
 
@@ -233,7 +207,7 @@ class TorchBackend(Backend):
     """The PyTorch backend: each call to the fastest exact kernel.
 
     * Plain CPU tensors that no autograd or tracer records run the NumPy backend's
-      compiled one-pass kernel on zero-copy views (:func:`_on_numpy`). Without the
+      compiled one-pass kernel on zero-copy views (:func:`._numpy_views.on_numpy`). Without the
       compiled kernel only large GatherElements off the last axis goes to NumPy (its
       blocked kernel: :func:`_elements_numpy_wins`); elsewhere torch's kernels are as fast.
     * Large CUDA calls run one fused Triton kernel where triton is installed
@@ -241,9 +215,9 @@ class TorchBackend(Backend):
     * Everything else (CUDA, autograd, ``torch.func``; under ``torch.compile`` small checked
       calls, and gathers of long rows, on the CPU) runs ``torch.index_select`` (Gather),
       ``torch.gather`` (GatherElements) or advanced indexing (GatherND), bit for bit
-      (:func:`._exact.exact`), on indices checked and counted from the end
-      (:func:`_kernel_indices`); recorded graphs otherwise hold one fused operator per call
-      (:func:`_recordable`, :mod:`._fused`).
+      (:func:`._exact.gather`), on indices checked and counted from the end
+      (:func:`._exact.placed`); recorded graphs otherwise hold one fused operator per call
+      (:func:`_recordable`, :mod:`._recorded`).
     """
 
     name = "torch"
@@ -282,7 +256,7 @@ class TorchBackend(Backend):
         return torch.tensor(flat, dtype=dtype, device=data.device).reshape(shape)
 
     def bind(self, method: str, plan: Plan, arrays: tuple[Array, ...], /) -> Call:
-        """Small eager gathers on CPU tensors: torch's kernel first (:mod:`._eager`).
+        """Small eager gathers on CPU tensors: torch's kernel first (:mod:`._small_call`).
 
         Not while Dynamo traces the call (host indices under ``torch.compile``): the
         compiled graph holds the exact path, whose checks it can trace. While
@@ -295,7 +269,7 @@ class TorchBackend(Backend):
                 return _EXPORTING.bind(method, plan, arrays)
             return super().bind(method, plan, arrays)
         exact = super().bind(method, plan, arrays)
-        binder = _eager.BINDERS.get(method)
+        binder = BINDERS.get(method)
         if binder is None:
             return exact
         return binder(plan, arrays, exact)
@@ -338,13 +312,13 @@ class TorchBackend(Backend):
         for complex types.
         """
         if data.is_complex() and torch.compiler.is_compiling():
-            return _fused.call(data, _on(data, indices), plan=plan)
+            return recorded.call(data, _on(data, indices), plan=plan)
         if (
             plan.batch_dims == 0  # (the kernel is Gather's; batch dims go as GatherND)
-            and viewable(data, indices)
+            and numpy_views.viewable(data, indices)
             and numpy_kernels.compiled_available()
         ):
-            return _on_numpy(numpy_kernels.openvino_gather, data, indices, plan)
+            return numpy_views.on_numpy(numpy_kernels.openvino_gather, data, indices, plan)
         # The TorchScript exporter (the dynamo one binds _EXPORTING); never while Dynamo
         # traces this Python (host indices), which cannot trace _recording's C calls.
         if not torch.compiler.is_compiling() and _recording() and _onnx.exporting():
@@ -382,11 +356,7 @@ class TorchBackend(Backend):
         fused = _triton_for(data, indices, plan, data.shape)
         if fused is not None:
             return fused.gather(data, indices, plan)
-        indices = _kernel_indices(data, indices, plan)
-        if plan.size == 0 and indices.numel():  # unchecked, nothing to read: zeros
-            return data.new_zeros(plan.out_shape)
-        out = exact(data, plan.axis, indices.reshape(-1), False)
-        return out.reshape(plan.out_shape) if indices.dim() != 1 else out
+        return exact.gather(data, indices, plan)
 
     @_recordable(numpy_kernels.gather_elements, _elements_numpy_wins, _fused_wins)
     def gather_elements(
@@ -400,11 +370,7 @@ class TorchBackend(Backend):
         fused = _triton_for(data, indices, plan, plan.out_shape)
         if fused is not None:
             return fused.gather_elements(data, indices, plan)
-        indices = _kernel_indices(data, indices, plan)
-        if plan.size == 0 and indices.numel():  # unchecked, nothing to read: zeros
-            return data.new_zeros(plan.out_shape)
-        block = plan.block()
-        return exact(data if block is None else data[block], plan.axis, indices, True)
+        return exact.gather_elements(data, indices, plan)
 
     @_recordable(numpy_kernels.gather_nd, _compiled_wins, _fused_wins_on_short_rows)
     def gather_nd(self, data: torch.Tensor, indices: Array, plan: GatherNDPlan, /) -> torch.Tensor:
@@ -413,10 +379,7 @@ class TorchBackend(Backend):
         Advanced indexing (CUDA, autograd, ``torch.compile``, ``torch.func``) of indices
         checked and counted per coordinate; its backward accumulates repeated tuples.
         """
-        indices = _kernel_indices(data, indices, plan)
-        if 0 in plan.sizes or 0 in plan.out_shape:  # nothing to read (unchecked): zeros
-            return data.new_zeros(plan.out_shape)
-        return exact_nd(data, indices, plan.batch_dims).reshape(plan.out_shape)
+        return exact.gather_nd(data, indices, plan)
 
     def scatter_elements(
         self,
@@ -429,10 +392,10 @@ class TorchBackend(Backend):
     ) -> torch.Tensor:
         """ONNX ScatterElements: the compiled kernel on CPU views, else torch's operations.
 
-        Torch's operations (:mod:`._scatter`) serve CUDA and autograd, exactly.
+        Torch's operations (:mod:`._exact`) serve CUDA and autograd, exactly.
         """
         kernel = numpy_kernels.scatter_elements
-        return _scatter_call(kernel, scatters.scatter_elements, data, indices, updates, plan, out)
+        return _scatter_call(kernel, exact.scatter_elements, data, indices, updates, plan, out)
 
     def scatter_nd(
         self,
@@ -445,7 +408,7 @@ class TorchBackend(Backend):
     ) -> torch.Tensor:
         """ONNX ScatterND: as :meth:`scatter_elements`."""
         kernel = numpy_kernels.scatter_nd
-        return _scatter_call(kernel, scatters.scatter_nd, data, indices, updates, plan, out)
+        return _scatter_call(kernel, exact.scatter_nd, data, indices, updates, plan, out)
 
     def tensor_scatter(
         self,
@@ -456,7 +419,7 @@ class TorchBackend(Backend):
         out: torch.Tensor | None = None,
         /,
     ) -> torch.Tensor:
-        """ONNX TensorScatter: torch's operations (:mod:`._tensor_scatter`).
+        """ONNX TensorScatter: torch's operations (:mod:`._exact`).
 
         Write indices are read to the host once, and checked there. Under
         ``torch.compile`` the writes and their check are graph operations; a recorded call
@@ -465,19 +428,19 @@ class TorchBackend(Backend):
         read once; ``out=data`` writes only the new positions (no copy of the cache).
         """
         if torch.compiler.is_compiling() and not _writes_nothing_checked(updates, plan):
-            return _tensor_scatter.in_graph(data, updates, _on(data, indices), plan)
+            return inductor.tensor_scatter(data, updates, _on(data, indices), plan)
         grad = torch.is_grad_enabled() and (data.requires_grad or updates.requires_grad)
         if _one_operator(data, indices, updates):
-            result = _fused.call(data, updates, _on(data, indices), plan=plan)
+            result = recorded.call(data, updates, _on(data, indices), plan=plan)
         elif out is None or grad:
-            result = _tensor_scatter.eager(data, updates, indices, plan)
+            result = exact.tensor_scatter(data, updates, indices, plan)
         else:  # in place, or into out: nothing but the cache is copied
             starts = plan.checked_starts(indices)
             if out.requires_grad:  # (a leaf that requires grad: written as torch's out= is)
                 with torch.no_grad():
-                    _tensor_scatter.into(out, data, updates, starts, plan)
+                    exact.tensor_scatter_into(out, data, updates, starts, plan)
             else:  # (nothing here requires grad: nothing to record, no no_grad to enter)
-                _tensor_scatter.into(out, data, updates, starts, plan)
+                exact.tensor_scatter_into(out, data, updates, starts, plan)
             return out
         return _into(out, result, grad)
 
@@ -566,7 +529,7 @@ def _openvino(
         and torch.is_grad_enabled()
         and (data.requires_grad or updates.requires_grad)
     )
-    result = _fused.call(data, _on(data, indices), updates, plan=plan)
+    result = recorded.call(data, _on(data, indices), updates, plan=plan)
     return _into(out, result, grad)
 
 
@@ -611,7 +574,7 @@ def _scatter_call(
     torch's operations.
     """
     if _scatter_numpy_route(data, indices, updates, plan, out):
-        return _scatter_on_numpy(kernel, data, indices, updates, plan, out)
+        return numpy_views.scatter_on_numpy(kernel, data, indices, updates, plan, out)
     if isinstance(indices, np.ndarray):  # host indices (in a graph: a constant of it)
         indices = _constant(indices, data)
     grad = (
@@ -619,18 +582,18 @@ def _scatter_call(
         and torch.is_grad_enabled()
         and (data.requires_grad or updates.requires_grad)
     )
-    if grad and shares_memory(out, data, updates):
+    if grad and exact.shares_memory(out, data, updates):
         # The result's gradient formulas read data and updates as they were: ``out``,
         # written in place below, must not be one of them (autograd would refuse the
         # backward: "modified by an inplace operation").
         data, updates = data.clone(), updates.clone()
     if _scatter_compiled(data, indices, updates, plan):
-        result = scatters.in_graph(data, indices, updates, plan)
+        result = inductor.scatter(data, indices, updates, plan)
     elif _one_operator(data, indices, updates):
         # (under torch.func.vmap: its rule calls the operator per batch entry)
-        result = _fused.call(data, indices, updates, plan=plan)
+        result = recorded.call(data, indices, updates, plan=plan)
     else:
-        _check_servable(data, indices)
+        exact.check_servable(data, indices)
         result = own(data, indices, updates, plan)
     return _into(out, result, grad)
 
@@ -657,9 +620,9 @@ def _scatter_numpy_route(
 ) -> bool:
     """Whether a scatter runs the compiled kernel on views of plain CPU tensors."""
     return (
-        viewable(data, indices, updates)
+        numpy_views.viewable(data, indices, updates)
         and numpy_kernels.compiled_available()
-        and (out is None or (viewable(out, indices) and out.is_contiguous()))
+        and (out is None or (numpy_views.viewable(out, indices) and out.is_contiguous()))
         # (bfloat16 reaches NumPy as int16, whose arithmetic is not bfloat16's)
         and (data.dtype != torch.bfloat16 or plan.reduction == "none")
     )
@@ -678,7 +641,7 @@ def _scatter_compiled(
         and not torch.compiler.is_exporting()
         and data.dtype not in _NO_INDEX_PUT
         and not _writes_nothing_checked(updates, plan)
-        and scatters.in_graph_serves(data, indices, updates, plan)
+        and inductor.in_graph_serves(data, indices, updates, plan)
     )
 
 
@@ -712,7 +675,7 @@ def _one_operator(data: torch.Tensor, indices: Array, updates: torch.Tensor) -> 
     if transformed:
         return False
     if torch._C._get_tracing_state() is not None:
-        _fused.register_onnx_export()
+        recorded.register_onnx_export()
         return True
     return torch._C._len_torch_dispatch_stack() > 0
 
@@ -729,7 +692,7 @@ def _scatter_when_the_graph_runs(
         data: torch.Tensor, indices: Array, updates: torch.Tensor, plan: ScatterPlan
     ) -> torch.Tensor:
         if _scatter_numpy_route(data, indices, updates, plan, None):
-            return _scatter_on_numpy(kernel, data, indices, updates, plan, None)
+            return numpy_views.scatter_on_numpy(kernel, data, indices, updates, plan, None)
         return own(data, indices, updates, plan)
 
     return run
@@ -737,37 +700,14 @@ def _scatter_when_the_graph_runs(
 
 # What the fused operator of each scatter runs when the graph runs (the gathers' are
 # registered by _recordable).
-_fused.register(
+recorded.register(
     "scatter_elements",
-    _scatter_when_the_graph_runs(scatters.scatter_elements, numpy_kernels.scatter_elements),
+    _scatter_when_the_graph_runs(exact.scatter_elements, numpy_kernels.scatter_elements),
 )
-_fused.register(
-    "scatter_nd", _scatter_when_the_graph_runs(scatters.scatter_nd, numpy_kernels.scatter_nd)
+recorded.register(
+    "scatter_nd", _scatter_when_the_graph_runs(exact.scatter_nd, numpy_kernels.scatter_nd)
 )
-_fused.register("tensor_scatter", _tensor_scatter.eager)
-
-
-def _scatter_on_numpy(
-    kernel: Callable[..., Any],
-    data: torch.Tensor,
-    indices: Array,
-    updates: torch.Tensor,
-    plan: Plan,
-    out: torch.Tensor | None,
-) -> torch.Tensor:
-    """The NumPy backend's scatter ``kernel`` on views, into ``out`` or a new tensor."""
-    fresh = out is None
-    if out is None:
-        out = torch.empty(plan.out_shape, dtype=data.dtype, device=_CPU)
-    host = indices if isinstance(indices, np.ndarray) else as_numpy(indices)
-    threads = min(numpy_kernels.THREADS, torch.get_num_threads())
-    source = as_numpy(data)
-    # In place: the one view, so the kernel sees data itself (and copies nothing).
-    target = source if out is data else as_numpy(out)
-    kernel(source, host, as_numpy(updates), plan, target, threads, fresh)
-    if not fresh:  # (the caller's out, written behind autograd's back: see _views)
-        bump_versions((out,))
-    return out
+recorded.register("tensor_scatter", exact.tensor_scatter)
 
 
 def _triton_for(data: torch.Tensor, indices: Array, plan: Plan, walk: Sequence[int]) -> Any:
@@ -780,41 +720,21 @@ def _triton_for(data: torch.Tensor, indices: Array, plan: Plan, walk: Sequence[i
     return None
 
 
-def _kernel_indices(data: torch.Tensor, indices: Array, plan: Plan) -> torch.Tensor:
-    """Indices for torch's own kernels: checked, counted, int64, on data's device."""
-    _check_servable(data, indices)
-    return placed(indices, data, plan)
-
-
-def _on_numpy(
-    kernel: Callable[..., Any], data: torch.Tensor, indices: Array, plan: Plan
-) -> torch.Tensor:
-    """The NumPy backend's ``kernel`` on views of the tensors, into a tensor torch allocates.
-
-    The kernel checks, counts negatives from the end and copies in one pass, on any
-    strides (a view is never copied): faster than ``torch.gather``/``index_select`` plus
-    the range pass they need (docs/benchmarks.md). The memory is torch's own, so the
-    result behaves like any tensor (resizable, too).
-    """
-    dtype = data.dtype
-    shape = plan.out_shape
-    if type(indices) is torch.Tensor and indices.shape == shape:  # (GatherElements)
-        # C order whatever the indices' strides; faster than torch.empty.
-        out = torch.empty_like(indices, dtype=dtype, memory_format=torch.contiguous_format)
-    elif shape:
-        # The sizes as arguments: faster than one tuple (docs/performance.md).
-        out = torch.empty(*shape, dtype=dtype, device=_CPU)
-    else:
-        out = torch.empty((), dtype=dtype, device=_CPU)
-    host = indices if isinstance(indices, np.ndarray) else as_numpy(indices)
-    # Within torch's own thread count too (torch.set_num_threads, DataLoader workers' 1).
-    threads = min(numpy_kernels.THREADS, torch.get_num_threads())
-    view = of_new(out, shape)
-    kernel(as_numpy(data), host, plan, view, threads)
-    return out
-
-
 backend = TorchBackend()
+
+#: Each operator's bound call for eager CPU calls, by its registry method name: torch's
+#: own kernel for small gathers (:mod:`._small_call`), the compiled kernel by address for
+#: the scatters (:mod:`._numpy_views`); each takes its operator's plan.
+BINDERS: dict[str, Callable[[Any, tuple[Any, ...], Call], Call]] = {
+    "gather": small_call.gather,
+    "gather_elements": small_call.gather_elements,
+    "gather_nd": small_call.gather_nd,
+    "scatter_elements": numpy_views.bind_scatter(
+        getattr(_kernels, "scatter_elements", None), axis=True
+    ),
+    "scatter_nd": numpy_views.bind_scatter(getattr(_kernels, "scatter_nd", None), axis=False),
+    "tensor_scatter": numpy_views.bind_tensor_scatter,
+}
 
 
 def _openvino_gather_when_the_graph_runs(
@@ -827,7 +747,7 @@ def _openvino_gather_when_the_graph_runs(
     return Backend.openvino_gather(backend, data, indices, plan).contiguous()
 
 
-_fused.register("openvino_gather", _openvino_gather_when_the_graph_runs)
+recorded.register("openvino_gather", _openvino_gather_when_the_graph_runs)
 
 
 def _openvino_when_the_graph_runs(method: str) -> Callable[..., torch.Tensor]:
@@ -846,7 +766,7 @@ def _openvino_when_the_graph_runs(method: str) -> Callable[..., torch.Tensor]:
 for _method in (
     "openvino_scatter_update", "openvino_scatter_elements_update", "openvino_scatter_nd_update"
 ):  # fmt: skip
-    _fused.register(_method, _openvino_when_the_graph_runs(_method))
+    recorded.register(_method, _openvino_when_the_graph_runs(_method))
 
 
 class _Exporting(TorchBackend):
