@@ -1,11 +1,7 @@
-"""PyTorch, CPU and CUDA: each call to the fastest exact kernel.
-
-:class:`TorchBackend`, the tests that pick a call's route, and the routes that run here.
-"""
+"""PyTorch, CPU and CUDA: each call on the route :func:`._route.route` chooses for it."""
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,12 +16,13 @@ from onnx_gather._backends._torch import _inductor as inductor
 from onnx_gather._backends._torch import _numpy_views as numpy_views
 from onnx_gather._backends._torch import _recorded as recorded
 from onnx_gather._backends._torch import _small_call as small_call
-from onnx_gather._backends._torch._indices import values_unknown, wrapped
+from onnx_gather._backends._torch._indices import values_unknown
 from onnx_gather._backends._torch._indices import xp as _xp
+from onnx_gather._backends._torch._route import BIND, GRAPH, Route, route, triton
 from onnx_gather._host import Unrepresentable, python_indices
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable
 
     from onnx_gather._backends._base import Call
     from onnx_gather._spec import Plan
@@ -38,186 +35,52 @@ if TYPE_CHECKING:
     from onnx_gather._spec.tensor_scatter import TensorScatterPlan
     from onnx_gather._typing import Array, ScatterPlan
 
-#: Without the compiled kernel, the outputs from which GatherElements off the last axis
-#: runs NumPy's blocked kernel on views of the tensors: torch.gather along a leading axis
-#: is slower there; elsewhere torch's kernels are as fast (docs/performance.md).
-_FALLBACK_FROM = 1 << 13
 
+def _gathering(
+    method: str, kernel: Callable[..., Any], own: Callable[..., torch.Tensor], doc: str
+) -> Callable[..., torch.Tensor]:
+    """A gather's method: the call on its route (:func:`._route.route`).
 
-def _recording() -> bool:
-    """Whether a tracer records the torch operations this call runs.
-
-    ``torch.jit.trace`` (and the TorchScript ONNX exporter, which uses it) keeps a tracing
-    state; ``make_fx`` and fake-tensor propagation work through dispatch modes. (Checked
-    with torch's C functions: tens of nanoseconds on every eager call.)
-    """
-    return torch._C._get_tracing_state() is not None or torch._C._len_torch_dispatch_stack() > 0
-
-
-def _in_graph(
-    data: torch.Tensor, indices: Array, plan: Plan, fused_wins: Callable[[Any, Any], bool]
-) -> bool:
-    """Whether this call becomes one ``onnx_gather::run_v1`` operator of a recorded graph.
-
-    Under ``torch.jit.trace``, where the TorchScript ONNX exporter then writes the ONNX node
-    itself, always. Under ``make_fx`` when checked: the operator runs the eager kernel and
-    its check when the graph runs; an unchecked call stays plain aten operations, for
-    graphs bound for other runtimes. Under ``torch.compile`` and ``torch.export`` (both
-    trace with Dynamo) a checked call on the CPU is the operator where
-    ``fused_wins(data, plan)`` (the compiled kernel beats inductor's code by more than the
-    operator's Python costs), where the result reads no index (the check would have
-    nothing to feed) and for complex data (inductor generates no code for complex types:
-    it warns and runs aten's); otherwise torch's operations with the check in the graph
-    (:func:`._inductor.guarded`). Inside a ``torch.func`` transform (vmap, grad) torch's
-    own kernels serve, whose batching and gradient rules the transforms have; the check
-    there is ``checked_indices_v1``.
-    """
-    if torch.compiler.is_compiling():  # (first: Dynamo cannot trace what follows)
-        return plan.check_bounds and (
-            not data.is_cpu or data.is_complex() or _reads_no_index(plan) or fused_wins(data, plan)
-        )
-    if wrapped(data) or (isinstance(indices, torch.Tensor) and wrapped(indices)):
-        return False
-    if torch._C._get_tracing_state() is not None:
-        recorded.register_onnx_export()
-        return True
-    return plan.check_bounds and torch._C._len_torch_dispatch_stack() > 0
-
-
-def _recordable(
-    kernel: Callable[..., Any],
-    numpy_wins: Callable[[Any], bool],
-    fused_wins: Callable[[Any, Any], bool],
-) -> Callable[[Callable[..., torch.Tensor]], Callable[..., torch.Tensor]]:
-    """An operator's method: the NumPy backend's ``kernel``, a fused operator, or ``eager``.
-
-    Plain CPU tensors that nothing records run ``kernel`` on zero-copy views where
-    ``numpy_wins(plan)`` (the short path of eager CPU calls: the route is tested once);
-    a recorded call becomes one fused operator of the graph (under ``torch.compile``
-    where ``fused_wins(data, plan)``: :func:`_in_graph`); anything else runs ``eager``,
-    torch's own kernels. When the graph runs, the fused operator takes the same two
-    routes (``when_the_graph_runs``, registered with ``_fused`` under the method's name).
+    ``kernel`` is the NumPy backend's (NUMPY_VIEWS), ``own`` the exact route's, which
+    INDUCTOR runs too, on the indices it checks in the graph (:func:`._exact.placed`).
+    What ``run_v1`` runs when the graph runs is registered with :mod:`._recorded`.
     """
 
-    def decorate(eager: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-        def method(self: Any, data: torch.Tensor, indices: Array, plan: Any, /) -> torch.Tensor:
-            if numpy_views.viewable(data, indices) and numpy_wins(plan):
-                return numpy_views.on_numpy(kernel, data, indices, plan)
-            if not _in_graph(data, indices, plan, fused_wins):
-                return eager(self, data, indices, plan)
+    def gathered(self: Any, data: torch.Tensor, indices: Array, plan: Any, /) -> torch.Tensor:
+        way = route(method, plan, (data, indices))
+        if way is Route.NUMPY_VIEWS:
+            return numpy_views.on_numpy(kernel, data, indices, plan)
+        if way is Route.RECORDED:
             if isinstance(indices, np.ndarray):  # host indices: a constant of the graph
                 indices = _constant(indices, data)
             return recorded.call(data, indices, plan=plan)
+        if way is Route.TRITON:
+            return getattr(triton(), method)(data, indices, plan)
+        return own(data, indices, plan)
 
-        def when_the_graph_runs(data: torch.Tensor, indices: Array, plan: Any) -> torch.Tensor:
-            if numpy_views.viewable(data, indices) and numpy_wins(plan):
-                return numpy_views.on_numpy(kernel, data, indices, plan)
-            return eager(backend, data, indices, plan)
+    def when_the_graph_runs(data: torch.Tensor, indices: Array, plan: Any) -> torch.Tensor:
+        way = route(method, plan, (data, indices), when=GRAPH)
+        if way is Route.NUMPY_VIEWS:
+            return numpy_views.on_numpy(kernel, data, indices, plan)
+        if way is Route.TRITON:
+            return getattr(triton(), method)(data, indices, plan)
+        return own(data, indices, plan)
 
-        method.__name__, method.__doc__ = eager.__name__, eager.__doc__
-        recorded.register(eager.__name__, when_the_graph_runs)
-        return method
-
-    return decorate
-
-
-def _compiled_wins(plan: Plan) -> bool:
-    """Whether the NumPy backend beats torch's kernels: wherever the compiled one is built.
-
-    One pass, against torch's kernels and their separate range pass (docs/benchmarks.md).
-    """
-    return numpy_kernels.compiled_available()
-
-
-def _elements_numpy_wins(plan: Plan) -> bool:
-    """GatherElements: :func:`_compiled_wins`, and without it on large outputs off the last axis.
-
-    There NumPy's blocked kernel beats ``torch.gather`` (``_FALLBACK_FROM``).
-    """
-    return numpy_kernels.compiled_available() or (
-        plan.axis != len(plan.out_shape) - 1 and math.prod(plan.out_shape) >= _FALLBACK_FROM
-    )
-
-
-#: Under ``torch.compile`` on the CPU, the outputs from which the fused operator (the
-#: compiled kernel) beats inductor's code of torch's operations with the check in the
-#: graph: the operator's Python costs more a call than the graph's own code, which the
-#: kernel wins back from about 2**18 outputs of GatherElements and of gathers of short
-#: rows; inductor copies long rows as fast as the kernel (docs/performance.md).
-_FUSED_FROM = 1 << 18
-#: The row length (elements) from which inductor's copies keep up with the kernel's.
-_LONG_ROW = 64
-
-
-def _writes_nothing_checked(updates: torch.Tensor, plan: Plan) -> bool:
-    """Whether a checked scatter writes no element, so no compiled write checks an index.
-
-    The graph's own check rides on the writes (inductor's indirect-indexing assertion):
-    with none (empty updates, or slices of no element) the call is ``run_v1``, whose
-    check raises the eager IndexError when the graph runs (DESIGN: also when the output
-    or updates are empty).
-    """
-    return plan.check_bounds and math.prod(updates.shape) == 0
-
-
-def _reads_no_index(plan: Plan) -> bool:
-    """Whether the result reads no index: nothing to read, or an empty axis (zeros)."""
-    return math.prod(plan.out_shape) == 0 or any(size == 0 for size in plan.sizes)
-
-
-def _fused_wins(data: torch.Tensor, plan: Plan) -> bool:
-    """GatherElements under ``torch.compile``: the fused operator from ``_FUSED_FROM`` outputs.
-
-    Where the compiled kernel is built (without it the operator runs torch's kernels).
-    """
-    return math.prod(plan.out_shape) >= _FUSED_FROM and numpy_kernels.compiled_available()
-
-
-def _fused_wins_on_short_rows(data: torch.Tensor, plan: Plan) -> bool:
-    """Gather and GatherND: as :func:`_fused_wins`, on rows shorter than ``_LONG_ROW``.
-
-    The rows each index picks start at the axis after those the index addresses.
-    """
-    after = plan.axis + (len(plan.sizes) if plan.coordinates else 1)
-    return _fused_wins(data, plan) and math.prod(data.shape[after:]) < _LONG_ROW
-
-
-_TRITON: Any = None
-
-
-def _triton_kernels() -> Any:
-    """The fused Triton kernels (``_triton``), or False where triton is not installed.
-
-    Imported once, at the first large call on a CUDA tensor: large CUDA calls run one fused
-    kernel (count, check, gather; one 8-byte read back when checked), smaller ones and
-    everything else torch's kernels after one ``aminmax``.
-    """
-    global _TRITON
-    if _TRITON is None:
-        try:
-            from onnx_gather._backends._torch import _triton as kernels
-        except ImportError:
-            _TRITON = False
-        else:
-            _TRITON = kernels
-    return _TRITON
+    gathered.__name__, gathered.__doc__ = method, doc
+    recorded.register(method, when_the_graph_runs)
+    return gathered
 
 
 class TorchBackend(Backend):
-    """The PyTorch backend: each call to the fastest exact kernel.
+    """The PyTorch backend: each call on its route (:class:`._route.Route`).
 
-    * Plain CPU tensors that no autograd or tracer records run the NumPy backend's
-      compiled one-pass kernel on zero-copy views (:func:`._numpy_views.on_numpy`). Without the
-      compiled kernel only large GatherElements off the last axis goes to NumPy (its
-      blocked kernel: :func:`_elements_numpy_wins`); elsewhere torch's kernels are as fast.
-    * Large CUDA calls run one fused Triton kernel where triton is installed
-      (:func:`_triton_kernels`).
-    * Everything else (CUDA, autograd, ``torch.func``; under ``torch.compile`` small checked
-      calls, and gathers of long rows, on the CPU) runs ``torch.index_select`` (Gather),
-      ``torch.gather`` (GatherElements) or advanced indexing (GatherND), bit for bit
-      (:func:`._exact.gather`), on indices checked and counted from the end
-      (:func:`._exact.placed`); recorded graphs otherwise hold one fused operator per call
-      (:func:`_recordable`, :mod:`._recorded`).
+    :func:`._route.route` chooses, as a call site is bound and at each call: the NumPy
+    backend's compiled kernel on views of plain CPU tensors (NUMPY_VIEWS), torch's own
+    kernel for small eager gathers (SMALL_CALL), one Triton kernel for large CUDA calls
+    (TRITON), one ``run_v1`` operator of a recorded graph (RECORDED), torch's operations
+    with the check in a compiled graph (INDUCTOR), the ONNX node while exporting (ONNX),
+    and torch's own operations everywhere else (EXACT). Each route is one module holding
+    its kernels for every operator; the methods below hand a call to its route's kernel.
     """
 
     name = "torch"
@@ -263,16 +126,12 @@ class TorchBackend(Backend):
         ``torch.onnx.export`` traces the model (its default, dynamo exporter), the call is
         the ONNX node (:class:`_Exporting`).
         """
-        if torch.compiler.is_compiling():
-            # (``_api`` binds anew on every call a compiler traces: nothing here is kept)
-            if _onnx.exporting():  # torch.onnx.export, dynamo: each call its ONNX node
-                return _EXPORTING.bind(method, plan, arrays)
-            return super().bind(method, plan, arrays)
-        exact = super().bind(method, plan, arrays)
-        binder = BINDERS.get(method)
-        if binder is None:
-            return exact
-        return binder(plan, arrays, exact)
+        way = route(method, plan, arrays, when=BIND)
+        if way is Route.ONNX:  # torch.onnx.export, dynamo: each call its ONNX node
+            return _EXPORTING.bind(method, plan, arrays)
+        own = super().bind(method, plan, arrays)
+        binder = None if way is Route.EXACT else BINDERS.get(method)
+        return own if binder is None else binder(plan, arrays, own)
 
     def check_writable(self, out: torch.Tensor, /) -> None:
         """As :meth:`Backend.check_writable`; a C-ordered tensor answers at once (no overlap)."""
@@ -311,17 +170,12 @@ class TorchBackend(Backend):
         complex data is one ``onnx_gather::run_v1`` operator: inductor generates no code
         for complex types.
         """
-        if data.is_complex() and torch.compiler.is_compiling():
-            return recorded.call(data, _on(data, indices), plan=plan)
-        if (
-            plan.batch_dims == 0  # (the kernel is Gather's; batch dims go as GatherND)
-            and numpy_views.viewable(data, indices)
-            and numpy_kernels.compiled_available()
-        ):
+        way = route("openvino_gather", plan, (data, indices))
+        if way is Route.NUMPY_VIEWS:
             return numpy_views.on_numpy(numpy_kernels.openvino_gather, data, indices, plan)
-        # The TorchScript exporter (the dynamo one binds _EXPORTING); never while Dynamo
-        # traces this Python (host indices), which cannot trace _recording's C calls.
-        if not torch.compiler.is_compiling() and _recording() and _onnx.exporting():
+        if way is Route.RECORDED:
+            return recorded.call(data, _on(data, indices), plan=plan)
+        if way is Route.ONNX:  # (the TorchScript exporter; the dynamo one binds _EXPORTING)
             return _EXPORTING.openvino_gather(data, indices, plan)
         return super().openvino_gather(data, indices, plan)
 
@@ -347,39 +201,35 @@ class TorchBackend(Backend):
         zero = torch.zeros((), dtype=bits, device=x.device)
         return torch.where(where, x.view(bits), zero).view(x.dtype)
 
-    @_recordable(numpy_kernels.gather, _compiled_wins, _fused_wins_on_short_rows)
-    def gather(self, data: torch.Tensor, indices: Array, plan: GatherPlan, /) -> torch.Tensor:
+    gather = _gathering(
+        "gather",
+        numpy_kernels.gather,
+        exact.gather,
         """ONNX Gather: the compiled kernel on CPU views, Triton on large CUDA calls.
 
         Elsewhere ``index_select`` of checked indices.
-        """
-        fused = _triton_for(data, indices, plan, data.shape)
-        if fused is not None:
-            return fused.gather(data, indices, plan)
-        return exact.gather(data, indices, plan)
-
-    @_recordable(numpy_kernels.gather_elements, _elements_numpy_wins, _fused_wins)
-    def gather_elements(
-        self, data: torch.Tensor, indices: Array, plan: GatherElementsPlan, /
-    ) -> torch.Tensor:
+        """,
+    )
+    gather_elements = _gathering(
+        "gather_elements",
+        numpy_kernels.gather_elements,
+        exact.gather_elements,
         """ONNX GatherElements (and OpenVINO's): as :meth:`gather`, with ``torch.gather``.
 
         Without the compiled kernel, large calls off the last axis run NumPy's blocked
-        kernel on views (``_FALLBACK_FROM``).
-        """
-        fused = _triton_for(data, indices, plan, plan.out_shape)
-        if fused is not None:
-            return fused.gather_elements(data, indices, plan)
-        return exact.gather_elements(data, indices, plan)
-
-    @_recordable(numpy_kernels.gather_nd, _compiled_wins, _fused_wins_on_short_rows)
-    def gather_nd(self, data: torch.Tensor, indices: Array, plan: GatherNDPlan, /) -> torch.Tensor:
+        kernel on views (``._route._FALLBACK_FROM``).
+        """,
+    )
+    gather_nd = _gathering(
+        "gather_nd",
+        numpy_kernels.gather_nd,
+        exact.gather_nd,
         """ONNX GatherND: the compiled kernel on CPU views, else advanced indexing.
 
         Advanced indexing (CUDA, autograd, ``torch.compile``, ``torch.func``) of indices
         checked and counted per coordinate; its backward accumulates repeated tuples.
-        """
-        return exact.gather_nd(data, indices, plan)
+        """,
+    )
 
     def scatter_elements(
         self,
@@ -394,8 +244,8 @@ class TorchBackend(Backend):
 
         Torch's operations (:mod:`._exact`) serve CUDA and autograd, exactly.
         """
-        kernel = numpy_kernels.scatter_elements
-        return _scatter_call(kernel, exact.scatter_elements, data, indices, updates, plan, out)
+        kernel, own = numpy_kernels.scatter_elements, exact.scatter_elements
+        return _scatter_call("scatter_elements", kernel, own, data, indices, updates, plan, out)
 
     def scatter_nd(
         self,
@@ -407,8 +257,8 @@ class TorchBackend(Backend):
         /,
     ) -> torch.Tensor:
         """ONNX ScatterND: as :meth:`scatter_elements`."""
-        kernel = numpy_kernels.scatter_nd
-        return _scatter_call(kernel, exact.scatter_nd, data, indices, updates, plan, out)
+        kernel, own = numpy_kernels.scatter_nd, exact.scatter_nd
+        return _scatter_call("scatter_nd", kernel, own, data, indices, updates, plan, out)
 
     def tensor_scatter(
         self,
@@ -427,10 +277,11 @@ class TorchBackend(Backend):
         is one ``onnx_gather::run_v1`` operator. Eagerly, the device's write indices are
         read once; ``out=data`` writes only the new positions (no copy of the cache).
         """
-        if torch.compiler.is_compiling() and not _writes_nothing_checked(updates, plan):
+        way = route("tensor_scatter", plan, (data, updates, indices), out)
+        if way is Route.INDUCTOR:
             return inductor.tensor_scatter(data, updates, _on(data, indices), plan)
         grad = torch.is_grad_enabled() and (data.requires_grad or updates.requires_grad)
-        if _one_operator(data, indices, updates):
+        if way is Route.RECORDED:
             result = recorded.call(data, updates, _on(data, indices), plan=plan)
         elif out is None or grad:
             result = exact.tensor_scatter(data, updates, indices, plan)
@@ -455,7 +306,7 @@ class TorchBackend(Backend):
     ) -> torch.Tensor:
         """OpenVINO ScatterUpdate-3: the base's; recorded, one operator (:func:`_openvino`)."""
         base = super().openvino_scatter_update
-        return _openvino(base, data, indices, updates, plan, out)
+        return _openvino("openvino_scatter_update", base, data, indices, updates, plan, out)
 
     def openvino_scatter_elements_update(
         self,
@@ -468,7 +319,9 @@ class TorchBackend(Backend):
     ) -> torch.Tensor:
         """OpenVINO ScatterElementsUpdate-3/12: as :meth:`openvino_scatter_update`."""
         base = super().openvino_scatter_elements_update
-        return _openvino(base, data, indices, updates, plan, out)
+        return _openvino(
+            "openvino_scatter_elements_update", base, data, indices, updates, plan, out
+        )
 
     def openvino_scatter_nd_update(
         self,
@@ -481,7 +334,7 @@ class TorchBackend(Backend):
     ) -> torch.Tensor:
         """OpenVINO ScatterNDUpdate-3/15: as :meth:`openvino_scatter_update`."""
         base = super().openvino_scatter_nd_update
-        return _openvino(base, data, indices, updates, plan, out)
+        return _openvino("openvino_scatter_nd_update", base, data, indices, updates, plan, out)
 
     def negated(self, x: torch.Tensor, /) -> torch.Tensor:
         """``-x``; unsigned types above 8 bits through their signed twins (torch has no neg)."""
@@ -506,6 +359,7 @@ class TorchBackend(Backend):
 
 
 def _openvino(
+    method: str,
     base: Callable[..., torch.Tensor],
     data: torch.Tensor,
     indices: Array,
@@ -520,10 +374,11 @@ def _openvino(
     operator, which runs ``base`` eagerly when the graph runs: its steps check and read
     values as they go, which a graph cannot fix in advance.
     """
-    if not _one_operator(data, indices, updates):
+    way = route(method, plan, (data, indices, updates), out)
+    if way is Route.EXACT:
         return base(data, indices, updates, plan, out)
-    if _onnx.exporting():  # (the TorchScript exporter; the dynamo one binds _EXPORTING)
-        return getattr(_EXPORTING, base.__name__)(data, indices, updates, plan, out)
+    if way is Route.ONNX:  # (the TorchScript exporter; the dynamo one binds _EXPORTING)
+        return getattr(_EXPORTING, method)(data, indices, updates, plan, out)
     grad = (
         out is not None
         and torch.is_grad_enabled()
@@ -555,6 +410,7 @@ def _constant(indices: np.ndarray, data: torch.Tensor) -> torch.Tensor:
 
 
 def _scatter_call(
+    method: str,
     kernel: Callable[..., Any],
     own: Callable[..., torch.Tensor],
     data: torch.Tensor,
@@ -573,7 +429,8 @@ def _scatter_call(
     Anything else (CUDA, autograd, forward-mode AD, ``torch.func.grad``) runs ``own``,
     torch's operations.
     """
-    if _scatter_numpy_route(data, indices, updates, plan, out):
+    way = route(method, plan, (data, indices, updates), out)
+    if way is Route.NUMPY_VIEWS:
         return numpy_views.scatter_on_numpy(kernel, data, indices, updates, plan, out)
     if isinstance(indices, np.ndarray):  # host indices (in a graph: a constant of it)
         indices = _constant(indices, data)
@@ -587,9 +444,9 @@ def _scatter_call(
         # written in place below, must not be one of them (autograd would refuse the
         # backward: "modified by an inplace operation").
         data, updates = data.clone(), updates.clone()
-    if _scatter_compiled(data, indices, updates, plan):
+    if way is Route.INDUCTOR:
         result = inductor.scatter(data, indices, updates, plan)
-    elif _one_operator(data, indices, updates):
+    elif way is Route.RECORDED:
         # (under torch.func.vmap: its rule calls the operator per batch entry)
         result = recorded.call(data, indices, updates, plan=plan)
     else:
@@ -615,83 +472,22 @@ def _into(out: torch.Tensor | None, result: torch.Tensor, grad: bool) -> torch.T
     return out
 
 
-def _scatter_numpy_route(
-    data: torch.Tensor, indices: Array, updates: torch.Tensor, plan: ScatterPlan, out: Array
-) -> bool:
-    """Whether a scatter runs the compiled kernel on views of plain CPU tensors."""
-    return (
-        numpy_views.viewable(data, indices, updates)
-        and numpy_kernels.compiled_available()
-        and (out is None or (numpy_views.viewable(out, indices) and out.is_contiguous()))
-        # (bfloat16 reaches NumPy as int16, whose arithmetic is not bfloat16's)
-        and (data.dtype != torch.bfloat16 or plan.reduction == "none")
-    )
-
-
-def _scatter_compiled(
-    data: torch.Tensor, indices: Array, updates: torch.Tensor, plan: ScatterPlan
-) -> bool:
-    """Whether a scatter under ``torch.compile`` is torch's operations inductor compiles.
-
-    (Not under ``torch.export``: an exported program keeps ``run_v1``, whose check raises
-    the eager IndexError wherever the program runs.)
-    """
-    return (
-        torch.compiler.is_compiling()
-        and not torch.compiler.is_exporting()
-        and data.dtype not in _NO_INDEX_PUT
-        and not _writes_nothing_checked(updates, plan)
-        and inductor.in_graph_serves(data, indices, updates, plan)
-    )
-
-
 #: The signed integer type of each float and unsigned type's width (:meth:`TorchBackend.keep`).
 _SAME_BITS = {
     torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32,
     torch.float64: torch.int64, **_dtypes.SIGNED,
 }  # fmt: skip
 
-#: Types whose ``index_put`` torch lacks (unsigned above 8 bits) or inductor does not
-#: generate code for (complex): their compiled scatters stay ``run_v1``.
-_NO_INDEX_PUT = (torch.uint16, torch.uint32, torch.uint64, torch.complex64, torch.complex128)
-
-
-def _one_operator(data: torch.Tensor, indices: Array, updates: torch.Tensor) -> bool:
-    """Whether a scatter is one ``onnx_gather::run_v1`` operator.
-
-    That is in a recorded graph (``torch.compile``, ``torch.jit.trace``, a dispatch mode
-    such as ``make_fx``'s or ``torch.export``'s), or under ``torch.func.vmap``, whose rule
-    runs the operator per batch entry. Under another ``torch.func`` transform, torch's
-    operations run. (One pass over the inputs: an eager call pays for one predicate.)
-    """
-    if torch.compiler.is_compiling():
-        return True
-    transformed = False
-    for x in (data, indices, updates):
-        if isinstance(x, torch.Tensor) and wrapped(x):
-            if _batched(x):
-                return True
-            transformed = True
-    if transformed:
-        return False
-    if torch._C._get_tracing_state() is not None:
-        recorded.register_onnx_export()
-        return True
-    return torch._C._len_torch_dispatch_stack() > 0
-
-
-_batched = torch._C._functorch.is_batchedtensor
-
 
 def _scatter_when_the_graph_runs(
-    own: Callable[..., torch.Tensor], kernel: Callable[..., Any]
-) -> Any:
+    method: str, own: Callable[..., torch.Tensor], kernel: Callable[..., Any]
+) -> Callable[..., torch.Tensor]:
     """What the fused operator of a scatter runs: the compiled kernel on views, else ``own``."""
 
     def run(
         data: torch.Tensor, indices: Array, updates: torch.Tensor, plan: ScatterPlan
     ) -> torch.Tensor:
-        if _scatter_numpy_route(data, indices, updates, plan, None):
+        if route(method, plan, (data, indices, updates), when=GRAPH) is Route.NUMPY_VIEWS:
             return numpy_views.scatter_on_numpy(kernel, data, indices, updates, plan, None)
         return own(data, indices, updates, plan)
 
@@ -699,26 +495,13 @@ def _scatter_when_the_graph_runs(
 
 
 # What the fused operator of each scatter runs when the graph runs (the gathers' are
-# registered by _recordable).
-recorded.register(
-    "scatter_elements",
-    _scatter_when_the_graph_runs(exact.scatter_elements, numpy_kernels.scatter_elements),
-)
-recorded.register(
-    "scatter_nd", _scatter_when_the_graph_runs(exact.scatter_nd, numpy_kernels.scatter_nd)
-)
+# registered by _gathering).
+for _method, _own, _kernel in (
+    ("scatter_elements", exact.scatter_elements, numpy_kernels.scatter_elements),
+    ("scatter_nd", exact.scatter_nd, numpy_kernels.scatter_nd),
+):
+    recorded.register(_method, _scatter_when_the_graph_runs(_method, _own, _kernel))
 recorded.register("tensor_scatter", exact.tensor_scatter)
-
-
-def _triton_for(data: torch.Tensor, indices: Array, plan: Plan, walk: Sequence[int]) -> Any:
-    """The Triton kernels' module where they serve this CUDA call, else None.
-
-    ``walk``: the shape the operator's kernel walks over data (``_triton._rest``).
-    """
-    if data.is_cuda and (fused := _triton_kernels()) and fused.serves(data, indices, plan, walk):
-        return fused
-    return None
-
 
 backend = TorchBackend()
 

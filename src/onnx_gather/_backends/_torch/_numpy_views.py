@@ -305,17 +305,15 @@ def reading_at(plan: GatherElementsPlan, arrays: tuple[Array, ...], exact: Call)
 def bind_scatter(kernel: Any, axis: bool) -> Callable[[ScatterPlan, tuple[Any, ...], Call], Call]:
     """A scatter's binder: the compiled ``kernel`` on views of plain CPU tensors.
 
-    ``axis``: whether the kernel takes the plan's axis (ScatterElements).
+    ``axis``: whether the kernel takes the plan's axis (ScatterElements). The route binds
+    here plain tensors NumPy can view (:func:`._route.route`); where the kernel lacks the
+    type, the call stays ``exact``.
     """
 
     def bind(plan: ScatterPlan, arrays: tuple[Array, ...], exact: Call) -> Call:
         data = arrays[0]
-        if not all(type(x) is torch.Tensor for x in arrays) or kernel is None or _kernels is None:
+        if kernel is None or _kernels is None:
             return exact
-        if not fits(*arrays):  # (no NumPy view: torch's operations)
-            return exact
-        if data.dtype == torch.bfloat16 and plan.reduction != "none":
-            return exact  # (NumPy sees bfloat16 as int16, whose arithmetic is not bfloat16's)
         attributes = (plan.axis,) if axis else ()
         run = bound_compiled(kernel, attributes, plan, str(data.dtype).removeprefix("torch."))
         if run is None:
@@ -430,12 +428,7 @@ def bind_tensor_scatter(plan: TensorScatterPlan, arrays: tuple[Array, ...], exac
     their conjugate views.)
     """
     data = arrays[0]
-    if (
-        not all(type(x) is torch.Tensor for x in arrays)
-        or _kernels is None
-        or data.is_complex()
-        or not fits(*arrays)  # (no NumPy view: torch's operations)
-    ):
+    if _kernels is None:
         return exact
     shape, typenum = tuple(data.shape), TYPENUMS[data.dtype]
     update_shape, update_typenum = tuple(arrays[1].shape), TYPENUMS[arrays[1].dtype]

@@ -51,6 +51,8 @@ def call(*inputs: torch.Tensor, plan: Plan) -> torch.Tensor:
     where the compiled kernel wins: elsewhere torch's operations with the check in the
     graph serve, :func:`onnx_gather._backends._torch._inductor.guarded`).
     """
+    if torch._C._get_tracing_state() is not None:  # (the TorchScript exporter may follow)
+        register_onnx_export()
     ints, strings = split_attributes(plan.attributes())
     out: torch.Tensor = torch.ops.onnx_gather.run_v1(
         list(inputs), plan.op, ints, strings, plan.check_bounds

@@ -1,8 +1,11 @@
-"""The SMALL_CALL route: torch's own kernel, bound to an eager call site of small CPU tensors."""
+"""The SMALL_CALL route: torch's own kernel, bound to an eager call site of small CPU tensors.
+
+:func:`._route.route` binds a call site here (plain tensors, small results, types torch
+copies bit for bit); each binder below builds its stages.
+"""
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -13,34 +16,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from onnx_gather._backends._base import Call
-    from onnx_gather._spec import Plan
     from onnx_gather._spec.gather import GatherPlan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
     from onnx_gather._spec.gather_nd import GatherNDPlan
     from onnx_gather._typing import Array
-
-#: The outputs up to which torch's own kernel beats the compiled one on a small call:
-#: what the compiled kernel saves in its one pass, the views of the tensors it needs cost
-#: back (docs/performance.md).
-NATIVE_UP_TO = 1 << 12
-#: Types torch's kernels do not copy bit for bit (NaN payloads of float16 and bfloat16:
-#: :mod:`._exact`) or, for ``gather``, have no CPU kernel for (unsigned above 8 bits).
-_NOT_BITS = (torch.float16, torch.bfloat16)
-_NO_GATHER = (*_NOT_BITS, torch.uint16, torch.uint32, torch.uint64)
-
-
-def _serves(plan: Plan, arrays: tuple[Array, ...]) -> bool:
-    """Whether torch's kernel may serve calls of ``plan`` on arrays like ``arrays``.
-
-    Plain tensors (no subclass, no NumPy indices) of a type torch copies bit for bit, and
-    a small, non-empty result: an empty one reads no index, so torch's kernel checks none
-    (an index out of range must still raise).
-    """
-    return (
-        all(type(x) is torch.Tensor for x in arrays)
-        and arrays[0].dtype not in _NOT_BITS
-        and 0 < math.prod(plan.out_shape) <= NATIVE_UP_TO
-    )
 
 
 def _stage(native: Callable[..., torch.Tensor], then: Call, axis: int | None = None) -> Call:
@@ -86,13 +65,6 @@ def gather_elements(plan: GatherElementsPlan, arrays: tuple[Array, ...], exact: 
     Off the axis, indices may be shorter than data: ``torch.gather`` reads the leading
     part, as the plan's ``block`` does.
     """
-    data, indices = arrays
-    if (
-        not _serves(plan, arrays)
-        or indices.dtype != torch.int64  # (torch converts int32 first: docs/performance.md)
-        or data.dtype in _NO_GATHER
-    ):
-        return exact
     return _stage(torch.gather, reading_at(plan, arrays, exact), plan.axis)
 
 
@@ -100,12 +72,9 @@ def gather(plan: GatherPlan, arrays: tuple[Array, ...], exact: Call) -> Call:
     """Gather: ``index_select`` of 1-D indices, then advanced indexing along the axis.
 
     ``index_select`` (the faster of the two on a tiny call: docs/performance.md) refuses
-    negative indices; advanced indexing counts them as ONNX does. A 0-d index would be basic indexing (a view of
-    data): those stay exact.
+    negative indices; advanced indexing counts them as ONNX does.
     """
     indices = arrays[1]
-    if not _serves(plan, arrays) or indices.ndim == 0:
-        return exact
     axis = plan.axis
     leading = (slice(None),) * axis
     call = _stage(lambda data, _, indices: data[(*leading, indices)], exact)
@@ -117,10 +86,6 @@ def gather(plan: GatherPlan, arrays: tuple[Array, ...], exact: Call) -> Call:
 def gather_nd(plan: GatherNDPlan, arrays: tuple[Array, ...], exact: Call) -> Call:
     """GatherND without batch dims: advanced indexing by each coordinate.
 
-    Counts negative coordinates as ONNX does. Indices of rank 1 address one slice: basic
-    indexing (a view of data), so those stay exact.
+    Counts negative coordinates as ONNX does.
     """
-    indices = arrays[1]
-    if not _serves(plan, arrays) or plan.batch_dims or indices.ndim < 2:
-        return exact
     return _stage(lambda data, _, indices: data[indices.unbind(-1)], exact)
