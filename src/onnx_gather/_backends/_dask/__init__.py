@@ -21,7 +21,7 @@ from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._base import Backend, Call
 from onnx_gather._backends._dask import _chunks as chunking
 from onnx_gather._backends._dask import _scatter as scatters
-from onnx_gather._host import check_strings, checked
+from onnx_gather._host import check_strings, counted_on_host
 from onnx_gather._spec.gather import GatherPlan
 from onnx_gather._spec.gather_elements import GatherElementsPlan
 from onnx_gather._spec.gather_nd import GatherNDPlan
@@ -42,7 +42,7 @@ def _counted_block(block: np.ndarray, plan: Plan, block_info: Any = None) -> np.
     """One indices block counted and checked (or clamped); errors name positions in all indices."""
     offset = [start for start, _ in block_info[0]["array-location"]]
     try:
-        return checked(plan, block)
+        return counted_on_host(plan, block)
     except IndexError:
         _spec.raise_out_of_range(plan, block, offset)
         raise
@@ -155,7 +155,7 @@ def _counted_indices(indices: Array, plan: Plan, chunks: tuple[Any, ...]) -> da.
     if isinstance(indices, np.ndarray):
         # from_array copies NumPy input (dask >= 2024.12, dask/dask#11524): the graph
         # runs later on the values checked now, whatever the caller does meanwhile.
-        return da.from_array(checked(plan, indices), chunks=chunks)
+        return da.from_array(counted_on_host(plan, indices), chunks=chunks)
     return indices.map_blocks(_counted_block, plan=plan, dtype=np.int64)
 
 
@@ -402,7 +402,7 @@ class DaskBackend(Backend):
             if not indices.size:
                 return indices
             if 0 in plan.updates_shape:
-                checked(plan, np.asarray(indices.compute()))
+                counted_on_host(plan, np.asarray(indices.compute()))
             return indices.map_blocks(_counted_block, plan=plan, dtype=indices.dtype)
         return super().without_negatives(indices, data, plan)
 

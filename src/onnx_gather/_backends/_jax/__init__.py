@@ -223,7 +223,7 @@ def _from_host(indices: np.ndarray, data: jax.Array, plan: Plan) -> tuple[jax.Ar
     """
     checked = plan.check_bounds and _static(plan)
     if checked:
-        indices = _host.checked(plan, indices)
+        indices = _host.counted_on_host(plan, indices)
     indices = _narrowed(indices)
     if traced(data):
         return jnp.asarray(indices), checked

@@ -12,7 +12,7 @@ import numpy as np
 
 from onnx_gather._backends import _numpy
 from onnx_gather._backends._positions import element_positions, tuple_rows
-from onnx_gather._indices import BoundsPolicy, normalise_indices
+from onnx_gather._indices import BoundsPolicy, counted
 from onnx_gather._memo import Memo
 from onnx_gather._spec.scatter_nd import ScatterNDPlan
 
@@ -68,7 +68,7 @@ def scatter(
     the last row and dropped (``mode="drop"``), under ``jit`` too. Eagerly the check runs
     on the host first; under tracing checkify reports it (:mod:`._check`).
     """
-    positions, keep = normalise_indices(jnp, indices, plan, BoundsPolicy.DROP)
+    positions, keep = counted(jnp, indices, plan, BoundsPolicy.DROP)
     if plan.coordinates:  # (rows: cells of data's indexed dims)
         shape = tuple(plan.sizes)
         rows = tuple_rows(jnp, positions, plan.sizes, 0, None).reshape(-1)

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from onnx_gather._indices import INT32_MAX
+from onnx_gather._indices import INT32_MAX, from_end
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -69,7 +69,7 @@ def take_nd(data: jax.Array, indices: jax.Array, plan: GatherNDPlan, fill: Any) 
         for j, s in enumerate(sizes):
             c = tuples[..., j]
             ok = (c >= -s) & (c < s)
-            c = jnp.where(c < 0, c + s, c)
+            c = from_end(jnp, c, s)
             row = c if row is None else row * s + c
             inside = ok if inside is None else inside & ok
         row = jnp.where(inside, row, rows)

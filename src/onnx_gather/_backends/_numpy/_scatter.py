@@ -10,8 +10,8 @@ import numpy as np
 
 from onnx_gather._backends._positions import element_positions, tuple_rows
 from onnx_gather._host import NUMPY_XP as _xp
-from onnx_gather._host import checked
-from onnx_gather._indices import BoundsPolicy, normalise_indices
+from onnx_gather._host import counted_on_host
+from onnx_gather._indices import BoundsPolicy, counted
 from onnx_gather._spec import raise_out_of_range
 from onnx_gather._spec.reductions import Reduction
 
@@ -181,7 +181,7 @@ def _compiled(
                 source = data  # (copied by the kernel after its scan)
             else:
                 if plan.check_bounds:  # (IndexError before the first write)
-                    checked(plan, indices)
+                    counted_on_host(plan, indices)
                 np.copyto(out, data)
     check = CheckMode.SCAN_FIRST if out is not None and not fresh else CheckMode.WHILE_WRITING
     # (Not np.ascontiguousarray: it makes a 0-d update 1-d, which the kernel refuses.)
@@ -309,8 +309,8 @@ def _checked_or_dropped(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Indices counted from the end: checked (IndexError), or with a mask of those kept."""
     if plan.check_bounds:
-        return checked(plan, indices), None
-    positions, keep = normalise_indices(_xp, indices, plan, BoundsPolicy.DROP)
+        return counted_on_host(plan, indices), None
+    positions, keep = counted(_xp, indices, plan, BoundsPolicy.DROP)
     return positions, np.asarray(keep).reshape(-1)
 
 

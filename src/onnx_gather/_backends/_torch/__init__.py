@@ -42,7 +42,7 @@ def _gathering(
     """A gather's method: the call on its route (:func:`._route.route`).
 
     ``kernel`` is the NumPy backend's (NUMPY_VIEWS), ``own`` the exact route's, which
-    INDUCTOR runs too, on the indices it checks in the graph (:func:`._exact.placed`).
+    INDUCTOR runs too, on the indices it checks in the graph (:func:`._exact.counted_on`).
     What ``run_v1`` runs when the graph runs is registered with :mod:`._recorded`.
     """
 

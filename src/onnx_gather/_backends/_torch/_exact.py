@@ -13,13 +13,13 @@ from onnx_gather._backends._positions import element_positions, tuple_rows
 from onnx_gather._backends._torch._dtypes import SIGNED
 from onnx_gather._backends._torch._indices import (
     checked_indices,
-    checked_or_clamped,
+    counted_int64,
     values_unknown,
     xp,
 )
-from onnx_gather._backends._torch._inductor import guarded
+from onnx_gather._backends._torch._inductor import counted_in_graph
 from onnx_gather._backends._torch._numpy_views import reduced_on_kernel
-from onnx_gather._indices import BoundsPolicy, normalise_indices
+from onnx_gather._indices import BoundsPolicy, counted
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -38,7 +38,8 @@ _GATHER_VIEW = {**SIGNED, torch.bfloat16: torch.int16, torch.float16: torch.int1
 
 def gather(data: torch.Tensor, indices: Array, plan: GatherPlan) -> torch.Tensor:
     """ONNX Gather: ``index_select`` of the counted indices, flattened, then reshaped."""
-    indices = _kernel_indices(data, indices, plan)
+    check_servable(data, indices)
+    indices = counted_on(indices, data, plan)
     if plan.size == 0 and indices.numel():  # unchecked, nothing to read: zeros
         return data.new_zeros(plan.out_shape)
     out = _taken(data, plan.axis, indices.reshape(-1), False)
@@ -47,7 +48,8 @@ def gather(data: torch.Tensor, indices: Array, plan: GatherPlan) -> torch.Tensor
 
 def gather_elements(data: torch.Tensor, indices: Array, plan: GatherElementsPlan) -> torch.Tensor:
     """ONNX GatherElements (and OpenVINO's): ``torch.gather`` of the counted indices."""
-    indices = _kernel_indices(data, indices, plan)
+    check_servable(data, indices)
+    indices = counted_on(indices, data, plan)
     if plan.size == 0 and indices.numel():  # unchecked, nothing to read: zeros
         return data.new_zeros(plan.out_shape)
     block = plan.block()
@@ -59,7 +61,8 @@ def gather_nd(data: torch.Tensor, indices: Array, plan: GatherNDPlan) -> torch.T
 
     Its backward accumulates repeated tuples.
     """
-    indices = _kernel_indices(data, indices, plan)
+    check_servable(data, indices)
+    indices = counted_on(indices, data, plan)
     if 0 in plan.sizes or 0 in plan.out_shape:  # nothing to read (unchecked): zeros
         return data.new_zeros(plan.out_shape)
     return _taken_nd(data, indices, plan.batch_dims).reshape(plan.out_shape)
@@ -206,22 +209,17 @@ def check_servable(data: torch.Tensor, indices: Array) -> None:
         raise TypeError(msg)
 
 
-def _kernel_indices(data: torch.Tensor, indices: Array, plan: Plan) -> torch.Tensor:
-    """Indices for torch's own kernels: checked, counted, int64, on data's device."""
-    check_servable(data, indices)
-    return placed(indices, data, plan)
-
-
-def placed(indices: Array, data: torch.Tensor, plan: Plan) -> torch.Tensor:
-    """Indices on ``data``'s device in ``[0, size)`` (see :func:`checked_or_clamped`).
+def counted_on(indices: Array, data: torch.Tensor, plan: Plan) -> torch.Tensor:
+    """Indices on ``data``'s device in ``[0, size)`` (see :func:`counted_int64`).
 
     Host indices are checked on the host, before they travel: no device synchronisation
     (they keep their int32 or int64 type, which torch's kernels take). Traced indices are
-    checked in the graph: under ``torch.compile`` by :func:`guarded`, under ``torch.func``
-    by ``onnx_gather::checked_indices_v1`` (:func:`._indices.checked_indices`).
+    checked in the graph: under ``torch.compile`` by :func:`._inductor.counted_in_graph`,
+    under ``torch.func`` by ``onnx_gather::checked_indices_v1``
+    (:func:`._indices.checked_indices`).
     """
     if isinstance(indices, np.ndarray):
-        host = _host.checked(plan, indices)
+        host = _host.counted_on_host(plan, indices)
         if not host.flags.writeable or host.base is not None or host is indices:
             # torch.as_tensor shares memory (and warns on read-only arrays): a copy keeps
             # the caller's array unaliased; it also drops negative strides torch rejects.
@@ -230,12 +228,12 @@ def placed(indices: Array, data: torch.Tensor, plan: Plan) -> torch.Tensor:
     if indices.device != data.device:
         indices = indices.to(data.device, non_blocking=True)
     if indices.is_meta:  # no values to check (data is on meta too: nothing is read)
-        return normalise_indices(xp, indices, plan, BoundsPolicy.CLAMP).to(torch.int64)
+        return counted(xp, indices, plan, BoundsPolicy.CLAMP).to(torch.int64)
     if plan.check_bounds and torch.compiler.is_compiling():
-        return guarded(indices, plan)
+        return counted_in_graph(indices, plan)
     if plan.check_bounds and values_unknown(indices):
         return checked_indices(indices, plan.op, plan.axis, plan.sizes, plan.coordinates)
-    return checked_or_clamped(indices, plan)
+    return counted_int64(indices, plan)
 
 
 def scatter_elements(
@@ -352,7 +350,7 @@ def scatter_gradients(
     depend on values: a compiler traces them (the backward of a recorded call).
     ``indices`` as the call had them; ``result`` its output.
     """
-    positions, keep = normalise_indices(xp, indices.to(torch.int64), plan, BoundsPolicy.DROP)
+    positions, keep = counted(xp, indices.to(torch.int64), plan, BoundsPolicy.DROP)
     target, rows, values = _layout(data, positions, updates, plan)
     g_target, g_values = row_gradients(
         grad.reshape(target.shape), target, rows, values, result.reshape(target.shape),
@@ -482,12 +480,12 @@ def _write(
 def _targets(indices: Array, data: torch.Tensor, plan: Plan) -> tuple[torch.Tensor, Any]:
     """Indices counted from the end on data's device: checked, or with a mask of those kept."""
     if plan.check_bounds:
-        return placed(indices, data, plan), None
+        return counted_on(indices, data, plan), None
     if isinstance(indices, np.ndarray):
         indices = torch.as_tensor(indices.copy(), device=data.device)
     elif indices.device != data.device:
         indices = indices.to(data.device)
-    positions, keep = normalise_indices(xp, indices, plan, BoundsPolicy.DROP)
+    positions, keep = counted(xp, indices, plan, BoundsPolicy.DROP)
     return positions.to(torch.int64), keep.reshape(-1)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from onnx_gather import _spec
-from onnx_gather._indices import BoundsPolicy, normalise_indices
+from onnx_gather._indices import BoundsPolicy, counted
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -57,23 +57,23 @@ def _to_host(indices: torch.Tensor) -> np.ndarray:
     return np.array(indices.detach().cpu().tolist(), dtype=np.int64).reshape(indices.shape)
 
 
-def checked_or_clamped(indices: torch.Tensor, plan: Plan) -> torch.Tensor:
+def counted_int64(indices: torch.Tensor, plan: Plan) -> torch.Tensor:
     """Indices as int64 in ``[0, size)``: checked (``_spec``'s IndexError) or clamped.
 
     ``torch.gather`` and ``torch.index_select`` want non-negative indices and, on CUDA,
     answer an out-of-range one with a device-side assert that kills the process' CUDA
-    context. So every index reaches them through the family's one normalisation
-    (:func:`onnx_gather._indices.normalise_indices`), in a new int64 tensor (the caller's
-    is never touched): checked, with ``torch.aminmax`` for the range (one pass, one host
+    context. So every index reaches them through the family's one count
+    (:func:`onnx_gather._indices.counted`), in a new int64 tensor (the caller's is
+    never touched): checked, with ``torch.aminmax`` for the range (one pass, one host
     synchronisation), or, without ``check_bounds``, clamped into the axis (no host
     synchronisation).
     """
     if plan.check_bounds:
-        out = normalise_indices(
+        out = counted(
             xp, indices, plan, BoundsPolicy.RAISE, extremes=_index_range, to_host=_to_host
         )
     else:
-        out = normalise_indices(xp, indices, plan, BoundsPolicy.CLAMP)
+        out = counted(xp, indices, plan, BoundsPolicy.CLAMP)
     return out.to(torch.int64)
 
 
@@ -95,7 +95,7 @@ def rule(op: str, axis: int, sizes: Sequence[int], coordinates: bool) -> _spec.B
 def checked_indices(
     indices: torch.Tensor, op: str, axis: int, sizes: Sequence[int], coordinates: bool
 ) -> torch.Tensor:
-    """Under ``torch.func``: :func:`checked_or_clamped` with the check, opaque to the compiler.
+    """Under ``torch.func``: :func:`counted_int64` with the check, opaque to the compiler.
 
     The index values cannot be read while tracing, so the check goes into the graph: it
     runs on the real indices when the graph runs, raises the same IndexError as an eager
@@ -107,7 +107,7 @@ def checked_indices(
     size each component addresses, and whether the last dim of ``indices`` holds them.
     """
     plan = rule(op, axis, sizes, coordinates)
-    return checked_or_clamped(indices, plan).clone()  # a custom op's output never aliases its input
+    return counted_int64(indices, plan).clone()  # a custom op's output never aliases its input
 
 
 @checked_indices.register_fake

@@ -11,7 +11,8 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 from onnx_gather._backends._positions import tuple_rows
 from onnx_gather._backends._torch._dtypes import SIGNED
-from onnx_gather._backends._torch._indices import checked_or_clamped, rule, xp
+from onnx_gather._backends._torch._indices import counted_int64, rule, xp
+from onnx_gather._indices import from_end
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -25,14 +26,14 @@ if TYPE_CHECKING:
 def _out_of_range(
     indices: torch.Tensor, sizes: torch.Tensor, op: str, axis: int, coordinates: bool
 ) -> torch.Tensor:
-    """The branch of :func:`guarded`'s check that runs where an index is out of range.
+    """The branch of :func:`counted_in_graph`'s check that runs where an index is out of range.
 
     It raises the eager IndexError. Its arguments are :func:`._indices.checked_indices`' with the
     sizes as a tensor (int64, one per coordinate, or 0-d), which a compiler passes to the
     branch as it passes ``indices``. Where no index is out of range (under ``vmap`` of a
     batch both branches run) it returns the other branch's value, an int64 zero.
     """
-    checked_or_clamped(indices, rule(op, axis, sizes.reshape(-1).tolist(), coordinates))
+    counted_int64(indices, rule(op, axis, sizes.reshape(-1).tolist(), coordinates))
     return torch.zeros((), dtype=torch.int64, device=indices.device)
 
 
@@ -67,13 +68,12 @@ def _counted_by(indices: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
     """Checked ``indices`` counted from the end (int64), on sizes given as a tensor.
 
     ``sizes``: one per coordinate (the last dim of ``indices``), or 0-d, one for every
-    index. :func:`onnx_gather._indices.normalise_indices` without its policies (the graph checks the
+    index. :func:`onnx_gather._indices.counted` without its policies (the graph checks the
     range; clamping too slowed inductor's row copies: docs/performance.md), written on a
     tensor of sizes because a ``torch.cond`` branch must not capture symbolic ones
-    (:func:`guarded`).
+    (:func:`counted_in_graph`).
     """
-    wide = indices.to(torch.int64)
-    return torch.where(wide < 0, wide + sizes, wide)
+    return from_end(torch, indices.to(torch.int64), sizes)
 
 
 def _counted_or_out_of_range(
@@ -99,7 +99,7 @@ def _compiler_checks_indexing() -> bool:
     return bool(config.assert_indirect_indexing)
 
 
-def guarded(indices: torch.Tensor, plan: Plan) -> torch.Tensor:
+def counted_in_graph(indices: torch.Tensor, plan: Plan) -> torch.Tensor:
     """Under ``torch.compile``: indices counted from the end, their range checked in the graph.
 
     Where the compiler checks every index its kernels read (:func:`_compiler_checks_indexing`)
@@ -130,7 +130,7 @@ def guarded(indices: torch.Tensor, plan: Plan) -> torch.Tensor:
             sizes = torch.stack([wide.new_full((), size) for size in plan.sizes])
         # Below -size, size: out of range upward, never a negative index that a kernel
         # (inductor's index_select and advanced indexing) would count from the end again.
-        return torch.where(wide < 0, torch.where(wide < -sizes, sizes, wide + sizes), wide)
+        return from_end(torch, torch.where(wide < -sizes, sizes, wide), sizes)
     bad = torch.any(plan.outside(indices, xp))
     # The sizes go to the branch as a tensor operand, not as numbers it captures: inductor
     # fails on a branch that captured sizes that later became numbers (a tensor of
@@ -234,13 +234,13 @@ def _targets_in_graph(indices: torch.Tensor, plan: ScatterPlan) -> tuple[torch.T
     wide = indices.to(torch.int64)
     if not plan.coordinates:
         size = plan.size
-        counted = torch.where(wide < 0, wide + size, wide)
+        counted = from_end(torch, wide, size)
         bad = torch.any((counted < 0) | (counted >= size))
         counted = torch.where(bad, size, counted)
         return counted, _winners(counted, plan.axis)
     k, cells = len(plan.sizes), math.prod(plan.sizes)
     sizes = torch.tensor(plan.sizes, dtype=torch.int64, device=wide.device)
-    counted = torch.where(wide < 0, wide + sizes, wide)
+    counted = from_end(torch, wide, sizes)
     outside = (counted < 0) | (counted >= sizes)
     # Each tuple out of range or not, its k coordinates or'd: no reduction, so the
     # check joins the loops that follow rather than running as a loop of its own.

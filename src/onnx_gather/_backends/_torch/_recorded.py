@@ -19,7 +19,7 @@ from onnx_gather._backends._torch._exact import (
     tensor_scatter_gradients,
 )
 from onnx_gather._backends._torch._indices import xp
-from onnx_gather._indices import BoundsPolicy, normalise_indices
+from onnx_gather._indices import BoundsPolicy, counted
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -49,7 +49,7 @@ def call(*inputs: torch.Tensor, plan: Plan) -> torch.Tensor:
     call becomes this one custom operator, generic over the family (under
     ``torch.compile`` and ``torch.export`` a checked gather of CPU tensors becomes it only
     where the compiled kernel wins: elsewhere torch's operations with the check in the
-    graph serve, :func:`onnx_gather._backends._torch._inductor.guarded`).
+    graph serve, :func:`onnx_gather._backends._torch._inductor.counted_in_graph`).
     """
     if torch._C._get_tracing_state() is not None:  # (the TorchScript exporter may follow)
         register_onnx_export()
@@ -250,8 +250,8 @@ def _gather_backward(
 ) -> list[Any]:  # fmt: skip
     """A gather's gradients: to data, its adjoint of the counted indices (the one saved)."""
     (indices,) = saved
-    counted = normalise_indices(xp, indices, plan, BoundsPolicy.CLAMP).to(torch.int64)
-    return [adjoint(grad, counted, plan, shape), None]
+    in_range = counted(xp, indices, plan, BoundsPolicy.CLAMP).to(torch.int64)
+    return [adjoint(grad, in_range, plan, shape), None]
 
 
 def _scatter_backward(

@@ -264,7 +264,7 @@ def _gathered_in_graph(
     kernel beats inductor's code by more than the operator's Python costs), where the
     result reads no index (the check would have nothing to feed) and for complex data
     (inductor generates no code for complex types: it warns and runs aten's); otherwise
-    INDUCTOR: torch's operations with the check in the graph (:func:`._inductor.guarded`).
+    INDUCTOR: torch's operations with the check in the graph (:func:`._inductor.counted_in_graph`).
     """
 
     def compiled(plan: Plan, arrays: tuple[Array, ...]) -> Route:
