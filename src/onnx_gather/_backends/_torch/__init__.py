@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from onnx_gather import _ops
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._base import Backend
 from onnx_gather._backends._numpy import _kernels
@@ -26,9 +27,7 @@ if TYPE_CHECKING:
 
     from onnx_gather._backends._base import Call
     from onnx_gather._spec import Plan
-    from onnx_gather._spec.gather import GatherPlan, OpenVINOGatherPlan
-    from onnx_gather._spec.gather_elements import GatherElementsPlan
-    from onnx_gather._spec.gather_nd import GatherNDPlan
+    from onnx_gather._spec.gather import OpenVINOGatherPlan
     from onnx_gather._spec.openvino_scatter import OpenVINOScatterPlan, ScatterUpdatePlan
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
@@ -555,8 +554,8 @@ for _method in (
 class _Exporting(TorchBackend):
     """The backend while ``torch.onnx.export`` traces a model: every call is ONNX operators.
 
-    An ONNX operator's call is its own node (:func:`._onnx.node`), which checks its
-    indices itself: no check around it. OpenVINO's functions are the base's compositions
+    An ONNX operator's call is its own node (:func:`._onnx.node`, through :func:`_node`),
+    which checks its indices itself: no check around it. OpenVINO's functions are the base's compositions
     of those operators and of torch's elementwise operations, which the exporters write
     as standard ONNX operators: Gather-7/8's zeros are a mask and a Where
     (:meth:`keep`); ScatterUpdate's negative indices become the axis' size, out of range
@@ -566,53 +565,6 @@ class _Exporting(TorchBackend):
     # (a reduction's second scatter into the first's result would add an in-place copy)
     writes_in_place = False
     bind = Backend.bind  # (the method itself)
-
-    def gather(self, data: torch.Tensor, indices: Array, plan: GatherPlan, /) -> torch.Tensor:
-        return _onnx.node("gather", plan, (data, _on(data, indices)))
-
-    def gather_elements(
-        self, data: torch.Tensor, indices: Array, plan: GatherElementsPlan, /
-    ) -> torch.Tensor:
-        return _onnx.node("gather_elements", plan, (data, _on(data, indices)))
-
-    def gather_nd(self, data: torch.Tensor, indices: Array, plan: GatherNDPlan, /) -> torch.Tensor:
-        return _onnx.node("gather_nd", plan, (data, _on(data, indices)))
-
-    def scatter_elements(
-        self,
-        data: torch.Tensor,
-        indices: Array,
-        updates: torch.Tensor,
-        plan: ScatterElementsPlan,
-        out: torch.Tensor | None = None,
-        /,
-    ) -> torch.Tensor:
-        result = _onnx.node("scatter_elements", plan, (data, _on(data, indices), updates))
-        return _into(out, result, False)
-
-    def scatter_nd(
-        self,
-        data: torch.Tensor,
-        indices: Array,
-        updates: torch.Tensor,
-        plan: ScatterNDPlan,
-        out: torch.Tensor | None = None,
-        /,
-    ) -> torch.Tensor:
-        result = _onnx.node("scatter_nd", plan, (data, _on(data, indices), updates))
-        return _into(out, result, False)
-
-    def tensor_scatter(
-        self,
-        data: torch.Tensor,
-        updates: torch.Tensor,
-        indices: Array,
-        plan: TensorScatterPlan,
-        out: torch.Tensor | None = None,
-        /,
-    ) -> torch.Tensor:
-        result = _onnx.node("tensor_scatter", plan, (data, updates, _on(data, indices)))
-        return _into(out, result, False)
 
     openvino_gather = Backend.openvino_gather
     openvino_scatter_update = Backend.openvino_scatter_update
@@ -652,5 +604,28 @@ class _Exporting(TorchBackend):
         """Negative indices as the axis' size: the node then refuses them, as out of range."""
         return super().without_negatives(indices, data, plan._replace(check_bounds=False))
 
+
+def _node(method: str) -> Callable[..., torch.Tensor]:
+    """An ONNX operator's call as its node (:func:`._onnx.node`), for :class:`_Exporting`.
+
+    The method takes ``(*arrays, plan[, out])``, the arrays in the operator's order; host
+    indices become a tensor on data's device.
+    """
+    operator = _ops.ONNX_BY_METHOD[method]
+    count, at = len(operator.inputs), operator.indices_at
+
+    def node(self: Any, *args: Any) -> torch.Tensor:
+        arrays, plan = args[:count], args[count]
+        out = args[count + 1] if len(args) > count + 1 else None
+        inputs = (*arrays[:at], _on(arrays[0], arrays[at]), *arrays[at + 1 :])
+        return _into(out, _onnx.node(method, plan, inputs), False)
+
+    node.__name__ = method
+    return node
+
+
+# Each ONNX operator's call, while exporting: its own node (the registry lists them).
+for _method in _ops.ONNX_BY_METHOD:
+    setattr(_Exporting, _method, _node(_method))
 
 _EXPORTING = _Exporting()
