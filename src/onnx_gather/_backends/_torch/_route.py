@@ -387,21 +387,26 @@ def _scatter_compiled(plan: ScatterPlan, arrays: tuple[Array, ...]) -> Route:
 
 
 def _scatter_traced(plan: Plan, arrays: tuple[Array, ...]) -> Route | None:
-    """A scatter under a tracer or ``torch.func.vmap``: RECORDED (:func:`_one_operator`)."""
-    data, indices, updates = arrays
-    if _one_operator(data, indices, updates):
-        return Route.RECORDED
-    return None
+    """A scatter (TensorScatter too) under a tracer or ``torch.func.vmap``: RECORDED.
+
+    (:func:`_one_operator` says where.)
+    """
+    return Route.RECORDED if _one_operator(*arrays) else None
+
+
+def _bound_by_address(arrays: tuple[Array, ...]) -> bool:
+    """Whether a bound call may write by address: plain tensors NumPy can view, kernel built."""
+    return all(type(x) is torch.Tensor for x in arrays) and _kernels is not None and fits(*arrays)
 
 
 def _scatter_bound(plan: ScatterPlan, arrays: tuple[Array, ...]) -> Route:
-    """A scatter: NUMPY_VIEWS by address for plain tensors NumPy can view, kernel built."""
-    if (
-        all(type(x) is torch.Tensor for x in arrays)
-        and _kernels is not None
-        and fits(*arrays)
-        # (NumPy sees bfloat16 as int16, whose arithmetic is not bfloat16's)
-        and not (arrays[0].dtype == torch.bfloat16 and plan.reduction != "none")
+    """A scatter: NUMPY_VIEWS by address (:func:`_bound_by_address`), else EXACT.
+
+    Not for bfloat16 reductions: NumPy sees bfloat16 as int16, whose arithmetic is not
+    bfloat16's.
+    """
+    if _bound_by_address(arrays) and not (
+        arrays[0].dtype == torch.bfloat16 and plan.reduction != "none"
     ):
         return Route.NUMPY_VIEWS
     return Route.EXACT
@@ -414,25 +419,12 @@ def _tensor_scatter_compiled(plan: Plan, arrays: tuple[Array, ...]) -> Route:
     return Route.INDUCTOR
 
 
-def _tensor_scatter_traced(plan: Plan, arrays: tuple[Array, ...]) -> Route | None:
-    """TensorScatter under a tracer or ``torch.func.vmap``: RECORDED."""
-    data, updates, indices = arrays
-    if _one_operator(data, indices, updates):
-        return Route.RECORDED
-    return None
-
-
 def _tensor_scatter_bound(plan: Plan, arrays: tuple[Array, ...]) -> Route:
     """TensorScatter: NUMPY_VIEWS in place for plain real tensors NumPy can view.
 
     (Complex types: EXACT, which sees their conjugate views.)
     """
-    if (
-        all(type(x) is torch.Tensor for x in arrays)
-        and _kernels is not None
-        and not arrays[0].is_complex()
-        and fits(*arrays)
-    ):
+    if _bound_by_address(arrays) and not arrays[0].is_complex():
         return Route.NUMPY_VIEWS
     return Route.EXACT
 
@@ -523,7 +515,7 @@ _RULES: dict[str, _Rules] = {
     "scatter_elements": _Rules(_scatter_views, _scatter_compiled, _scatter_traced, _scatter_bound),
     "scatter_nd": _Rules(_scatter_views, _scatter_compiled, _scatter_traced, _scatter_bound),
     "tensor_scatter": _Rules(
-        _never, _tensor_scatter_compiled, _tensor_scatter_traced, _tensor_scatter_bound
+        _never, _tensor_scatter_compiled, _scatter_traced, _tensor_scatter_bound
     ),
     "openvino_gather": _Rules(
         _openvino_gather_views,
