@@ -30,7 +30,7 @@ from onnx_gather._conformance.runner import fills
 NUMPY = "onnx_gather._backends._numpy"
 FALLBACK = "onnx_gather._backends._numpy._fallback"
 POOL = "onnx_gather._backends._numpy._pool"
-TORCH = "onnx_gather._backends._torch"
+TORCH = "onnx_gather._backends._torch._route"
 NOT_BUILT = {"_kernels": None}
 BLOCKED = {"_SMALL": 0, "_BLOCK": 3, "_LONG_ROWS": 2**62}
 THREADED = {"_THREADED_BYTES": 0, "THREADS": 3}

@@ -1,9 +1,13 @@
 """The package's structure, read from its source: imports point down, docs stay true and short.
 
-* No import cycle among onnx_gather's modules (imports at module level and inside
-  functions; those under ``if TYPE_CHECKING:`` are only for the type checker).
+* No import cycle among onnx_gather's modules: imports at module level, inside functions
+  and under ``if TYPE_CHECKING:`` all count, and importing a module imports its parent
+  packages too (their ``__init__``), except the importer's own ancestors, which Python
+  has begun to import before it.
 * Every Sphinx cross-reference in a docstring names something that exists.
 * Module docstrings say what the module holds: a median of at most 5 lines, 15 at most.
+* Comments and docstrings state reasons, not measurements: no Python source line carries
+  a time or a speed ratio (docs/performance.md holds those, with how they were taken).
 
 All of it is read with ``ast``: no module is imported, so no library needs to be installed.
 """
@@ -26,8 +30,8 @@ PACKAGE = Path(onnx_gather.__file__).parent
 ROOT = PACKAGE.parent
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def _module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -52,21 +56,15 @@ class _Module:
         return self.name if self.is_package else self.name.rpartition(".")[0]
 
 
-def _load() -> dict[str, _Module]:
+def _load(package: Path = PACKAGE) -> dict[str, _Module]:
     modules = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted(package.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        name = _module_name(path)
+        name = _module_name(path, package.parent)
         modules[name] = _Module(name, path, tree, path.name == "__init__.py")
     for module in modules.values():
         module.names = _top_level_names(module, modules)
     return modules
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
 
 
 def _resolve_from(module: _Module, node: ast.ImportFrom) -> str:
@@ -117,30 +115,35 @@ def _top_level_names(module: _Module, modules: dict[str, _Module]) -> dict[str, 
 
 
 def _imports(module: _Module, modules: dict[str, _Module]) -> set[str]:
-    """The package's modules that ``module`` imports at run time (not for type checking)."""
+    """The package's modules that ``module`` imports: anywhere in it, for any purpose.
+
+    At module level, inside functions and under ``if TYPE_CHECKING:`` (an import only the
+    type checker runs still ties the two modules: a circle through one is a circle the
+    next refactoring makes real). Importing ``a.b.c`` runs ``a/__init__`` and
+    ``a/b/__init__`` first: those are imported too, except the importer's own ancestors,
+    which Python has begun to import before the importer.
+    """
     found: set[str] = set()
+    ancestors = {module.name.rsplit(".", n)[0] for n in range(1, module.name.count(".") + 1)}
 
     def add(name: str) -> None:
-        if name in modules and name != module.name:
-            found.add(name)
+        parts = name.split(".")
+        for cut in range(1, len(parts) + 1):
+            imported = ".".join(parts[:cut])
+            if imported in modules and imported != module.name and imported not in ancestors:
+                found.add(imported)
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.orelse:
-                visit(child)
-            return
         if isinstance(node, ast.Import):
             for alias in node.names:
                 add(alias.name)
         elif isinstance(node, ast.ImportFrom):
             source = _resolve_from(module, node)
+            add(source)  # (``from a.b import c`` runs a.b's ``__init__`` whatever c is)
             for alias in node.names:
-                submodule = f"{source}.{alias.name}"
-                if submodule in modules:
-                    add(submodule)
-                elif source in modules and alias.name in modules[source].names:
-                    add(source)
-                # else a compiled submodule (``_kernels``): no source, imports nothing back
+                # c may be a module of its own; a compiled one (``_kernels``) has no
+                # source here and imports nothing back.
+                add(f"{source}.{alias.name}")
         for child in ast.iter_child_nodes(node):
             visit(child)
 
@@ -200,13 +203,51 @@ def _cycle(graph: dict[str, set[str]], members: list[str]) -> list[str]:
     return members  # (not reached: a component of several members has a cycle)
 
 
-def test_no_import_cycle() -> None:
-    modules = _load()
+def _cycles(package: Path = PACKAGE) -> list[str]:
+    """Each import cycle among the package's modules, as the modules along it."""
+    modules = _load(package)
     graph = {name: _imports(module, modules) for name, module in modules.items()}
-    cycles = [
+    return [
         " -> ".join(_cycle(graph, members)) for members in _components(graph) if len(members) > 1
     ]
+
+
+def test_no_import_cycle() -> None:
+    cycles = _cycles()
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+#: A package whose base module imports nothing of the package: each case adds one
+#: import that points back up, the way it may be written, and the test must see it.
+_UPWARD = {
+    "inside a function": "def f():\n    from pkg.backends import numpy_backend\n",
+    "for the type checker": (
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.backends import numpy_backend\n"
+    ),
+    "of a module whose package imports the base": (
+        "def f():\n    from pkg.backends.numpy_backend import kernels\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("upward", list(_UPWARD))
+def test_an_upward_import_is_a_cycle(tmp_path: Path, upward: str) -> None:
+    """The cycle test sees an import that points back up, wherever it is written."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/base.py": "",
+        "pkg/backends/__init__.py": "",
+        "pkg/backends/numpy_backend/__init__.py": "from pkg import base\n",
+        "pkg/backends/numpy_backend/kernels.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert _cycles(tmp_path / "pkg") == []
+    (tmp_path / "pkg/base.py").write_text(_UPWARD[upward])
+    assert _cycles(tmp_path / "pkg") == [
+        "pkg.backends.numpy_backend -> pkg.base -> pkg.backends.numpy_backend"
+    ]
 
 
 # -- (b) cross-references -------------------------------------------------------------------
@@ -419,3 +460,47 @@ def test_module_docstrings_are_short() -> None:
 def test_resolver(target: str, expected: bool) -> None:
     """The resolver itself: it finds what exists and only that."""
     assert _Resolver(_load()).exists(target) is expected
+
+
+# -- (d) no measurements in the source ----------------------------------------------------------
+
+#: A measured time or speed: a duration (ns, us, µs, ms, s), a ratio (1.5x, 2-3x), a
+#: percentage of speed, or a verb of timing before a number.
+_MEASURED = re.compile(
+    r"[0-9](\.[0-9]+)? ?(ns|us|µs|ms)\b|[0-9](\.[0-9]+)? s\b|[0-9](\.[0-9]+)?x\b"
+    r"|[0-9]+% (slower|faster|of)|\b(took|costs?|ran|runs|compiled in) [0-9]"
+    r"|x (native|slower|faster)\b"
+)
+
+
+def _measured_lines(package: Path = PACKAGE) -> list[str]:
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if _MEASURED.search(line):
+                found.append(f"{_relative(path)}:{number}: {line.strip()}")
+    return found
+
+
+def test_no_measurement_in_the_source() -> None:
+    """Timings go stale with the next release: the source says why, docs say how much."""
+    found = _measured_lines()
+    assert not found, "measurements in the source (move them to docs/performance.md):\n" + (
+        "\n".join(found)
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "measured"),
+    [
+        ("# one pass: 2.3 against 5.7 us a call", True),
+        ("# a refusal costs 25-50 µs", True),
+        ("# ran 1.15-1.3x slower", True),
+        ("# (about 0.1 s of compile time)", True),
+        ("# 30% slower to compile", True),
+        ("# at most 2**16 outputs; axis 0 of 8x4 data", False),
+        ("x = torch.empty(*shape)  # the sizes as arguments", False),
+    ],
+)
+def test_measurements_are_found(line: str, measured: bool) -> None:
+    assert bool(_MEASURED.search(line)) is measured

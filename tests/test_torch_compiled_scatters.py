@@ -254,18 +254,18 @@ def test_every_pass_of_a_compile_builds_the_check_once(
 
     (Compile time: the passes that record nothing used to build it once per layer.)
     """
-    from onnx_gather._backends._torch import _scatter
+    from onnx_gather._backends._torch import _inductor
 
     cache, new, nd, elements = _kv()
     indices = nd if op == "scatter_nd" else elements
     built = []
-    targets_in_graph = _scatter._targets_in_graph
+    targets_in_graph = _inductor._targets_in_graph
 
     def counted(*args: Any) -> Any:
         built.append(args)
         return targets_in_graph(*args)
 
-    monkeypatch.setattr(_scatter, "_targets_in_graph", counted)
+    monkeypatch.setattr(_inductor, "_targets_in_graph", counted)
     passes = []
     for layers in (1, 4):
         torch._dynamo.reset()

@@ -1,4 +1,4 @@
-"""Small eager gathers on CPU tensors run torch's own kernel first (``_torch._eager``).
+"""Small eager gathers on CPU tensors run torch's own kernel first (``_torch._small_call``).
 
 Its kernels answer in-range indices exactly and refuse the rest; the exact path then
 answers (negative indices) or raises the library's IndexError. GatherElements' call sites
@@ -170,16 +170,16 @@ def test_gather_elements_reads_by_address_once_torch_gather_refuses(
 ) -> None:
     """After torch.gather refuses (negatives), the compiled read by address serves the call
     site: negatives from the end, an index out of range the library's IndexError."""
-    from onnx_gather._backends._torch import _eager
+    from onnx_gather._backends._torch import _numpy_views
 
     used = []
-    real = _eager._kernels.gather_elements_at
+    real = _numpy_views._kernels.gather_elements_at
 
     def spy(*args: Any) -> Any:
         used.append(real(*args))
         return used[-1]
 
-    monkeypatch.setattr(_eager._kernels, "gather_elements_at", spy)
+    monkeypatch.setattr(_numpy_views._kernels, "gather_elements_at", spy)
     call, good, negative, bad, want = OPS["gather_elements"]
     x = _t(X)
     np.testing.assert_array_equal(call(x, _t(good)).numpy(), want(good))
@@ -203,12 +203,12 @@ def test_gather_elements_by_address_leaves_what_it_cannot_read(
 ) -> None:
     """A gradient to record, a strided, negative or conjugate view, indices shorter than
     data off the axis: the exact path, with the right values."""
-    from onnx_gather._backends._torch import _eager
+    from onnx_gather._backends._torch import _numpy_views
 
     used = []
-    real = _eager._kernels.gather_elements_at
+    real = _numpy_views._kernels.gather_elements_at
     monkeypatch.setattr(
-        _eager._kernels, "gather_elements_at", lambda *a: used.append(1) or real(*a)
+        _numpy_views._kernels, "gather_elements_at", lambda *a: used.append(1) or real(*a)
     )
     negative = OPS["gather_elements"][2]
     index = _t(negative)
@@ -301,16 +301,16 @@ def test_in_place_scatter_out_of_range_writes_nothing(fresh_calls: None) -> None
 
 def _spied_writes_at(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """A list that gets a 1 for each write the bound scatters make by address."""
-    from onnx_gather._backends._torch import _eager
+    from onnx_gather._backends._torch import _numpy_views
 
     used: list[int] = []
-    real = _eager._writing_at
+    real = _numpy_views._writing_at
 
     def spy(*args: Any) -> Any:
         at = real(*args)
         return None if at is None else lambda *a: used.append(1) or at(*a)
 
-    monkeypatch.setattr(_eager, "_writing_at", spy)
+    monkeypatch.setattr(_numpy_views, "_writing_at", spy)
     return used
 
 
@@ -373,10 +373,11 @@ def test_scatter_route_taken_and_left_where_it_does_not_serve(
 ) -> None:
     """The bound route writes by address in place, else runs the compiled kernel; a view,
     a gradient: the exact path."""
-    from onnx_gather._backends._torch import _eager
+    from onnx_gather._backends import _torch
+    from onnx_gather._backends._torch import _numpy_views
 
     used = []
-    real, real_at = _eager.bound_compiled, _eager._writing_at
+    real, real_at = _numpy_views.bound_compiled, _numpy_views._writing_at
 
     def spy(*args: Any) -> Any:
         run = real(*args)
@@ -386,10 +387,12 @@ def test_scatter_route_taken_and_left_where_it_does_not_serve(
         at = real_at(*args)
         return None if at is None else lambda *a: used.append("at") or at(*a)
 
-    monkeypatch.setattr(_eager, "bound_compiled", spy)
-    monkeypatch.setattr(_eager, "_writing_at", spy_at)
+    monkeypatch.setattr(_numpy_views, "bound_compiled", spy)
+    monkeypatch.setattr(_numpy_views, "_writing_at", spy_at)
     monkeypatch.setitem(
-        _eager.BINDERS, "scatter_nd", _eager._scatter(_eager._kernels.scatter_nd, axis=False)
+        _torch.BINDERS,
+        "scatter_nd",
+        _numpy_views.bind_scatter(_numpy_views._kernels.scatter_nd, axis=False),
     )
     c = _t(CACHE)
     og.scatter_nd(c, _t(ROWS), _t(NEW), out=c)

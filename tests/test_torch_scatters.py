@@ -164,7 +164,7 @@ def test_a_compiled_call_raises_the_eager_error_when_the_graph_runs() -> None:
 
 @pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
 def test_compiled_gradients_are_the_eager_ones(reduction: str) -> None:
-    """The same formulas in both (:func:`onnx_gather._backends._torch._scatter.gradients`)."""
+    """The same formulas in both (:func:`onnx_gather._backends._torch._exact.scatter_gradients`)."""
     data, indices, updates = _inputs(SE, reduction)
     grads = torch.autograd.grad(_call(SE, reduction, data, indices, updates).sum(), (data, updates))
     f = torch.compile(lambda d, u: _call(SE, reduction, d, indices, u), fullgraph=True)
@@ -329,10 +329,10 @@ def test_many_duplicates_under_autograd_in_c_order(
     (issue 33, item 9: rounds that scanned every update made 10**5 duplicates quadratic).
     float32 sums of many duplicates show any other order.
     """
-    from onnx_gather._backends._torch import _scatter
+    from onnx_gather._backends._torch import _exact
 
     if route == "rounds":
-        monkeypatch.setattr(_scatter, "_kernel_write", lambda *args: None)
+        monkeypatch.setattr(_exact, "reduced_on_kernel", lambda *args: None)
     rng = np.random.default_rng(9)
     m = 600
     data = rng.standard_normal((5, 2)).astype(np.float32)

@@ -51,7 +51,6 @@ from hypothesis import example as explicit  # noqa: E402
 
 from onnx_gather import _api, _ops  # noqa: E402
 from onnx_gather._backends import _torch  # noqa: E402
-from onnx_gather._backends._torch import _eager  # noqa: E402
 from onnx_gather._backends._torch import _triton as tt  # noqa: E402
 from onnx_gather._conformance import oracle  # noqa: E402
 from onnx_gather._conformance.libraries import installed  # noqa: E402
@@ -151,8 +150,8 @@ def routed(monkeypatch: pytest.MonkeyPatch) -> Routed:
     # Cached plans hold the unpatched kernels: a fresh cache, dropped afterwards.
     monkeypatch.setattr(_api, "_CALLS", Memo(4096))
     # These CPU tensors stand in for CUDA ones, which never take the eager CPU route that
-    # binds small gathers to torch's own kernel (_torch/_eager.py): the methods it is.
-    monkeypatch.setattr(_eager, "BINDERS", {})
+    # binds small gathers to torch's own kernel (_torch/_small_call.py): the methods it is.
+    monkeypatch.setattr(_torch, "BINDERS", {})
     return router
 
 

@@ -1,7 +1,7 @@
-"""Host indices: what a caller writes as indices, made a NumPy array, and checked on the host.
+"""Host indices: what a caller writes as indices, made a NumPy array, and counted on the host.
 
-:func:`index_array` makes them a NumPy array once, before planning; a backend then checks
-them on the host with :func:`checked` (before they travel) or hands them to a kernel.
+:func:`index_array` makes them a NumPy array once, before planning; a backend then counts
+them on the host with :func:`counted_on_host` (before they travel) or hands them to a kernel.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from onnx_gather import _spec
-from onnx_gather._indices import BoundsPolicy, default_extremes, normalise_indices
+from onnx_gather._indices import BoundsPolicy, counted, default_extremes
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -41,7 +41,7 @@ class _LazyModule:
 #: ``array_api_compat``'s NumPy namespace (NumPy before 2.1 has no ``np.astype``), for the
 #: array-API code that NumPy arrays go through. Imported when a call first needs it, not
 #: with the package: it reads every attribute of NumPy, which imports ``numpy.f2py`` and
-#: ``numpy.testing`` (about 0.1 s, more than the rest of the package's import).
+#: ``numpy.testing``, more than the rest of the package's import costs (docs/performance.md).
 NUMPY_XP: Any = _LazyModule("array_api_compat.numpy")
 
 #: The unsigned type of each index type, for reading its values' bits.
@@ -304,19 +304,17 @@ def value_range(indices: np.ndarray, axis: int | None = None) -> tuple[Any, Any]
     return int(indices.min()), int(indices.max())
 
 
-def checked(plan: Plan, indices: np.ndarray) -> np.ndarray:
+def counted_on_host(plan: Plan, indices: np.ndarray) -> np.ndarray:
     """Host indices with negatives counted from the end, in ``[0, size)``, or as given.
 
-    The one normalisation (:func:`onnx_gather._indices.normalise_indices`) on NumPy, its range read
+    The one count (:func:`onnx_gather._indices.counted`) on NumPy, its range read
     with :func:`value_range`: with ``plan.check_bounds`` an index outside ``[-size,
     size-1]`` raises ``_spec``'s IndexError; without it, such an index is clamped into the
     axis (it reads some element of the data, never outside it). The result may be
     ``indices`` itself when nothing needs changing; callers only read it.
     """
     policy = BoundsPolicy.RAISE if plan.check_bounds else BoundsPolicy.CLAMP
-    out: np.ndarray = normalise_indices(
-        NUMPY_XP, indices, plan, policy, extremes=value_range, to_host=_same
-    )
+    out: np.ndarray = counted(NUMPY_XP, indices, plan, policy, extremes=value_range, to_host=_same)
     return out
 
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 class BoundsPolicy(enum.Enum):
-    """What :func:`normalise_indices` does with an index outside ``[-s, s-1]``.
+    """What :func:`counted` does with an index outside ``[-s, s-1]``.
 
     The value is how messages name the policy.
     """
@@ -52,7 +52,19 @@ def default_extremes(xp: Any, indices: Array, axis: int | None = None) -> tuple[
     return [int(v) for v in lo], [int(v) for v in hi]
 
 
-def normalise_indices(
+def from_end(xp: Any, indices: Array, sizes: Any) -> Any:
+    """``indices`` with each negative one counted from the end: ``i + s`` where ``i < 0``.
+
+    The rule every index of the family follows, written once: :func:`counted` applies it
+    with its bounds policy, and the kernels that build their own graph (inductor's, JAX's
+    fill-mode GatherND, OpenVINO's Gather mask) call it in their own namespace ``xp``.
+    ``sizes``: a number, or an array of one size per coordinate that broadcasts along
+    the last dim. Only the C and Triton kernels keep a copy, fused into their loop.
+    """
+    return xp.where(indices < 0, indices + sizes, indices)
+
+
+def counted(
     xp: Any,
     indices: Array,
     plan: Plan,
@@ -122,12 +134,12 @@ def normalise_indices(
                 return indices
             if admitted:
                 indices = _widened(xp, indices, plan)
-                return xp.where(indices < 0, indices + _bound(xp, plan, indices), indices)
+                return from_end(xp, indices, _bound(xp, plan, indices))
         elif policy is BoundsPolicy.RAISE:
             return indices
     indices = _widened(xp, indices, plan)
     bound = _bound(xp, plan, indices)
-    plus = xp.where(indices < 0, indices + bound, indices)
+    plus = from_end(xp, indices, bound)
     if policy is BoundsPolicy.CLAMP:
         if _per_coordinate(plan):  # coordinates of axes of different sizes
             top = _bound(xp, plan, indices, [max(s - 1, 0) for s in plan.sizes])

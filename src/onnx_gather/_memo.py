@@ -43,8 +43,8 @@ class Memo(Generic[K, V]):
     def __init__(self, limit: int) -> None:
         self._entries: dict[K, V] = {}
         self.limit = limit
-        #: ``get(key)``: the value stored for ``key``, or None. The dict's own method: on
-        #: the hot path of every call, a Python method around it cost 0.1 us a lookup.
+        #: ``get(key)``: the value stored for ``key``, or None. The dict's own method: it is
+        #: on the hot path of every call, where a Python method around it would add a frame.
         self.get: Callable[[K], V | None] = self._entries.get
 
     def put(self, key: K, value: V) -> V:

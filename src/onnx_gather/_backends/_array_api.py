@@ -15,12 +15,21 @@ to this project; nothing ships on a path that has never run).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from array_api_compat import array_namespace
+import numpy as np
+from array_api_compat import array_namespace, device
 
 from onnx_gather import _spec
 from onnx_gather._backends._base import Backend
+from onnx_gather._backends._numpy import _scatter
+
+if TYPE_CHECKING:
+    from onnx_gather._spec import Plan
+    from onnx_gather._spec.scatter_elements import ScatterElementsPlan
+    from onnx_gather._spec.scatter_nd import ScatterNDPlan
+    from onnx_gather._spec.tensor_scatter import TensorScatterPlan
+    from onnx_gather._typing import Array
 
 # Every ONNX data type an array-API namespace can spell (strings it cannot).
 _CANDIDATE_NAMES = sorted(_spec.DATA_TYPES_13 - {"string"})
@@ -48,3 +57,51 @@ class ArrayAPIBackend(Backend):
             if x.dtype == dtype:
                 return name
         return str(x.dtype)
+
+    def scatter_elements(
+        self,
+        data: Array,
+        indices: Array,
+        updates: Array,
+        plan: ScatterElementsPlan,
+        out: Array = None,
+        /,
+    ) -> Any:
+        """ONNX ScatterElements: NumPy's kernel on the host (:meth:`_on_host`)."""
+        return self._on_host(_scatter.scatter_elements, data, indices, updates, plan, out)
+
+    def scatter_nd(
+        self, data: Array, indices: Array, updates: Array, plan: ScatterNDPlan, out: Array = None, /
+    ) -> Any:
+        """ONNX ScatterND: NumPy's kernel on the host (:meth:`_on_host`)."""
+        return self._on_host(_scatter.scatter_nd, data, indices, updates, plan, out)
+
+    def tensor_scatter(
+        self,
+        data: Array,
+        updates: Array,
+        indices: Array,
+        plan: TensorScatterPlan,
+        out: Array = None,
+        /,
+    ) -> Any:
+        """ONNX TensorScatter: NumPy's kernel on the host (:meth:`_on_host`)."""
+        return self._on_host(_scatter.tensor_scatter, data, indices, updates, plan, out)
+
+    def _on_host(
+        self, kernel: Any, data: Array, indices: Array, updates: Array, plan: Plan, out: Array
+    ) -> Any:
+        """Run NumPy's scatter ``kernel`` on host copies; the result on data's device.
+
+        The array API standard has no scatter (no integer-array assignment, no ordered
+        reduction), so the call cannot stay on the device. ``out`` receives the whole
+        result (an array-API array may be written only as a whole or by basic indexing).
+        """
+        host = [x if isinstance(x, np.ndarray) else self.to_host(x) for x in (data, indices)]
+        result = kernel(*host, self.to_host(updates), plan)
+        xp = self.namespace(data)
+        result = xp.asarray(result, device=device(data))
+        if out is None:
+            return result
+        out[...] = result
+        return out

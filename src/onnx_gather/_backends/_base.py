@@ -16,7 +16,7 @@ from onnx_gather import _host
 from onnx_gather._backends import _openvino
 from onnx_gather._backends._positions import element_positions, tuple_rows
 from onnx_gather._dtypes import holds_objects, numpy_dtype_name
-from onnx_gather._indices import INT32_MAX, BoundsPolicy, default_extremes, normalise_indices
+from onnx_gather._indices import INT32_MAX, BoundsPolicy, counted, default_extremes, from_end
 from onnx_gather._spec.gather import GatherPlan
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ class Backend:
 
     Every operator runs with the Python array API standard's functions alone (``take``,
     ``take_along_axis`` where the namespace has it, ``reshape``, ``where``), on indices
-    normalised once by :meth:`checked_or_clamped`, so a library without a specialised
+    counted once by :meth:`counted`, so a library without a specialised
     kernel still runs any operator exactly. A library's backend derives from it and
     overrides the methods its library can run faster (one pass, a fused kernel, a
     compiled one); an operator added to the registry needs a method here first, and an
@@ -252,20 +252,20 @@ class Backend:
         """
         return self.namespace(x).where(where, x, self.zeros((), x))
 
-    def checked_or_clamped(self, indices: Array, data: Array, plan: Any, /) -> Any:
+    def counted(self, indices: Array, data: Array, plan: Any, /) -> Any:
         """Indices on ``data``'s device in ``[0, s)`` per component: checked, or clamped.
 
-        Host indices are normalised on the host, before they travel; the library's own
-        with one read of their extremes (:func:`onnx_gather._indices.normalise_indices`).
+        Host indices are counted on the host, before they travel; the library's own
+        with one read of their extremes (:func:`onnx_gather._indices.counted`).
         """
         xp = self.namespace(data)
         if isinstance(indices, np.ndarray):
-            return xp.asarray(_host.checked(plan, indices), device=data.device)
+            return xp.asarray(_host.counted_on_host(plan, indices), device=data.device)
         if indices.device != data.device:
             indices = indices.to_device(data.device)
         if not plan.check_bounds:  # clamped without reading a value: no synchronisation
-            return normalise_indices(xp, indices, plan, BoundsPolicy.CLAMP)
-        return normalise_indices(
+            return counted(xp, indices, plan, BoundsPolicy.CLAMP)
+        return counted(
             xp, indices, plan, BoundsPolicy.RAISE, extremes=self.extremes, to_host=self.to_host
         )
 
@@ -274,7 +274,7 @@ class Backend:
     def gather(self, data: Array, indices: Array, plan: GatherPlan, /) -> Any:
         """ONNX Gather: ``take`` of the counted indices, flattened, then reshaped."""
         xp = self.namespace(data)
-        flat = xp.reshape(self.checked_or_clamped(indices, data, plan), (-1,))
+        flat = xp.reshape(self.counted(indices, data, plan), (-1,))
         if plan.size == 0 and flat.shape[0]:  # unchecked, nothing to read: zeros
             return xp.zeros(plan.out_shape, dtype=data.dtype, device=data.device)
         return xp.reshape(xp.take(data, flat, axis=plan.axis), plan.out_shape)
@@ -282,7 +282,7 @@ class Backend:
     def gather_elements(self, data: Array, indices: Array, plan: GatherElementsPlan, /) -> Any:
         """ONNX GatherElements (and OpenVINO's): ``take_along_axis``, or ``take`` of linear indices."""
         xp = self.namespace(data)
-        indices = self.checked_or_clamped(indices, data, plan)
+        indices = self.counted(indices, data, plan)
         if plan.size == 0 and indices.size:  # unchecked, nothing to read: zeros
             return xp.zeros(plan.out_shape, dtype=data.dtype, device=data.device)
         block = plan.block()
@@ -299,7 +299,7 @@ class Backend:
     def gather_nd(self, data: Array, indices: Array, plan: GatherNDPlan, /) -> Any:
         """ONNX GatherND: one ``take`` of linear indices (see :func:`nd_take`)."""
         xp = self.namespace(data)
-        indices = self.checked_or_clamped(indices, data, plan)
+        indices = self.counted(indices, data, plan)
         return nd_take(xp, data, indices, plan)
 
     def openvino_gather(self, data: Array, indices: Array, plan: OpenVINOGatherPlan, /) -> Any:
@@ -309,7 +309,7 @@ class Backend:
         (an invalid one reads element 0 of the axis, then replaced by :meth:`keep`), so
         each library's own kernel and its exact moves serve. Indices known to be all valid
         (host ones; :meth:`all_known`) need no :meth:`keep`, a pass over the whole output
-        into a second one of its size (1.4 ms of 2.7 for 4096 rows of 256 float32).
+        into a second one of its size (about half the call: docs/performance.md).
         """
         xp = self.namespace(data)
         s = plan.size
@@ -354,14 +354,18 @@ class Backend:
         out: Array = None,
         /,
     ) -> Any:
-        """ONNX ScatterElements: NumPy's kernel on the host (:meth:`_on_host`)."""
-        return self._on_host("scatter_elements", data, indices, updates, plan, out)
+        """ONNX ScatterElements; ``out`` (data's library, shape and dtype) receives it.
+
+        The array API standard has no scatter (no integer-array assignment, no ordered
+        reduction): each backend writes its own.
+        """
+        raise NotImplementedError(_NO_SCATTER.format(self.name))
 
     def scatter_nd(
         self, data: Array, indices: Array, updates: Array, plan: ScatterNDPlan, out: Array = None, /
     ) -> Any:
-        """ONNX ScatterND: NumPy's kernel on the host (:meth:`_on_host`)."""
-        return self._on_host("scatter_nd", data, indices, updates, plan, out)
+        """ONNX ScatterND, as :meth:`scatter_elements`."""
+        raise NotImplementedError(_NO_SCATTER.format(self.name))
 
     def tensor_scatter(
         self,
@@ -372,8 +376,8 @@ class Backend:
         out: Array = None,
         /,
     ) -> Any:
-        """ONNX TensorScatter: NumPy's kernel on the host (:meth:`_on_host`)."""
-        return self._on_host("tensor_scatter", data, indices, updates, plan, out)
+        """ONNX TensorScatter, as :meth:`scatter_elements`."""
+        raise NotImplementedError(_NO_SCATTER.format(self.name))
 
     def openvino_scatter_update(
         self,
@@ -429,8 +433,8 @@ class Backend:
         """
         if plan.check_bounds:
             if isinstance(indices, np.ndarray):
-                return _host.checked(plan, indices)
-            return self.checked_or_clamped(indices, data, plan)
+                return _host.counted_on_host(plan, indices)
+            return self.counted(indices, data, plan)
         xp = np if isinstance(indices, np.ndarray) else self.namespace(indices)
         if plan.size > INT32_MAX and indices.dtype == xp.int32:
             indices = xp.astype(indices, xp.int64)
@@ -455,26 +459,8 @@ class Backend:
         """``floor(total / n)``: integers, ``n`` positive int32; in total's type."""
         return _openvino.floor_divided(self.namespace(total), total, n, self.dtype_name(total))
 
-    def _on_host(
-        self, kernel: str, data: Array, indices: Array, updates: Array, plan: Plan, out: Array
-    ) -> Any:
-        """Run NumPy's scatter ``kernel`` on host copies; the result on data's device.
 
-        The array API standard has no scatter (no integer-array assignment, no ordered
-        reduction), so the base cannot keep the call on the device; a library's backend
-        overrides both scatters with its own kernels. ``out`` receives the whole result (an
-        array-API array may be written only as a whole or by basic indexing).
-        """
-        from onnx_gather._backends._numpy import _scatter
-
-        host = [x if isinstance(x, np.ndarray) else self.to_host(x) for x in (data, indices)]
-        result = getattr(_scatter, kernel)(*host, self.to_host(updates), plan)
-        xp = self.namespace(data)
-        result = xp.asarray(result, device=device(data))
-        if out is None:
-            return result
-        out[...] = result
-        return out
+_NO_SCATTER = "the {} backend has no scatter kernel"
 
 
 def _valid_and_safe(xp: Any, indices: Array, plan: OpenVINOGatherPlan) -> tuple[Any, Any]:
@@ -482,7 +468,7 @@ def _valid_and_safe(xp: Any, indices: Array, plan: OpenVINOGatherPlan) -> tuple[
     s = plan.size
     low = -s if plan.negatives else 0
     valid = (indices >= low) & (indices < s)
-    counted = xp.where(indices < 0, indices + s, indices) if plan.negatives else indices
+    counted = from_end(xp, indices, s) if plan.negatives else indices
     return valid, xp.where(valid, counted, xp.zeros_like(indices))
 
 

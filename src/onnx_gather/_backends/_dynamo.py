@@ -141,8 +141,8 @@ def _encoded(name: str, opset: Any, check_bounds: Any, attributes: Any, out: boo
     """The call's plain arguments as one string; None where one is not a plain value.
 
     Dynamo flattens a ``nonstrict_trace`` function's arguments by tracing torch's pytree
-    code, about 0.1 s of compile time for each container and value: one string makes it
-    one value. An argument that is not a plain int, str or bool (an ``__index__`` object,
+    code, compile time for each container and value (docs/performance.md): one string
+    makes it one value. An argument that is not a plain int, str or bool (an ``__index__`` object,
     a wrong type the planner explains) is not encoded: that call is traced as before.
     """
     if type(opset) is not int or type(check_bounds) is not bool:

@@ -1,4 +1,4 @@
-"""OpenVINO's scatters as ONNX scatters of a backend (:class:`~._base.Backend`'s methods).
+"""OpenVINO's scatters as ONNX scatters of a backend (:class:`Steps`: the base's methods).
 
 ``sub``, ``mean``, ``use_init_val=False`` and bool's XOR are a few ONNX scatters in a row,
 each the library's exact kernel, so every backend computes them with the kernels it has.
@@ -6,7 +6,7 @@ each the library's exact kernel, so every backend computes them with the kernels
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from array_api_compat import device
@@ -16,7 +16,6 @@ from onnx_gather._spec.reductions import Reduction
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from onnx_gather._backends._base import Backend
     from onnx_gather._spec.openvino_scatter import OpenVINOScatterPlan, ScatterUpdatePlan
     from onnx_gather._typing import Array
 
@@ -28,8 +27,45 @@ _FLOATS = frozenset({"float16", "bfloat16", "float32", "float64"})
 _NARROW_INTEGERS = frozenset({"int8", "int16", "uint8", "uint16"})
 
 
+class Steps(Protocol):
+    """What OpenVINO's scatters ask of a backend: :class:`~._base.Backend` has each.
+
+    A protocol, so that this module, which the base imports, need not import the base.
+    """
+
+    @property
+    def writes_in_place(self) -> bool:
+        """Whether a scatter may write into an array the backend made itself."""
+
+    def namespace(self, x: Array, /) -> Any:
+        """``x``'s array-API namespace."""
+
+    def dtype_name(self, x: Array, /) -> str:
+        """The ONNX-style name of ``x``'s dtype."""
+
+    def scatter_elements(
+        self, data: Array, indices: Array, updates: Array, plan: Any, out: Array = None, /
+    ) -> Any:
+        """ONNX ScatterElements."""
+
+    def without_negatives(self, indices: Array, data: Array, plan: ScatterUpdatePlan, /) -> Any:
+        """ScatterUpdate's indices, checked against ``[0, s-1]``."""
+
+    def negated(self, x: Array, /) -> Any:
+        """``-x``, wrapping around for integers."""
+
+    def filled(self, like: Array, value: Any, dtype: Any = None, /) -> Any:
+        """An array of ``like``'s shape and device holding ``value``."""
+
+    def mean(self, total: Array, counts: Array, use_init_val: bool, /) -> Any:
+        """OpenVINO's ``mean`` of ``total`` over ``counts``."""
+
+    def floor_divided(self, total: Array, n: Array, /) -> Any:
+        """``floor(total / n)`` of integers."""
+
+
 def scatter_update(
-    backend: Backend, data: Array, indices: Array, updates: Array, plan: ScatterUpdatePlan,
+    backend: Steps, data: Array, indices: Array, updates: Array, plan: ScatterUpdatePlan,
     out: Array,
 ) -> Any:  # fmt: skip
     """ScatterUpdate-3: ScatterElements of the flattened indices, broadcast over the updates."""
@@ -43,7 +79,7 @@ def scatter_update(
 
 
 def reduced(
-    backend: Backend,
+    backend: Steps,
     scatter: Callable[..., Any],
     data: Array,
     indices: Array,
@@ -98,7 +134,7 @@ def reduced(
 
 
 def _xor(
-    backend: Backend, scatter: Callable[..., Any], start: Array, indices: Array,
+    backend: Steps, scatter: Callable[..., Any], start: Array, indices: Array,
     updates: Array, inner: Any,
 ) -> Any:  # fmt: skip
     """Bool ``sub``: ``start`` XOR whether an odd number of True updates landed there."""
@@ -110,7 +146,7 @@ def _xor(
 
 
 def _counts(
-    backend: Backend, scatter: Callable[..., Any], data: Array, indices: Array,
+    backend: Steps, scatter: Callable[..., Any], data: Array, indices: Array,
     updates: Array, inner: Any,
 ) -> Any:  # fmt: skip
     """How many updates land on each element of data (int32), without a check."""
@@ -121,7 +157,7 @@ def _counts(
     return scatter(zeros, indices, ones, plan)
 
 
-def _written(backend: Backend, result: Array, out: Array) -> Any:
+def _written(backend: Steps, result: Array, out: Array) -> Any:
     """``result``, or ``out`` holding it."""
     if out is None:
         return result
@@ -144,7 +180,7 @@ def _identity(reduction: str, dtype: str) -> Any:
     return int(info.max) if biggest else int(info.min)
 
 
-def mean(backend: Backend, total: Array, counts: Array, use_init_val: bool) -> Any:
+def mean(backend: Steps, total: Array, counts: Array, use_init_val: bool) -> Any:
     """``total / n`` where updates landed (``n``: their count, plus one with ``use_init_val``).
 
     Floats: the quotient rounded once to data's type (float16 and bfloat16 divide in

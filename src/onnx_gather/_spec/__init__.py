@@ -14,8 +14,6 @@ if TYPE_CHECKING:
 
     import numpy as np
 
-    from onnx_gather._typing import Array
-
 #: ONNX ``Tind``: ONNX lists int32 and int64 for Gather and GatherElements, int64 alone
 #: for GatherND; int32 is accepted everywhere (JAX's default integer, exact in int64).
 INDEX_TYPES = frozenset({"int32", "int64"})
@@ -146,7 +144,7 @@ class Plan:
         """
         return -self.size <= lo and hi < self.size
 
-    def outside(self, indices: Array, xp: Any = None) -> Any:
+    def outside(self, indices: Any, xp: Any = None) -> Any:
         """True where an index is out of range for the axis it addresses.
 
         For any array with comparison operators (NumPy, JAX under tracing, any array-API

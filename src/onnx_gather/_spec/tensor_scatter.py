@@ -136,8 +136,8 @@ class TensorScatterPlan(_Fields, _spec.Plan):
         the whole update); one per entry where a few (at most ``_FEW_ENTRIES``, 16)
         entries land whole at their own positions (:meth:`entry_slices`; the part is the
         entry ``b``). None where a write wraps or falls outside, or for more entries:
-        advanced indexing then (one advanced assignment, about 15 us for 4 entries, costs
-        more than 16 copies of about 1 us).
+        advanced indexing then, whose one assignment costs more than that many copies
+        (docs/performance.md).
         """
         same = self.one_slice(starts)
         if same is not None:

@@ -21,7 +21,7 @@ from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._base import Backend, Call
 from onnx_gather._backends._dask import _chunks as chunking
 from onnx_gather._backends._dask import _scatter as scatters
-from onnx_gather._host import check_strings, checked
+from onnx_gather._host import check_strings, counted_on_host
 from onnx_gather._spec.gather import GatherPlan
 from onnx_gather._spec.gather_elements import GatherElementsPlan
 from onnx_gather._spec.gather_nd import GatherNDPlan
@@ -42,7 +42,7 @@ def _counted_block(block: np.ndarray, plan: Plan, block_info: Any = None) -> np.
     """One indices block counted and checked (or clamped); errors name positions in all indices."""
     offset = [start for start, _ in block_info[0]["array-location"]]
     try:
-        return checked(plan, block)
+        return counted_on_host(plan, block)
     except IndexError:
         _spec.raise_out_of_range(plan, block, offset)
         raise
@@ -125,14 +125,14 @@ def _zeros(data: da.Array, shape: tuple[int, ...]) -> da.Array:
     return da.zeros_like(data, shape=shape, chunks=-1 if data.dtype == object else "auto")
 
 
-def _counted_tuples(indices: Array, plan: Plan, data: da.Array) -> da.Array:
+def _counted_tuples(indices: Array, plan: GatherNDPlan, data: da.Array) -> da.Array:
     """GatherND's indices as a dask array of whole tuples, counted and checked per block.
 
     Host indices are checked now; dask indices are first made one chunk along the last
     dim (an error's position then names the coordinate too).
     """
     if isinstance(indices, np.ndarray):
-        b = plan.batch_dims  # type: ignore[attr-defined]
+        b = plan.batch_dims
         # No index: whole dims, as dask's auto chunks divide by the block's size (0).
         auto = "auto" if indices.size else -1
         lead = [data.chunks[d] if d < b else auto for d in range(indices.ndim - 1)]
@@ -155,7 +155,7 @@ def _counted_indices(indices: Array, plan: Plan, chunks: tuple[Any, ...]) -> da.
     if isinstance(indices, np.ndarray):
         # from_array copies NumPy input (dask >= 2024.12, dask/dask#11524): the graph
         # runs later on the values checked now, whatever the caller does meanwhile.
-        return da.from_array(checked(plan, indices), chunks=chunks)
+        return da.from_array(counted_on_host(plan, indices), chunks=chunks)
     return indices.map_blocks(_counted_block, plan=plan, dtype=np.int64)
 
 
@@ -402,7 +402,7 @@ class DaskBackend(Backend):
             if not indices.size:
                 return indices
             if 0 in plan.updates_shape:
-                checked(plan, np.asarray(indices.compute()))
+                counted_on_host(plan, np.asarray(indices.compute()))
             return indices.map_blocks(_counted_block, plan=plan, dtype=indices.dtype)
         return super().without_negatives(indices, data, plan)
 

@@ -15,8 +15,8 @@ from dask.highlevelgraph import HighLevelGraph
 
 from onnx_gather import _spec
 from onnx_gather._backends._numpy._scatter import result_dtype, write
-from onnx_gather._host import checked
-from onnx_gather._indices import BoundsPolicy, normalise_indices
+from onnx_gather._host import counted_on_host
+from onnx_gather._indices import BoundsPolicy, counted
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -248,13 +248,13 @@ def _records(
     """
     if plan.check_bounds:
         try:
-            counted_block = checked(plan, block)
+            counted_block = counted_on_host(plan, block)
         except IndexError:
             _spec.raise_out_of_range(plan, block, offset)
             raise
         keep = None
     else:
-        counted_block, keep = normalise_indices(_xp, block, plan, BoundsPolicy.DROP)
+        counted_block, keep = counted(_xp, block, plan, BoundsPolicy.DROP)
     lead = block.shape[:-1] if plan.coordinates else block.shape
     m = math.prod(lead)
     grid = np.indices(lead).reshape(len(lead), m) + np.array(offset[: len(lead)]).reshape(-1, 1)

@@ -59,7 +59,7 @@ def _eager_fn(
     """The eager call of ``plan``, jitted once; with ``bounds`` also whether an index is bad.
 
     A closure over the plan rather than static arguments: ``jax.jit``'s fast dispatch path
-    then serves every call (measured 0.7 us less per call than static keyword arguments).
+    then serves every call (docs/performance.md).
     ``kernel``: the operator's fill-mode gather; ``block``: slices cutting data to what
     the output reads (None: all of it), which the plan determines; ``fill``: the bits of
     bfloat16's NaN where the data arrives as its int16 bits, else None (the dtype's own
@@ -165,9 +165,7 @@ def _bound(
 
 #: The bool at an address. A flag in CPU memory is read there, after the call is done: no
 #: NumPy on the path. ``np.asarray`` of the flag, or any NumPy operation between two JAX
-#: calls, cost 2-4 us more than its own time (2-core VM, jax 0.10.2): a third of a tiny
-#: call (the jitted call of GatherElements 8x4 and its flag, against
-#: ``jnp.take_along_axis`` waited for: 1.45x read with ``np.asarray``, 1.32x in place).
+#: calls, costs more than its own time, a large part of a tiny call (docs/performance.md).
 _BOOL_AT = ctypes.c_bool.from_address
 
 _IN_PLACE: Memo[Any, bool] = Memo(256)
@@ -176,15 +174,11 @@ _IN_PLACE: Memo[Any, bool] = Memo(256)
 #: outside ``[-size, size-1]`` (the compiled kernel's ``outside_at``; None without it). A
 #: checked eager call on fewer than :data:`_IN_PLACE_BELOW` CPU indices reads them there
 #: once the jitted call is done rather than computing a flag inside it and reading that
-#: back: the flag is a second output to allocate and wait for (GatherElements 8x4, jitted call
-#: and flag 8.8 us, jitted call alone 6.1 us, the check in place 0.1 us; 2-core VM, jax
-#: 0.10.2).
+#: back: the flag is a second output to allocate and wait for (docs/performance.md).
 _outside_at: Outside | None = None if _kernels is None else _kernels.outside_at
 
 #: Indices from which the flag, fused into the jitted gather, costs no more than the
-#: kernel's separate pass: eager GatherElements, flag / kernel 1.09, 0.99, 0.98, 0.90,
-#: 0.95 at 2**12, 2**16, 2**18, 2**20, 2**22 int32 indices (2-core VM, 2026-11-28;
-#: ``python -m benchmarks.jax_probe --only host-check``).
+#: kernel's separate pass (docs/performance.md).
 _IN_PLACE_BELOW = 1 << 16
 
 
@@ -196,11 +190,21 @@ def _in_place(sharding: Any) -> bool:
     )
 
 
-#: The gathers' kernels, and whether the plan's block trims data first (GatherElements).
-_KERNELS: dict[str, tuple[Take, bool]] = {
-    "gather": (take, False),
-    "gather_elements": (take_along_axis, True),
-    "gather_nd": (take_nd, False),
+def _whole(plan: Plan) -> None:
+    """Gather and GatherND read data whole: no block."""
+    return
+
+
+def _block(plan: GatherElementsPlan) -> tuple[slice, ...] | None:
+    """GatherElements: the plan's block, which trims data to what the output reads."""
+    return plan.block()
+
+
+#: The gathers' kernels, and the slices of data each reads (None: all of it).
+_KERNELS: dict[str, tuple[Take, Callable[[Any], tuple[slice, ...] | None]]] = {
+    "gather": (take, _whole),
+    "gather_elements": (take_along_axis, _block),
+    "gather_nd": (take_nd, _whole),
 }
 
 
@@ -219,7 +223,7 @@ def _from_host(indices: np.ndarray, data: jax.Array, plan: Plan) -> tuple[jax.Ar
     """
     checked = plan.check_bounds and _static(plan)
     if checked:
-        indices = _host.checked(plan, indices)
+        indices = _host.counted_on_host(plan, indices)
     indices = _narrowed(indices)
     if traced(data):
         return jnp.asarray(indices), checked
@@ -255,9 +259,7 @@ def _static(plan: Plan) -> bool:
 #: (:data:`_IN_PLACE_BELOW` and more, GatherND's coordinates of axes of different sizes, a
 #: build without the kernel) checks them with NumPy in place rather than inside the
 #: jitted call. Below, the jitted flag (one fused
-#: pass) costs less: GatherElements of 2**12, 2**16, 2**20 int32 indices, flag / host
-#: 0.70, 0.74, 0.81 (2 loaded cores; ``python -m benchmarks.jax_probe --only host-check``,
-#: which turns the kernel off).
+#: pass) costs less (docs/performance.md).
 _HOST_CHECK_FROM = 1 << 20
 
 _CPU_SHARDINGS: Memo[Any, bool] = Memo(256)
@@ -327,8 +329,8 @@ class JaxBackend(Backend):
             or largest > INT32_MAX
         ):
             return exact
-        kernel, blocked = route
-        block = plan.block() if blocked else None  # type: ignore[attr-defined]
+        kernel, block_of = route
+        block = block_of(plan)
         host = None
         if plan.check_bounds and _outside_at is not None and 0 < indices.size < _IN_PLACE_BELOW:
             size = plan.sizes[0]
@@ -577,8 +579,7 @@ def _run(kernel: Take, data: jax.Array, indices: Array, plan: Plan, block: Any) 
         and _on_cpu(indices.sharding)
     ):
         # Host memory: NumPy reads it in place, in one reduction when no index is
-        # negative (timeit, 2-core EPYC: 0.2 ms for 4M int64 indices against 1-5 ms
-        # for XLA's min/max in the jitted call).
+        # negative, faster than XLA's min/max in the jitted call (docs/performance.md).
         values = np.asarray(indices)
         _spec.check_range(plan, *value_range(values), lambda: values)
         checked = True

@@ -22,8 +22,8 @@ except ImportError:  # pragma: no cover - older jax
 # An identity primitive: plain ``jit`` lowers it to nothing, and only
 # ``checkify.checkify`` gives it meaning, through the rule registered below. Not
 # ``checkify.debug_check``: inside a jitted function it carries an effect, and an effect
-# takes every call of the function off JAX's fast C++ dispatch path (90 us a call instead
-# of 7, on this project's 2-core machine) even where no ``checkify`` wraps it.
+# takes every call of the function off JAX's fast C++ dispatch path (docs/performance.md)
+# even where no ``checkify`` wraps it.
 index_check_p = Primitive("onnx_gather_index_check")
 index_check_p.def_impl(lambda indices, **_: indices)
 index_check_p.def_abstract_eval(lambda indices, **_: indices)

@@ -12,7 +12,7 @@ import numpy as np
 
 from onnx_gather._backends import _numpy
 from onnx_gather._backends._positions import element_positions, tuple_rows
-from onnx_gather._indices import BoundsPolicy, normalise_indices
+from onnx_gather._indices import BoundsPolicy, counted
 from onnx_gather._memo import Memo
 from onnx_gather._spec.scatter_nd import ScatterNDPlan
 
@@ -68,7 +68,7 @@ def scatter(
     the last row and dropped (``mode="drop"``), under ``jit`` too. Eagerly the check runs
     on the host first; under tracing checkify reports it (:mod:`._check`).
     """
-    positions, keep = normalise_indices(jnp, indices, plan, BoundsPolicy.DROP)
+    positions, keep = counted(jnp, indices, plan, BoundsPolicy.DROP)
     if plan.coordinates:  # (rows: cells of data's indexed dims)
         shape = tuple(plan.sizes)
         rows = tuple_rows(jnp, positions, plan.sizes, 0, None).reshape(-1)
@@ -104,10 +104,8 @@ def _set(
 
     Data keeps its shape, addressed by one coordinate per dim the rows count (ScatterND's
     indexed dims; every dim for ScatterElements): a scatter into data reshaped to rows
-    made XLA's CPU program copy the whole of data first, also where it is donated. A
-    jitted 8-layer KV-cache decode step took 103-125 µs so, against 42 µs now and 36-47
-    µs for ``lax.dynamic_update_slice`` of each layer's block (probes, 2-core AMD EPYC VM,
-    2026-11-28).
+    made XLA's CPU program copy the whole of data first, also where it is donated
+    (docs/performance.md).
     """
     n, m = math.prod(shape), rows.shape[0]
     if m == 0 or n == 0:  # no update, or every one dropped (no row to find a winner in)
@@ -212,7 +210,7 @@ def _rounds(
 ) -> jax.Array:
     """Round ``r`` applies each row's ``r``-th update (C order), all at distinct rows.
 
-    As the PyTorch backend does (:mod:`onnx_gather._backends._torch._scatter`): computed in
+    As the PyTorch backend does (:mod:`onnx_gather._backends._torch._exact`): computed in
     float32 for float16 and bfloat16 and rounded back (exact), a NaN result made
     canonical, max and min selected on the values' bits (IEEE 754-2019, the first NaN
     kept; :func:`combine`). The number of rounds is read inside the computation
@@ -246,7 +244,7 @@ def _reduced(
     rounds (:func:`_rounds`). The rounds' loop counts its rounds at
     run time, which reverse mode cannot transpose; the tangent below needs no loop (it is
     linear in the tangents, so ``jax.grad`` transposes it): the same formulas as the
-    PyTorch backend's (:func:`onnx_gather._backends._torch._scatter.row_gradients`),
+    PyTorch backend's (:func:`onnx_gather._backends._torch._exact.row_gradients`),
     whichever way the values were computed.
     """
     dtype = np.dtype(target.dtype)

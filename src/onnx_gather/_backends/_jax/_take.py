@@ -10,10 +10,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from onnx_gather._indices import INT32_MAX
+from onnx_gather._indices import INT32_MAX, from_end
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
+    from onnx_gather._spec.gather_nd import GatherNDPlan
     from onnx_gather._typing import Array
 
 
@@ -49,7 +50,7 @@ def take_along_axis(data: jax.Array, indices: jax.Array, plan: Plan, fill: Any) 
     return jnp.take_along_axis(data, indices, axis=plan.axis, mode="fill", fill_value=fill)
 
 
-def take_nd(data: jax.Array, indices: jax.Array, plan: Plan, fill: Any) -> jax.Array:
+def take_nd(data: jax.Array, indices: jax.Array, plan: GatherNDPlan, fill: Any) -> jax.Array:
     """GatherND's fill-mode kernel: a tuple with any coordinate out of range reads the fill.
 
     Without batch dims each tuple becomes one row of data's first dims flattened (a bad
@@ -58,7 +59,7 @@ def take_nd(data: jax.Array, indices: jax.Array, plan: Plan, fill: Any) -> jax.A
     instead of three under ``jit``). Otherwise, and where the rows would not fit int32,
     advanced indexing with one array per batch dim and coordinate.
     """
-    b = plan.batch_dims  # type: ignore[attr-defined]
+    b = plan.batch_dims
     tuples = indices.reshape(1, -1) if indices.ndim == 1 else indices
     lead, k = tuples.shape[:-1], tuples.shape[-1]
     sizes = data.shape[b : b + k]
@@ -68,7 +69,7 @@ def take_nd(data: jax.Array, indices: jax.Array, plan: Plan, fill: Any) -> jax.A
         for j, s in enumerate(sizes):
             c = tuples[..., j]
             ok = (c >= -s) & (c < s)
-            c = jnp.where(c < 0, c + s, c)
+            c = from_end(jnp, c, s)
             row = c if row is None else row * s + c
             inside = ok if inside is None else inside & ok
         row = jnp.where(inside, row, rows)

@@ -16,7 +16,8 @@ from onnx_gather import _spec
 from onnx_gather._backends._base import nd_take
 from onnx_gather._backends._numpy._pool import in_parallel, parts
 from onnx_gather._host import NUMPY_XP as _xp
-from onnx_gather._host import checked, value_range
+from onnx_gather._host import counted_on_host, value_range
+from onnx_gather._indices import from_end
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -75,11 +76,11 @@ def gather(data: Array, indices: np.ndarray, plan: Plan, out: np.ndarray | None)
     """ONNX Gather in NumPy; ``out`` (C-ordered, the plan's shape) receives it if given."""
     outputs = indices.size * data.size // plan.size if plan.size else 0
     if plan.check_bounds and indices.size and not outputs:  # nothing read: check anyway
-        checked(plan, indices)
+        counted_on_host(plan, indices)
     if not plan.check_bounds:
         if plan.size == 0:  # nothing to read: zeros, as the compiled kernel gives
             return _into(out, np.zeros_like(data, shape=plan.out_shape))
-        indices = checked(plan, indices)  # negatives counted, the rest clamped: in range
+        indices = counted_on_host(plan, indices)  # negatives counted, the rest clamped: in range
     if indices.ndim and indices.size and _large(data, indices, outputs):
         if plan.check_bounds:
             _spec.check_range(plan, *value_range(indices), lambda: indices)
@@ -96,8 +97,8 @@ def gather(data: Array, indices: np.ndarray, plan: Plan, out: np.ndarray | None)
 def _gather_threaded(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Array) -> Any:
     """Gather as ``np.take(mode="wrap")`` of checked indices, split over threads.
 
-    For large calls, once the range is checked: ``mode="raise"`` buffers the output (7x
-    slower, measured on NumPy 2.4). NumPy's ``take`` releases the GIL on plain dtypes, so
+    For large calls, once the range is checked: ``mode="raise"`` buffers the output
+    (docs/performance.md). NumPy's ``take`` releases the GIL on plain dtypes, so
     the parts run on :mod:`._pool`'s threads.
     """
     out = np.empty(plan.out_shape, data.dtype) if out is None else out
@@ -125,7 +126,7 @@ def gather_elements(
     if not plan.check_bounds:
         if plan.size == 0:  # nothing to read: zeros, as the compiled kernel gives
             return _into(out, np.zeros_like(data, shape=plan.out_shape))
-        indices = checked(plan, indices)
+        indices = counted_on_host(plan, indices)
     if indices.ndim > _FANCY_RANK and indices.size:
         # np.take_along_axis indexes with one array per dimension, at most 63 of them:
         # above, the linear-index kernel (on a C-ordered copy: such data is tiny).
@@ -146,8 +147,8 @@ def _by_rows(data: np.ndarray, indices: np.ndarray, plan: Plan) -> bool:
 
     So it does along the last axis when rows are long and the indices cover every row:
     ``take`` on a row checks the range and counts negatives from the end itself, so there
-    is no range pass and no linear index (20-50% faster than the blocked kernel measured on
-    2000x2000, 2 cores).
+    is no range pass and no linear index (faster than the blocked kernel there:
+    docs/performance.md).
     """
     return (
         plan.axis == indices.ndim - 1
@@ -222,7 +223,7 @@ def _gather_blocked(data: np.ndarray, indices: np.ndarray, plan: Plan, out: Arra
                 _spec.check_range(plan, lo, hi, lambda: indices)
             mode: Literal["clip", "wrap"] = "wrap" if plan.check_bounds else "clip"
             if lo < 0 and not outermost:
-                block = np.where(block < 0, block.astype(np.int64) + size, block)
+                block = from_end(np, block.astype(np.int64), size)
             lin = np.multiply(block, stride, dtype=np.int64)
             lin += offset[where] if offset.shape[split] > 1 else offset
             np.take(flat, lin, out=out[where], mode=mode)
@@ -238,7 +239,7 @@ def gather_nd(data: Array, indices: np.ndarray, plan: GatherNDPlan, out: np.ndar
     place whatever its strides. Above NumPy's limit of index arrays, ``take`` of linear
     indices on a C-ordered copy (such data is tiny). ``out`` as for :func:`gather`.
     """
-    counted = checked(plan, indices)  # raises, or clamps without the check
+    counted = counted_on_host(plan, indices)  # raises, or clamps without the check
     b, k = plan.batch_dims, len(plan.sizes)
     lead = indices.shape[:-1]
     if b + k > _FANCY_RANK or 0 in plan.sizes:

@@ -19,9 +19,8 @@ if TYPE_CHECKING:
 #: Threads a large call may use: at most 4 (the kernels are memory-bound), within the
 #: program's limits (:mod:`._threads`).
 THREADS = limit(4)
-#: Output bytes from which a call is split over threads. Two threads against one, float32
-#: on 2 cores (interleaved, best of 15): 0.57-0.84x at 1 MB, 0.75-1.24x at 4 MB, 1.09-1.62x
-#: from 8 MB (GatherElements on either axis, Gather of 1 KB rows).
+#: Output bytes from which a call is split over threads: below, two threads lost to one
+#: (docs/performance.md).
 _THREADED_BYTES = 1 << 23
 
 _pool: ThreadPoolExecutor | None = None

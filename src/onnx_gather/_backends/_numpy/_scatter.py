@@ -10,8 +10,8 @@ import numpy as np
 
 from onnx_gather._backends._positions import element_positions, tuple_rows
 from onnx_gather._host import NUMPY_XP as _xp
-from onnx_gather._host import checked
-from onnx_gather._indices import BoundsPolicy, normalise_indices
+from onnx_gather._host import counted_on_host
+from onnx_gather._indices import BoundsPolicy, counted
 from onnx_gather._spec import raise_out_of_range
 from onnx_gather._spec.reductions import Reduction
 
@@ -181,7 +181,7 @@ def _compiled(
                 source = data  # (copied by the kernel after its scan)
             else:
                 if plan.check_bounds:  # (IndexError before the first write)
-                    checked(plan, indices)
+                    counted_on_host(plan, indices)
                 np.copyto(out, data)
     check = CheckMode.SCAN_FIRST if out is not None and not fresh else CheckMode.WHILE_WRITING
     # (Not np.ascontiguousarray: it makes a 0-d update 1-d, which the kernel refuses.)
@@ -263,10 +263,8 @@ def writer_at(
     ndarray; the caller vouches for what an address holds: these shapes, C-ordered,
     updates of data's type, int64 indices. Reduction ``none``, at most
     :data:`AT_UP_TO` bytes written: a decode step's KV-cache write of a few rows, where
-    the views and the general kernel's argument parsing cost more than the write (8
-    rows of 64 floats from torch, the bound call alone: 2.5 against 1.2 us, timeit on a
-    2-core AMD EPYC VM; ``python -m benchmarks.kv_write`` times the whole call). It
-    writes nothing and says False
+    the views and the general kernel's argument parsing cost more than the write
+    (docs/performance.md). It writes nothing and says False
     for an index out of range, memory shared with data, or an ndarray of another layout:
     the general path then serves the call (it raises, drops the update unchecked, or
     copies what is shared). None where it does not apply.
@@ -291,8 +289,8 @@ def writer_at(
 def copied(data: np.ndarray, kernel: Callable[..., Any] | None, threads: int) -> np.ndarray:
     """A C-ordered copy of ``data``, over threads where the compiled kernel takes it.
 
-    ``kernel``: the compiled ScatterND, writing nothing; else NumPy's copy. (A 16 MB cache
-    in 0.6 ms where NumPy's one thread took 1.2 ms, 2-core VM.)
+    ``kernel``: the compiled ScatterND, writing nothing; else NumPy's copy, on one thread
+    (docs/performance.md).
     """
     kind = _KINDS.get(data.dtype.name, -1)
     plain = data.dtype.kind not in "OT" and data.flags.c_contiguous and data.dtype.isnative
@@ -311,8 +309,8 @@ def _checked_or_dropped(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Indices counted from the end: checked (IndexError), or with a mask of those kept."""
     if plan.check_bounds:
-        return checked(plan, indices), None
-    positions, keep = normalise_indices(_xp, indices, plan, BoundsPolicy.DROP)
+        return counted_on_host(plan, indices), None
+    positions, keep = counted(_xp, indices, plan, BoundsPolicy.DROP)
     return positions, np.asarray(keep).reshape(-1)
 
 

@@ -1,280 +1,85 @@
-"""PyTorch, CPU and CUDA: each call to the fastest exact kernel.
-
-:class:`TorchBackend`, the tests that pick a call's route, and the routes that run here.
-"""
+"""PyTorch, CPU and CUDA: each call on the route :func:`._route.route` chooses for it."""
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-import torch.autograd.forward_ad as _FORWARD_AD
-from torch.autograd.graph import increment_version
 
+from onnx_gather import _ops
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._base import Backend
-from onnx_gather._backends._torch import _dtypes, _eager, _fused, _onnx, _tensor_scatter
-from onnx_gather._backends._torch import _scatter as scatters
-from onnx_gather._backends._torch._exact import exact, exact_nd
-from onnx_gather._backends._torch._indices import placed, values_unknown, wrapped
+from onnx_gather._backends._numpy import _kernels
+from onnx_gather._backends._torch import _dtypes, _onnx
+from onnx_gather._backends._torch import _exact as exact
+from onnx_gather._backends._torch import _inductor as inductor
+from onnx_gather._backends._torch import _numpy_views as numpy_views
+from onnx_gather._backends._torch import _recorded as recorded
+from onnx_gather._backends._torch import _small_call as small_call
+from onnx_gather._backends._torch._indices import values_unknown
 from onnx_gather._backends._torch._indices import xp as _xp
-from onnx_gather._backends._torch._views import MAX_DIMS, as_numpy, of_new, shares_memory
+from onnx_gather._backends._torch._route import BIND, GRAPH, Route, route, triton
 from onnx_gather._host import Unrepresentable, python_indices
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable
 
     from onnx_gather._backends._base import Call
     from onnx_gather._spec import Plan
-    from onnx_gather._spec.gather import GatherPlan, OpenVINOGatherPlan
-    from onnx_gather._spec.gather_elements import GatherElementsPlan
-    from onnx_gather._spec.gather_nd import GatherNDPlan
+    from onnx_gather._spec.gather import OpenVINOGatherPlan
     from onnx_gather._spec.openvino_scatter import OpenVINOScatterPlan, ScatterUpdatePlan
     from onnx_gather._spec.scatter_elements import ScatterElementsPlan
     from onnx_gather._spec.scatter_nd import ScatterNDPlan
     from onnx_gather._spec.tensor_scatter import TensorScatterPlan
-    from onnx_gather._typing import Array
-
-_CPU = torch.device("cpu")
+    from onnx_gather._typing import Array, ScatterPlan
 
 
-#: Without the compiled kernel, the outputs from which GatherElements off the last axis
-#: runs NumPy's blocked kernel on views of the tensors: torch.gather along a leading axis
-#: took 1.5-3x its time (2 cores); elsewhere torch's kernels are as fast.
-_FALLBACK_FROM = 1 << 13
+def _gathering(
+    method: str, kernel: Callable[..., Any], own: Callable[..., torch.Tensor], doc: str
+) -> Callable[..., torch.Tensor]:
+    """A gather's method: the call on its route (:func:`._route.route`).
 
-
-def _numpy_route(data: torch.Tensor, indices: Array) -> bool:
-    """Whether a call can run the NumPy backend's kernels on zero-copy views of the tensors.
-
-    Plain CPU tensors that no tracer, transform or autograd records, with memory to view:
-    not a ZeroTensor (``torch._efficientzerotensor``, which autograd makes for some zero
-    gradients: its data pointer is null, so a view reads whatever lies at address 0).
-    (Whether those kernels beat torch's here is the operator's ``numpy_wins``, asked
-    after: under a compiler this returns before anything that would be traced.)
-    """
-    return (
-        type(data) is torch.Tensor
-        and not values_unknown(data)  # first: what follows must not be traced
-        and not _recording()  # a tracer sees torch's operations, never NumPy's
-        and _FORWARD_AD._current_level < 0  # dual tensors' tangents flow through torch ops
-        and data.is_cpu
-        and data.layout == torch.strided
-        and not (data.requires_grad and torch.is_grad_enabled())
-        and not data.is_conj()
-        and not data.is_neg()
-        and not data._is_zerotensor()
-        # (_views.viewable's rule, inline: the call cost this path 0.35 us a call)
-        and data.dim() <= MAX_DIMS
-        and (
-            isinstance(indices, np.ndarray)
-            or (
-                type(indices) is torch.Tensor
-                and not wrapped(indices)
-                and indices.is_cpu
-                and indices.layout == torch.strided
-                and not indices._is_zerotensor()
-            )
-        )
-    )
-
-
-def _recording() -> bool:
-    """Whether a tracer records the torch operations this call runs.
-
-    ``torch.jit.trace`` (and the TorchScript ONNX exporter, which uses it) keeps a tracing
-    state; ``make_fx`` and fake-tensor propagation work through dispatch modes. (Checked
-    with torch's C functions: tens of nanoseconds on every eager call.)
-    """
-    return torch._C._get_tracing_state() is not None or torch._C._len_torch_dispatch_stack() > 0
-
-
-def _in_graph(
-    data: torch.Tensor, indices: Array, plan: Plan, fused_wins: Callable[[Any, Any], bool]
-) -> bool:
-    """Whether this call becomes one ``onnx_gather::run_v1`` operator of a recorded graph.
-
-    Under ``torch.jit.trace``, where the TorchScript ONNX exporter then writes the ONNX node
-    itself, always. Under ``make_fx`` when checked: the operator runs the eager kernel and
-    its check when the graph runs; an unchecked call stays plain aten operations, for
-    graphs bound for other runtimes. Under ``torch.compile`` and ``torch.export`` (both
-    trace with Dynamo) a checked call on the CPU is the operator where
-    ``fused_wins(data, plan)`` (the compiled kernel beats inductor's code by more than the
-    operator's Python costs), where the result reads no index (the check would have
-    nothing to feed) and for complex data (inductor generates no code for complex types:
-    it warns and runs aten's); otherwise torch's operations with the check in the graph
-    (:func:`._indices.guarded`). Inside a ``torch.func`` transform (vmap, grad) torch's
-    own kernels serve, whose batching and gradient rules the transforms have; the check
-    there is ``checked_indices_v1``.
-    """
-    if torch.compiler.is_compiling():  # (first: Dynamo cannot trace what follows)
-        return plan.check_bounds and (
-            not data.is_cpu or data.is_complex() or _reads_no_index(plan) or fused_wins(data, plan)
-        )
-    if wrapped(data) or (isinstance(indices, torch.Tensor) and wrapped(indices)):
-        return False
-    if torch._C._get_tracing_state() is not None:
-        _fused.register_onnx_export()
-        return True
-    return plan.check_bounds and torch._C._len_torch_dispatch_stack() > 0
-
-
-def _recordable(
-    kernel: Callable[..., Any],
-    numpy_wins: Callable[[Any], bool],
-    fused_wins: Callable[[Any, Any], bool],
-) -> Callable[[Callable[..., torch.Tensor]], Callable[..., torch.Tensor]]:
-    """An operator's method: the NumPy backend's ``kernel``, a fused operator, or ``eager``.
-
-    Plain CPU tensors that nothing records run ``kernel`` on zero-copy views where
-    ``numpy_wins(plan)`` (the short path of eager CPU calls: the route is tested once);
-    a recorded call becomes one fused operator of the graph (under ``torch.compile``
-    where ``fused_wins(data, plan)``: :func:`_in_graph`); anything else runs ``eager``,
-    torch's own kernels. When the graph runs, the fused operator takes the same two
-    routes (``method.when_the_graph_runs``, which the module registers with ``_fused``).
+    ``kernel`` is the NumPy backend's (NUMPY_VIEWS), ``own`` the exact route's, which
+    INDUCTOR runs too, on the indices it checks in the graph (:func:`._exact.counted_on`).
+    What ``run_v1`` runs when the graph runs is registered with :mod:`._recorded`.
     """
 
-    def decorate(eager: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
-        def method(self: Any, data: torch.Tensor, indices: Array, plan: Any, /) -> torch.Tensor:
-            if _numpy_route(data, indices) and numpy_wins(plan):
-                return _on_numpy(kernel, data, indices, plan)
-            if not _in_graph(data, indices, plan, fused_wins):
-                return eager(self, data, indices, plan)
+    def gathered(self: Any, data: torch.Tensor, indices: Array, plan: Any, /) -> torch.Tensor:
+        way = route(method, plan, (data, indices))
+        if way is Route.NUMPY_VIEWS:
+            return numpy_views.on_numpy(kernel, data, indices, plan)
+        if way is Route.RECORDED:
             if isinstance(indices, np.ndarray):  # host indices: a constant of the graph
                 indices = _constant(indices, data)
-            return _fused.call(data, indices, plan=plan)
+            return recorded.call(data, indices, plan=plan)
+        if way is Route.TRITON:
+            return getattr(triton(), method)(data, indices, plan)
+        return own(data, indices, plan)
 
-        def when_the_graph_runs(data: torch.Tensor, indices: Array, plan: Any) -> torch.Tensor:
-            if _numpy_route(data, indices) and numpy_wins(plan):
-                return _on_numpy(kernel, data, indices, plan)
-            return eager(backend, data, indices, plan)
+    def when_the_graph_runs(data: torch.Tensor, indices: Array, plan: Any) -> torch.Tensor:
+        way = route(method, plan, (data, indices), when=GRAPH)
+        if way is Route.NUMPY_VIEWS:
+            return numpy_views.on_numpy(kernel, data, indices, plan)
+        if way is Route.TRITON:
+            return getattr(triton(), method)(data, indices, plan)
+        return own(data, indices, plan)
 
-        method.__name__, method.__doc__ = eager.__name__, eager.__doc__
-        method.when_the_graph_runs = when_the_graph_runs  # type: ignore[attr-defined]
-        return method
-
-    return decorate
-
-
-def _compiled_wins(plan: Plan) -> bool:
-    """Whether the NumPy backend beats torch's kernels: wherever the compiled one is built.
-
-    One pass, against torch's kernels and their separate range pass (docs/benchmarks.md).
-    """
-    return numpy_kernels.compiled_available()
-
-
-def _elements_numpy_wins(plan: Plan) -> bool:
-    """GatherElements: :func:`_compiled_wins`, and without it on large outputs off the last axis.
-
-    There NumPy's blocked kernel beats ``torch.gather`` (``_FALLBACK_FROM``).
-    """
-    return numpy_kernels.compiled_available() or (
-        plan.axis != len(plan.out_shape) - 1 and math.prod(plan.out_shape) >= _FALLBACK_FROM
-    )
-
-
-#: Under ``torch.compile`` on the CPU, the outputs from which the fused operator (the
-#: compiled kernel) beats inductor's code of torch's operations with the check in the
-#: graph: the operator's Python costs about 45 us a call more than the graph's own code,
-#: which the kernel wins back from about 2**18 outputs of GatherElements and of gathers
-#: of short rows; inductor copies long rows as fast as the kernel (docs/benchmarks.md).
-_FUSED_FROM = 1 << 18
-#: The row length (elements) from which inductor's copies keep up with the kernel's.
-_LONG_ROW = 64
-
-
-def _writes_nothing_checked(updates: torch.Tensor, plan: Plan) -> bool:
-    """Whether a checked scatter writes no element, so no compiled write checks an index.
-
-    The graph's own check rides on the writes (inductor's indirect-indexing assertion):
-    with none (empty updates, or slices of no element) the call is ``run_v1``, whose
-    check raises the eager IndexError when the graph runs (DESIGN: also when the output
-    or updates are empty).
-    """
-    return plan.check_bounds and math.prod(updates.shape) == 0
-
-
-def _reads_no_index(plan: Plan) -> bool:
-    """Whether the result reads no index: nothing to read, or an empty axis (zeros)."""
-    return math.prod(plan.out_shape) == 0 or any(size == 0 for size in plan.sizes)
-
-
-def _fused_wins(data: torch.Tensor, plan: Plan) -> bool:
-    """GatherElements under ``torch.compile``: the fused operator from ``_FUSED_FROM`` outputs.
-
-    Where the compiled kernel is built (without it the operator runs torch's kernels).
-    """
-    return math.prod(plan.out_shape) >= _FUSED_FROM and numpy_kernels.compiled_available()
-
-
-def _fused_wins_on_short_rows(data: torch.Tensor, plan: Plan) -> bool:
-    """Gather and GatherND: as :func:`_fused_wins`, on rows shorter than ``_LONG_ROW``.
-
-    The rows each index picks start at the axis after those the index addresses.
-    """
-    after = plan.axis + (len(plan.sizes) if plan.coordinates else 1)
-    return _fused_wins(data, plan) and math.prod(data.shape[after:]) < _LONG_ROW
-
-
-def _check_servable(data: torch.Tensor, indices: Array) -> None:
-    """TypeError for tensors torch's kernels would answer wrongly or with a raw error.
-
-    Sparse, compressed or MKL-DNN layouts (a sparse COO result from Gather, torch's
-    NotImplementedError elsewhere), and indices on the meta device, which hold no values
-    to read, with data that does (on the meta device both are fine: nothing is read).
-    Called off the compiled route only, which takes strided CPU tensors alone.
-    """
-    for name, x in (("data", data), ("indices", indices)):
-        if isinstance(x, torch.Tensor) and x.layout != torch.strided:
-            msg = f"{name} is a tensor of layout {x.layout}; only strided (dense) tensors are supported"
-            raise TypeError(msg)
-    if isinstance(indices, torch.Tensor) and indices.is_meta and not data.is_meta:
-        msg = (
-            f"indices are on the meta device, which holds no values, but data is on "
-            f"{data.device}; pass indices on {data.device}, as a NumPy array or as Python ints"
-        )
-        raise TypeError(msg)
-
-
-_TRITON: Any = None
-
-
-def _triton_kernels() -> Any:
-    """The fused Triton kernels (``_triton``), or False where triton is not installed.
-
-    Imported once, at the first large call on a CUDA tensor: large CUDA calls run one fused
-    kernel (count, check, gather; one 8-byte read back when checked), smaller ones and
-    everything else torch's kernels after one ``aminmax``.
-    """
-    global _TRITON
-    if _TRITON is None:
-        try:
-            from onnx_gather._backends._torch import _triton as kernels
-        except ImportError:
-            _TRITON = False
-        else:
-            _TRITON = kernels
-    return _TRITON
+    gathered.__name__, gathered.__doc__ = method, doc
+    recorded.register(method, when_the_graph_runs)
+    return gathered
 
 
 class TorchBackend(Backend):
-    """The PyTorch backend: each call to the fastest exact kernel.
+    """The PyTorch backend: each call on its route (:class:`._route.Route`).
 
-    * Plain CPU tensors that no autograd or tracer records run the NumPy backend's
-      compiled one-pass kernel on zero-copy views (:func:`_on_numpy`). Without the
-      compiled kernel only large GatherElements off the last axis goes to NumPy (its
-      blocked kernel: :func:`_elements_numpy_wins`); elsewhere torch's kernels are as fast.
-    * Large CUDA calls run one fused Triton kernel where triton is installed
-      (:func:`_triton_kernels`).
-    * Everything else (CUDA, autograd, ``torch.func``; under ``torch.compile`` small checked
-      calls, and gathers of long rows, on the CPU) runs ``torch.index_select`` (Gather),
-      ``torch.gather`` (GatherElements) or advanced indexing (GatherND), bit for bit
-      (:func:`._exact.exact`), on indices checked and counted from the end
-      (:func:`_kernel_indices`); recorded graphs otherwise hold one fused operator per call
-      (:func:`_recordable`, :mod:`._fused`).
+    :func:`._route.route` chooses, as a call site is bound and at each call: the NumPy
+    backend's compiled kernel on views of plain CPU tensors (NUMPY_VIEWS), torch's own
+    kernel for small eager gathers (SMALL_CALL), one Triton kernel for large CUDA calls
+    (TRITON), one ``run_v1`` operator of a recorded graph (RECORDED), torch's operations
+    with the check in a compiled graph (INDUCTOR), the ONNX node while exporting (ONNX),
+    and torch's own operations everywhere else (EXACT). Each route is one module holding
+    its kernels for every operator; the methods below hand a call to its route's kernel.
     """
 
     name = "torch"
@@ -284,7 +89,7 @@ class TorchBackend(Backend):
 
     #: Under ``torch.compile`` (and ``torch.export``): Dynamo runs this Python
     #: symbolically, or AOTAutograd records it. Torch's function itself, not a method
-    #: around it: every call asks (a tenth of a microsecond of a 3 us tiny call).
+    #: around it: every call asks, tiny ones too (docs/performance.md).
     traced = staticmethod(torch.compiler.is_compiling)
 
     def host_under_trace(self, indices: Array, data: torch.Tensor, /) -> Any:
@@ -313,23 +118,19 @@ class TorchBackend(Backend):
         return torch.tensor(flat, dtype=dtype, device=data.device).reshape(shape)
 
     def bind(self, method: str, plan: Plan, arrays: tuple[Array, ...], /) -> Call:
-        """Small eager gathers on CPU tensors: torch's kernel first (:mod:`._eager`).
+        """Small eager gathers on CPU tensors: torch's kernel first (:mod:`._small_call`).
 
         Not while Dynamo traces the call (host indices under ``torch.compile``): the
         compiled graph holds the exact path, whose checks it can trace. While
         ``torch.onnx.export`` traces the model (its default, dynamo exporter), the call is
         the ONNX node (:class:`_Exporting`).
         """
-        if torch.compiler.is_compiling():
-            # (``_api`` binds anew on every call a compiler traces: nothing here is kept)
-            if _onnx.exporting():  # torch.onnx.export, dynamo: each call its ONNX node
-                return _EXPORTING.bind(method, plan, arrays)
-            return super().bind(method, plan, arrays)
-        exact = super().bind(method, plan, arrays)
-        binder = _eager.BINDERS.get(method)
-        if binder is None:
-            return exact
-        return binder(plan, arrays, exact)
+        way = route(method, plan, arrays, when=BIND)
+        if way is Route.ONNX:  # torch.onnx.export, dynamo: each call its ONNX node
+            return _EXPORTING.bind(method, plan, arrays)
+        own = super().bind(method, plan, arrays)
+        binder = None if way is Route.EXACT else BINDERS.get(method)
+        return own if binder is None else binder(plan, arrays, own)
 
     def check_writable(self, out: torch.Tensor, /) -> None:
         """As :meth:`Backend.check_writable`; a C-ordered tensor answers at once (no overlap)."""
@@ -368,17 +169,12 @@ class TorchBackend(Backend):
         complex data is one ``onnx_gather::run_v1`` operator: inductor generates no code
         for complex types.
         """
-        if data.is_complex() and torch.compiler.is_compiling():
-            return _fused.call(data, _on(data, indices), plan=plan)
-        if (
-            plan.batch_dims == 0  # (the kernel is Gather's; batch dims go as GatherND)
-            and _numpy_route(data, indices)
-            and numpy_kernels.compiled_available()
-        ):
-            return _on_numpy(numpy_kernels.openvino_gather, data, indices, plan)
-        # The TorchScript exporter (the dynamo one binds _EXPORTING); never while Dynamo
-        # traces this Python (host indices), which cannot trace _recording's C calls.
-        if not torch.compiler.is_compiling() and _recording() and _onnx.exporting():
+        way = route("openvino_gather", plan, (data, indices))
+        if way is Route.NUMPY_VIEWS:
+            return numpy_views.on_numpy(numpy_kernels.openvino_gather, data, indices, plan)
+        if way is Route.RECORDED:
+            return recorded.call(data, _on(data, indices), plan=plan)
+        if way is Route.ONNX:  # (the TorchScript exporter; the dynamo one binds _EXPORTING)
             return _EXPORTING.openvino_gather(data, indices, plan)
         return super().openvino_gather(data, indices, plan)
 
@@ -404,50 +200,35 @@ class TorchBackend(Backend):
         zero = torch.zeros((), dtype=bits, device=x.device)
         return torch.where(where, x.view(bits), zero).view(x.dtype)
 
-    @_recordable(numpy_kernels.gather, _compiled_wins, _fused_wins_on_short_rows)
-    def gather(self, data: torch.Tensor, indices: Array, plan: GatherPlan, /) -> torch.Tensor:
+    gather = _gathering(
+        "gather",
+        numpy_kernels.gather,
+        exact.gather,
         """ONNX Gather: the compiled kernel on CPU views, Triton on large CUDA calls.
 
         Elsewhere ``index_select`` of checked indices.
-        """
-        fused = _triton_for(data, indices, plan, data.shape)
-        if fused is not None:
-            return fused.gather(data, indices, plan)
-        indices = _kernel_indices(data, indices, plan)
-        if plan.size == 0 and indices.numel():  # unchecked, nothing to read: zeros
-            return data.new_zeros(plan.out_shape)
-        out = exact(data, plan.axis, indices.reshape(-1), False)
-        return out.reshape(plan.out_shape) if indices.dim() != 1 else out
-
-    @_recordable(numpy_kernels.gather_elements, _elements_numpy_wins, _fused_wins)
-    def gather_elements(
-        self, data: torch.Tensor, indices: Array, plan: GatherElementsPlan, /
-    ) -> torch.Tensor:
+        """,
+    )
+    gather_elements = _gathering(
+        "gather_elements",
+        numpy_kernels.gather_elements,
+        exact.gather_elements,
         """ONNX GatherElements (and OpenVINO's): as :meth:`gather`, with ``torch.gather``.
 
         Without the compiled kernel, large calls off the last axis run NumPy's blocked
-        kernel on views (``_FALLBACK_FROM``).
-        """
-        fused = _triton_for(data, indices, plan, plan.out_shape)
-        if fused is not None:
-            return fused.gather_elements(data, indices, plan)
-        indices = _kernel_indices(data, indices, plan)
-        if plan.size == 0 and indices.numel():  # unchecked, nothing to read: zeros
-            return data.new_zeros(plan.out_shape)
-        block = plan.block()
-        return exact(data if block is None else data[block], plan.axis, indices, True)
-
-    @_recordable(numpy_kernels.gather_nd, _compiled_wins, _fused_wins_on_short_rows)
-    def gather_nd(self, data: torch.Tensor, indices: Array, plan: GatherNDPlan, /) -> torch.Tensor:
+        kernel on views (``._route._FALLBACK_FROM``).
+        """,
+    )
+    gather_nd = _gathering(
+        "gather_nd",
+        numpy_kernels.gather_nd,
+        exact.gather_nd,
         """ONNX GatherND: the compiled kernel on CPU views, else advanced indexing.
 
         Advanced indexing (CUDA, autograd, ``torch.compile``, ``torch.func``) of indices
         checked and counted per coordinate; its backward accumulates repeated tuples.
-        """
-        indices = _kernel_indices(data, indices, plan)
-        if 0 in plan.sizes or 0 in plan.out_shape:  # nothing to read (unchecked): zeros
-            return data.new_zeros(plan.out_shape)
-        return exact_nd(data, indices, plan.batch_dims).reshape(plan.out_shape)
+        """,
+    )
 
     def scatter_elements(
         self,
@@ -460,10 +241,10 @@ class TorchBackend(Backend):
     ) -> torch.Tensor:
         """ONNX ScatterElements: the compiled kernel on CPU views, else torch's operations.
 
-        Torch's operations (:mod:`._scatter`) serve CUDA and autograd, exactly.
+        Torch's operations (:mod:`._exact`) serve CUDA and autograd, exactly.
         """
-        kernel = numpy_kernels.scatter_elements
-        return _scatter_call(kernel, scatters.scatter_elements, data, indices, updates, plan, out)
+        kernel, own = numpy_kernels.scatter_elements, exact.scatter_elements
+        return _scatter_call("scatter_elements", kernel, own, data, indices, updates, plan, out)
 
     def scatter_nd(
         self,
@@ -475,8 +256,8 @@ class TorchBackend(Backend):
         /,
     ) -> torch.Tensor:
         """ONNX ScatterND: as :meth:`scatter_elements`."""
-        kernel = numpy_kernels.scatter_nd
-        return _scatter_call(kernel, scatters.scatter_nd, data, indices, updates, plan, out)
+        kernel, own = numpy_kernels.scatter_nd, exact.scatter_nd
+        return _scatter_call("scatter_nd", kernel, own, data, indices, updates, plan, out)
 
     def tensor_scatter(
         self,
@@ -487,7 +268,7 @@ class TorchBackend(Backend):
         out: torch.Tensor | None = None,
         /,
     ) -> torch.Tensor:
-        """ONNX TensorScatter: torch's operations (:mod:`._tensor_scatter`).
+        """ONNX TensorScatter: torch's operations (:mod:`._exact`).
 
         Write indices are read to the host once, and checked there. Under
         ``torch.compile`` the writes and their check are graph operations; a recorded call
@@ -495,20 +276,21 @@ class TorchBackend(Backend):
         is one ``onnx_gather::run_v1`` operator. Eagerly, the device's write indices are
         read once; ``out=data`` writes only the new positions (no copy of the cache).
         """
-        if torch.compiler.is_compiling() and not _writes_nothing_checked(updates, plan):
-            return _tensor_scatter.in_graph(data, updates, _on(data, indices), plan)
+        way = route("tensor_scatter", plan, (data, updates, indices), out)
+        if way is Route.INDUCTOR:
+            return inductor.tensor_scatter(data, updates, _on(data, indices), plan)
         grad = torch.is_grad_enabled() and (data.requires_grad or updates.requires_grad)
-        if _one_operator(data, indices, updates):
-            result = _fused.call(data, updates, _on(data, indices), plan=plan)
+        if way is Route.RECORDED:
+            result = recorded.call(data, updates, _on(data, indices), plan=plan)
         elif out is None or grad:
-            result = _tensor_scatter.eager(data, updates, indices, plan)
+            result = exact.tensor_scatter(data, updates, indices, plan)
         else:  # in place, or into out: nothing but the cache is copied
             starts = plan.checked_starts(indices)
             if out.requires_grad:  # (a leaf that requires grad: written as torch's out= is)
                 with torch.no_grad():
-                    _tensor_scatter.into(out, data, updates, starts, plan)
+                    exact.tensor_scatter_into(out, data, updates, starts, plan)
             else:  # (nothing here requires grad: nothing to record, no no_grad to enter)
-                _tensor_scatter.into(out, data, updates, starts, plan)
+                exact.tensor_scatter_into(out, data, updates, starts, plan)
             return out
         return _into(out, result, grad)
 
@@ -523,7 +305,7 @@ class TorchBackend(Backend):
     ) -> torch.Tensor:
         """OpenVINO ScatterUpdate-3: the base's; recorded, one operator (:func:`_openvino`)."""
         base = super().openvino_scatter_update
-        return _openvino(base, data, indices, updates, plan, out)
+        return _openvino("openvino_scatter_update", base, data, indices, updates, plan, out)
 
     def openvino_scatter_elements_update(
         self,
@@ -536,7 +318,9 @@ class TorchBackend(Backend):
     ) -> torch.Tensor:
         """OpenVINO ScatterElementsUpdate-3/12: as :meth:`openvino_scatter_update`."""
         base = super().openvino_scatter_elements_update
-        return _openvino(base, data, indices, updates, plan, out)
+        return _openvino(
+            "openvino_scatter_elements_update", base, data, indices, updates, plan, out
+        )
 
     def openvino_scatter_nd_update(
         self,
@@ -549,11 +333,11 @@ class TorchBackend(Backend):
     ) -> torch.Tensor:
         """OpenVINO ScatterNDUpdate-3/15: as :meth:`openvino_scatter_update`."""
         base = super().openvino_scatter_nd_update
-        return _openvino(base, data, indices, updates, plan, out)
+        return _openvino("openvino_scatter_nd_update", base, data, indices, updates, plan, out)
 
     def negated(self, x: torch.Tensor, /) -> torch.Tensor:
         """``-x``; unsigned types above 8 bits through their signed twins (torch has no neg)."""
-        signed = _tensor_scatter.AS_SIGNED.get(x.dtype)
+        signed = _dtypes.SIGNED.get(x.dtype)
         if signed is None:
             return -x
         return (-x.view(signed)).view(x.dtype)
@@ -574,6 +358,7 @@ class TorchBackend(Backend):
 
 
 def _openvino(
+    method: str,
     base: Callable[..., torch.Tensor],
     data: torch.Tensor,
     indices: Array,
@@ -588,16 +373,17 @@ def _openvino(
     operator, which runs ``base`` eagerly when the graph runs: its steps check and read
     values as they go, which a graph cannot fix in advance.
     """
-    if not _one_operator(data, indices, updates):
+    way = route(method, plan, (data, indices, updates), out)
+    if way is Route.EXACT:
         return base(data, indices, updates, plan, out)
-    if _onnx.exporting():  # (the TorchScript exporter; the dynamo one binds _EXPORTING)
-        return getattr(_EXPORTING, base.__name__)(data, indices, updates, plan, out)
+    if way is Route.ONNX:  # (the TorchScript exporter; the dynamo one binds _EXPORTING)
+        return getattr(_EXPORTING, method)(data, indices, updates, plan, out)
     grad = (
         out is not None
         and torch.is_grad_enabled()
         and (data.requires_grad or updates.requires_grad)
     )
-    result = _fused.call(data, _on(data, indices), updates, plan=plan)
+    result = recorded.call(data, _on(data, indices), updates, plan=plan)
     return _into(out, result, grad)
 
 
@@ -623,12 +409,13 @@ def _constant(indices: np.ndarray, data: torch.Tensor) -> torch.Tensor:
 
 
 def _scatter_call(
+    method: str,
     kernel: Callable[..., Any],
     own: Callable[..., torch.Tensor],
     data: torch.Tensor,
     indices: Array,
     updates: torch.Tensor,
-    plan: Plan,
+    plan: ScatterPlan,
     out: torch.Tensor | None,
 ) -> torch.Tensor:
     """A scatter: the compiled kernel on views, a fused operator, or torch's operations.
@@ -641,8 +428,9 @@ def _scatter_call(
     Anything else (CUDA, autograd, forward-mode AD, ``torch.func.grad``) runs ``own``,
     torch's operations.
     """
-    if _scatter_numpy_route(data, indices, updates, plan, out):
-        return _scatter_on_numpy(kernel, data, indices, updates, plan, out)
+    way = route(method, plan, (data, indices, updates), out)
+    if way is Route.NUMPY_VIEWS:
+        return numpy_views.scatter_on_numpy(kernel, data, indices, updates, plan, out)
     if isinstance(indices, np.ndarray):  # host indices (in a graph: a constant of it)
         indices = _constant(indices, data)
     grad = (
@@ -650,18 +438,18 @@ def _scatter_call(
         and torch.is_grad_enabled()
         and (data.requires_grad or updates.requires_grad)
     )
-    if grad and shares_memory(out, data, updates):
+    if grad and exact.shares_memory(out, data, updates):
         # The result's gradient formulas read data and updates as they were: ``out``,
         # written in place below, must not be one of them (autograd would refuse the
         # backward: "modified by an inplace operation").
         data, updates = data.clone(), updates.clone()
-    if _scatter_compiled(data, indices, updates, plan):
-        result = scatters.in_graph(data, indices, updates, plan)
-    elif _one_operator(data, indices, updates):
+    if way is Route.INDUCTOR:
+        result = inductor.scatter(data, indices, updates, plan)
+    elif way is Route.RECORDED:
         # (under torch.func.vmap: its rule calls the operator per batch entry)
-        result = _fused.call(data, indices, updates, plan=plan)
+        result = recorded.call(data, indices, updates, plan=plan)
     else:
-        _check_servable(data, indices)
+        exact.check_servable(data, indices)
         result = own(data, indices, updates, plan)
     return _into(out, result, grad)
 
@@ -683,170 +471,52 @@ def _into(out: torch.Tensor | None, result: torch.Tensor, grad: bool) -> torch.T
     return out
 
 
-def _scatter_numpy_route(
-    data: torch.Tensor, indices: Array, updates: torch.Tensor, plan: Plan, out: Array
-) -> bool:
-    """Whether a scatter runs the compiled kernel on views of plain CPU tensors."""
-    return (
-        _numpy_route(data, indices)
-        and _numpy_route(updates, indices)
-        and numpy_kernels.compiled_available()
-        and (out is None or (_numpy_route(out, indices) and out.is_contiguous()))
-        # (bfloat16 reaches NumPy as int16, whose arithmetic is not bfloat16's)
-        and (data.dtype != torch.bfloat16 or plan.reduction == "none")  # type: ignore[attr-defined]
-    )
-
-
-def _scatter_compiled(
-    data: torch.Tensor, indices: Array, updates: torch.Tensor, plan: Plan
-) -> bool:
-    """Whether a scatter under ``torch.compile`` is torch's operations inductor compiles.
-
-    (Not under ``torch.export``: an exported program keeps ``run_v1``, whose check raises
-    the eager IndexError wherever the program runs.)
-    """
-    return (
-        torch.compiler.is_compiling()
-        and not torch.compiler.is_exporting()
-        and data.dtype not in _NO_INDEX_PUT
-        and not _writes_nothing_checked(updates, plan)
-        and scatters.in_graph_serves(data, indices, updates, plan)
-    )
-
-
 #: The signed integer type of each float and unsigned type's width (:meth:`TorchBackend.keep`).
 _SAME_BITS = {
     torch.float16: torch.int16, torch.bfloat16: torch.int16, torch.float32: torch.int32,
-    torch.float64: torch.int64, **_tensor_scatter.AS_SIGNED,
+    torch.float64: torch.int64, **_dtypes.SIGNED,
 }  # fmt: skip
-
-#: Types whose ``index_put`` torch lacks (unsigned above 8 bits) or inductor does not
-#: generate code for (complex): their compiled scatters stay ``run_v1``.
-_NO_INDEX_PUT = (torch.uint16, torch.uint32, torch.uint64, torch.complex64, torch.complex128)
-
-
-def _one_operator(data: torch.Tensor, indices: Array, updates: torch.Tensor) -> bool:
-    """Whether a scatter is one ``onnx_gather::run_v1`` operator.
-
-    That is in a recorded graph (``torch.compile``, ``torch.jit.trace``, a dispatch mode
-    such as ``make_fx``'s or ``torch.export``'s), or under ``torch.func.vmap``, whose rule
-    runs the operator per batch entry. Under another ``torch.func`` transform, torch's
-    operations run. (One pass over the inputs: an eager call pays for one predicate.)
-    """
-    if torch.compiler.is_compiling():
-        return True
-    transformed = False
-    for x in (data, indices, updates):
-        if isinstance(x, torch.Tensor) and wrapped(x):
-            if _batched(x):
-                return True
-            transformed = True
-    if transformed:
-        return False
-    if torch._C._get_tracing_state() is not None:
-        _fused.register_onnx_export()
-        return True
-    return torch._C._len_torch_dispatch_stack() > 0
-
-
-_batched = torch._C._functorch.is_batchedtensor
 
 
 def _scatter_when_the_graph_runs(
-    own: Callable[..., torch.Tensor], kernel: Callable[..., Any]
-) -> Any:
+    method: str, own: Callable[..., torch.Tensor], kernel: Callable[..., Any]
+) -> Callable[..., torch.Tensor]:
     """What the fused operator of a scatter runs: the compiled kernel on views, else ``own``."""
 
-    def run(data: torch.Tensor, indices: Array, updates: torch.Tensor, plan: Plan) -> torch.Tensor:
-        if _scatter_numpy_route(data, indices, updates, plan, None):
-            return _scatter_on_numpy(kernel, data, indices, updates, plan, None)
+    def run(
+        data: torch.Tensor, indices: Array, updates: torch.Tensor, plan: ScatterPlan
+    ) -> torch.Tensor:
+        if route(method, plan, (data, indices, updates), when=GRAPH) is Route.NUMPY_VIEWS:
+            return numpy_views.scatter_on_numpy(kernel, data, indices, updates, plan, None)
         return own(data, indices, updates, plan)
 
     return run
 
 
-# What the fused operator of each call runs when the graph runs: the gathers' (made with
-# their methods by _recordable) and the scatters'.
-for _gather in (TorchBackend.gather, TorchBackend.gather_elements, TorchBackend.gather_nd):
-    _fused.register(_gather.__name__, _gather.when_the_graph_runs)  # type: ignore[attr-defined]
-_fused.register(
-    "scatter_elements",
-    _scatter_when_the_graph_runs(scatters.scatter_elements, numpy_kernels.scatter_elements),
-)
-_fused.register(
-    "scatter_nd", _scatter_when_the_graph_runs(scatters.scatter_nd, numpy_kernels.scatter_nd)
-)
-_fused.register("tensor_scatter", _tensor_scatter.eager)
-
-
-def _scatter_on_numpy(
-    kernel: Callable[..., Any],
-    data: torch.Tensor,
-    indices: Array,
-    updates: torch.Tensor,
-    plan: Plan,
-    out: torch.Tensor | None,
-) -> torch.Tensor:
-    """The NumPy backend's scatter ``kernel`` on views, into ``out`` or a new tensor."""
-    fresh = out is None
-    if out is None:
-        out = torch.empty(plan.out_shape, dtype=data.dtype, device=_CPU)
-    host = indices if isinstance(indices, np.ndarray) else as_numpy(indices)
-    threads = min(numpy_kernels.THREADS, torch.get_num_threads())
-    source = as_numpy(data)
-    # In place: the one view, so the kernel sees data itself (and copies nothing).
-    target = source if out is data else as_numpy(out)
-    kernel(source, host, as_numpy(updates), plan, target, threads, fresh)
-    if not fresh:  # (the caller's out, written behind autograd's back: see _views)
-        increment_version(out)
-    return out
-
-
-def _triton_for(data: torch.Tensor, indices: Array, plan: Plan, walk: Sequence[int]) -> Any:
-    """The Triton kernels' module where they serve this CUDA call, else None.
-
-    ``walk``: the shape the operator's kernel walks over data (``_triton._rest``).
-    """
-    if data.is_cuda and (fused := _triton_kernels()) and fused.serves(data, indices, plan, walk):
-        return fused
-    return None
-
-
-def _kernel_indices(data: torch.Tensor, indices: Array, plan: Plan) -> torch.Tensor:
-    """Indices for torch's own kernels: checked, counted, int64, on data's device."""
-    _check_servable(data, indices)
-    return placed(indices, data, plan)
-
-
-def _on_numpy(
-    kernel: Callable[..., Any], data: torch.Tensor, indices: Array, plan: Plan
-) -> torch.Tensor:
-    """The NumPy backend's ``kernel`` on views of the tensors, into a tensor torch allocates.
-
-    The kernel checks, counts negatives from the end and copies in one pass, on any
-    strides (a view is never copied): faster than ``torch.gather``/``index_select`` plus
-    the range pass they need (docs/benchmarks.md). The memory is torch's own, so the
-    result behaves like any tensor (resizable, too).
-    """
-    dtype = data.dtype
-    shape = plan.out_shape
-    if type(indices) is torch.Tensor and indices.shape == shape:  # (GatherElements)
-        # C order whatever the indices' strides; faster than torch.empty.
-        out = torch.empty_like(indices, dtype=dtype, memory_format=torch.contiguous_format)
-    elif shape:
-        # The sizes as arguments: 0.35 us faster than one tuple (torch 2.13.0).
-        out = torch.empty(*shape, dtype=dtype, device=_CPU)
-    else:
-        out = torch.empty((), dtype=dtype, device=_CPU)
-    host = indices if isinstance(indices, np.ndarray) else as_numpy(indices)
-    # Within torch's own thread count too (torch.set_num_threads, DataLoader workers' 1).
-    threads = min(numpy_kernels.THREADS, torch.get_num_threads())
-    view = of_new(out, shape)
-    kernel(as_numpy(data), host, plan, view, threads)
-    return out
-
+# What the fused operator of each scatter runs when the graph runs (the gathers' are
+# registered by _gathering).
+for _method, _own, _kernel in (
+    ("scatter_elements", exact.scatter_elements, numpy_kernels.scatter_elements),
+    ("scatter_nd", exact.scatter_nd, numpy_kernels.scatter_nd),
+):
+    recorded.register(_method, _scatter_when_the_graph_runs(_method, _own, _kernel))
+recorded.register("tensor_scatter", exact.tensor_scatter)
 
 backend = TorchBackend()
+
+#: Each operator's bound call for eager CPU calls, by its registry method name: torch's
+#: own kernel for small gathers (:mod:`._small_call`), the compiled kernel by address for
+#: the scatters (:mod:`._numpy_views`); each takes its operator's plan.
+BINDERS: dict[str, Callable[[Any, tuple[Any, ...], Call], Call]] = {
+    "gather": small_call.gather,
+    "gather_elements": small_call.gather_elements,
+    "gather_nd": small_call.gather_nd,
+    "scatter_elements": numpy_views.bind_scatter(
+        getattr(_kernels, "scatter_elements", None), axis=True
+    ),
+    "scatter_nd": numpy_views.bind_scatter(getattr(_kernels, "scatter_nd", None), axis=False),
+    "tensor_scatter": numpy_views.bind_tensor_scatter,
+}
 
 
 def _openvino_gather_when_the_graph_runs(
@@ -859,7 +529,7 @@ def _openvino_gather_when_the_graph_runs(
     return Backend.openvino_gather(backend, data, indices, plan).contiguous()
 
 
-_fused.register("openvino_gather", _openvino_gather_when_the_graph_runs)
+recorded.register("openvino_gather", _openvino_gather_when_the_graph_runs)
 
 
 def _openvino_when_the_graph_runs(method: str) -> Callable[..., torch.Tensor]:
@@ -878,14 +548,14 @@ def _openvino_when_the_graph_runs(method: str) -> Callable[..., torch.Tensor]:
 for _method in (
     "openvino_scatter_update", "openvino_scatter_elements_update", "openvino_scatter_nd_update"
 ):  # fmt: skip
-    _fused.register(_method, _openvino_when_the_graph_runs(_method))
+    recorded.register(_method, _openvino_when_the_graph_runs(_method))
 
 
 class _Exporting(TorchBackend):
     """The backend while ``torch.onnx.export`` traces a model: every call is ONNX operators.
 
-    An ONNX operator's call is its own node (:func:`._onnx.node`), which checks its
-    indices itself: no check around it. OpenVINO's functions are the base's compositions
+    An ONNX operator's call is its own node (:func:`._onnx.node`, through :func:`_node`),
+    which checks its indices itself: no check around it. OpenVINO's functions are the base's compositions
     of those operators and of torch's elementwise operations, which the exporters write
     as standard ONNX operators: Gather-7/8's zeros are a mask and a Where
     (:meth:`keep`); ScatterUpdate's negative indices become the axis' size, out of range
@@ -895,53 +565,6 @@ class _Exporting(TorchBackend):
     # (a reduction's second scatter into the first's result would add an in-place copy)
     writes_in_place = False
     bind = Backend.bind  # (the method itself)
-
-    def gather(self, data: torch.Tensor, indices: Array, plan: GatherPlan, /) -> torch.Tensor:
-        return _onnx.node("gather", plan, (data, _on(data, indices)))
-
-    def gather_elements(
-        self, data: torch.Tensor, indices: Array, plan: GatherElementsPlan, /
-    ) -> torch.Tensor:
-        return _onnx.node("gather_elements", plan, (data, _on(data, indices)))
-
-    def gather_nd(self, data: torch.Tensor, indices: Array, plan: GatherNDPlan, /) -> torch.Tensor:
-        return _onnx.node("gather_nd", plan, (data, _on(data, indices)))
-
-    def scatter_elements(
-        self,
-        data: torch.Tensor,
-        indices: Array,
-        updates: torch.Tensor,
-        plan: ScatterElementsPlan,
-        out: torch.Tensor | None = None,
-        /,
-    ) -> torch.Tensor:
-        result = _onnx.node("scatter_elements", plan, (data, _on(data, indices), updates))
-        return _into(out, result, False)
-
-    def scatter_nd(
-        self,
-        data: torch.Tensor,
-        indices: Array,
-        updates: torch.Tensor,
-        plan: ScatterNDPlan,
-        out: torch.Tensor | None = None,
-        /,
-    ) -> torch.Tensor:
-        result = _onnx.node("scatter_nd", plan, (data, _on(data, indices), updates))
-        return _into(out, result, False)
-
-    def tensor_scatter(
-        self,
-        data: torch.Tensor,
-        updates: torch.Tensor,
-        indices: Array,
-        plan: TensorScatterPlan,
-        out: torch.Tensor | None = None,
-        /,
-    ) -> torch.Tensor:
-        result = _onnx.node("tensor_scatter", plan, (data, updates, _on(data, indices)))
-        return _into(out, result, False)
 
     openvino_gather = Backend.openvino_gather
     openvino_scatter_update = Backend.openvino_scatter_update
@@ -981,5 +604,28 @@ class _Exporting(TorchBackend):
         """Negative indices as the axis' size: the node then refuses them, as out of range."""
         return super().without_negatives(indices, data, plan._replace(check_bounds=False))
 
+
+def _node(method: str) -> Callable[..., torch.Tensor]:
+    """An ONNX operator's call as its node (:func:`._onnx.node`), for :class:`_Exporting`.
+
+    The method takes ``(*arrays, plan[, out])``, the arrays in the operator's order; host
+    indices become a tensor on data's device.
+    """
+    operator = _ops.ONNX_BY_METHOD[method]
+    count, at = len(operator.inputs), operator.indices_at
+
+    def node(self: Any, *args: Any) -> torch.Tensor:
+        arrays, plan = args[:count], args[count]
+        out = args[count + 1] if len(args) > count + 1 else None
+        inputs = (*arrays[:at], _on(arrays[0], arrays[at]), *arrays[at + 1 :])
+        return _into(out, _onnx.node(method, plan, inputs), False)
+
+    node.__name__ = method
+    return node
+
+
+# Each ONNX operator's call, while exporting: its own node (the registry lists them).
+for _method in _ops.ONNX_BY_METHOD:
+    setattr(_Exporting, _method, _node(_method))
 
 _EXPORTING = _Exporting()

@@ -1,4 +1,4 @@
-"""The ONNX-style names of torch's dtypes."""
+"""The ONNX-style names of torch's dtypes, and the signed type of each wide unsigned one."""
 
 from __future__ import annotations
 
@@ -21,6 +21,16 @@ NAMES: dict[torch.dtype, str] = {
     torch.float64: "float64",
     torch.complex64: "complex64",
     torch.complex128: "complex128",
+}
+
+#: The signed type of each unsigned type above 8 bits. Torch lacks most of their kernels
+#: (``gather``, ``index_put``, ``neg``: pytorch/pytorch#58734), so they move and compute
+#: as these: two's-complement add and mul give the same bits, and max and min compare
+#: with the sign bit flipped.
+SIGNED: dict[torch.dtype, torch.dtype] = {
+    torch.uint16: torch.int16,
+    torch.uint32: torch.int32,
+    torch.uint64: torch.int64,
 }
 
 

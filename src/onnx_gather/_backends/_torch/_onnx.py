@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from onnx_gather import _ops
-from onnx_gather._backends._torch import _fused
+from onnx_gather._backends._torch import _recorded
 from onnx_gather._backends._torch._dtypes import name_of
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def node(method: str, plan: Plan, inputs: Sequence[torch.Tensor | None]) -> torc
     as the node as it is (int32 indices of an operator that takes int64 only are widened
     first: a Cast). Under the TorchScript exporter it is ``onnx_gather::run_v1`` of the
     ONNX operator's own plan, whose symbolic function writes the node
-    (:func:`._fused.register_onnx_export`).
+    (:func:`._recorded.register_onnx_export`).
     """
     operator = _ops.onnx_operator(_ops.BY_MESSAGE_NAME[plan.op][0], method)
     data = inputs[0]
@@ -53,8 +53,8 @@ def node(method: str, plan: Plan, inputs: Sequence[torch.Tensor | None]) -> torc
         own = operator.plan(
             version, shapes, dtypes, attributes, plan.check_bounds, kept=False, names=name_of
         )
-        _fused.register_onnx_export()
-        return _fused.call(*(x for x in inputs if x is not None), plan=own)
+        _recorded.register_onnx_export()
+        return _recorded.call(*(x for x in inputs if x is not None), plan=own)
     opset = dynamo_opset()
     op_type, version, values = operator.exported_node(
         operator.numbers[-1] if opset is None else opset, attributes, name_of(data.dtype)

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from onnx_gather._typing import Array
 
 #: Below this many output elements torch's own kernels (index_select, gather, plus the
-#: aminmax check) win over Triton's launch cost of roughly 25-40 us. Taken from the H100
-#: numbers in issue 12 (plain torch ops win below about 2**16 outputs); NOT measured here.
+#: aminmax check) win over Triton's launch cost. Taken from the H100 figures of issue 12
+#: (docs/performance.md), not measured here.
 MIN_OUTPUTS = 1 << 16
 
 #: The most dims off the axis (after collapsing) the kernels take.

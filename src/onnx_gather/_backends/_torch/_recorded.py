@@ -13,8 +13,13 @@ import torch
 
 from onnx_gather import _ops
 from onnx_gather._backends._torch._dtypes import name_of
+from onnx_gather._backends._torch._exact import (
+    nd_index,
+    scatter_gradients,
+    tensor_scatter_gradients,
+)
 from onnx_gather._backends._torch._indices import xp
-from onnx_gather._indices import BoundsPolicy, normalise_indices
+from onnx_gather._indices import BoundsPolicy, counted
 
 if TYPE_CHECKING:
     from onnx_gather._spec import Plan
@@ -44,8 +49,10 @@ def call(*inputs: torch.Tensor, plan: Plan) -> torch.Tensor:
     call becomes this one custom operator, generic over the family (under
     ``torch.compile`` and ``torch.export`` a checked gather of CPU tensors becomes it only
     where the compiled kernel wins: elsewhere torch's operations with the check in the
-    graph serve, :func:`onnx_gather._backends._torch._indices.guarded`).
+    graph serve, :func:`onnx_gather._backends._torch._inductor.counted_in_graph`).
     """
+    if torch._C._get_tracing_state() is not None:  # (the TorchScript exporter may follow)
+        register_onnx_export()
     ints, strings = split_attributes(plan.attributes())
     out: torch.Tensor = torch.ops.onnx_gather.run_v1(
         list(inputs), plan.op, ints, strings, plan.check_bounds
@@ -231,7 +238,7 @@ def _backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
 
     A gather's is its adjoint: the scatter-add of the upstream gradient, written in
     differentiable torch operations, so double backward works. A scatter's are its
-    formulas (:func:`._scatter.gradients`).
+    formulas (:func:`._exact.scatter_gradients`).
     """
     _, gradients = BACKWARDS[ctx.method]
     return gradients(ctx.saved_tensors, grad, ctx.plan, ctx.data_shape), None, None, None, None
@@ -243,29 +250,25 @@ def _gather_backward(
 ) -> list[Any]:  # fmt: skip
     """A gather's gradients: to data, its adjoint of the counted indices (the one saved)."""
     (indices,) = saved
-    counted = normalise_indices(xp, indices, plan, BoundsPolicy.CLAMP).to(torch.int64)
-    return [adjoint(grad, counted, plan, shape), None]
+    in_range = counted(xp, indices, plan, BoundsPolicy.CLAMP).to(torch.int64)
+    return [adjoint(grad, in_range, plan, shape), None]
 
 
 def _scatter_backward(
     saved: Sequence[torch.Tensor], grad: torch.Tensor, plan: Any, shape: Any
 ) -> list[Any]:
-    """A scatter's gradients to data and updates: its formulas (:mod:`._scatter`)."""
-    from onnx_gather._backends._torch._scatter import gradients
-
+    """A scatter's gradients to data and updates: its formulas (:mod:`._exact`)."""
     data, indices, updates, result = saved
-    data_grad, updates_grad = gradients(grad, data, indices, updates, result, plan)
+    data_grad, updates_grad = scatter_gradients(grad, data, indices, updates, result, plan)
     return [data_grad, None, updates_grad]
 
 
 def _tensor_scatter_backward(
     saved: Sequence[torch.Tensor], grad: torch.Tensor, plan: Any, shape: Any
 ) -> list[Any]:
-    """TensorScatter's gradients to the cache and the update (:mod:`._tensor_scatter`)."""
-    from onnx_gather._backends._torch._tensor_scatter import gradients
-
+    """TensorScatter's gradients to the cache and the update (:mod:`._exact`)."""
     _, updates, indices, _ = saved
-    data_grad, updates_grad = gradients(grad, updates, indices, plan)
+    data_grad, updates_grad = tensor_scatter_gradients(grad, updates, indices, plan)
     return [data_grad, updates_grad, None]
 
 
@@ -287,8 +290,6 @@ def _gather_elements_adjoint(
 
 def _gather_nd_adjoint(grad: torch.Tensor, indices: torch.Tensor, plan: Any, shape: Any) -> Any:
     """GatherND's gradient: the upstream slices accumulated at the gathered tuples."""
-    from onnx_gather._backends._torch._exact import nd_index
-
     zeros = grad.new_zeros(shape)
     if indices.dim() == 1:
         grad = grad.unsqueeze(0)
