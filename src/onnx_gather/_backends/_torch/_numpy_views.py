@@ -78,7 +78,12 @@ def fits(*tensors: torch.Tensor) -> bool:
     return all(x.dim() <= MAX_DIMS for x in tensors)
 
 
-def unrecorded(data: torch.Tensor, indices: Any, updates: torch.Tensor | None = None) -> bool:
+def unrecorded(
+    data: torch.Tensor,
+    indices: Any,
+    updates: torch.Tensor | None = None,
+    conjugable: bool = True,
+) -> bool:
     """Whether nothing records these CPU tensors' operations now, and their memory is their values.
 
     No tracer (``torch.jit.trace``; a dispatch mode: ``make_fx``'s, fake tensors',
@@ -87,7 +92,9 @@ def unrecorded(data: torch.Tensor, indices: Any, updates: torch.Tensor | None = 
     that require grad), and no negative or conjugate view of data or updates (their
     memory holds other values than they show). ``indices`` may be host indices, a NumPy
     array. The part of :func:`viewable` that may change between two calls of one bound
-    call: each of them asks it.
+    call: each of them asks it. ``conjugable``: whether data may be complex, the only
+    type with conjugate views; a bound call, whose key fixes the type, says, and spares
+    real types the test (what it costs: docs/performance.md).
     """
     return (
         data.is_cpu
@@ -100,8 +107,9 @@ def unrecorded(data: torch.Tensor, indices: Any, updates: torch.Tensor | None = 
             _grad_enabled()
             and (data.requires_grad or (updates is not None and updates.requires_grad))
         )
-        and not (data.is_neg() or data.is_conj())
-        and (updates is None or not (updates.is_neg() or updates.is_conj()))
+        and not data.is_neg()
+        and (updates is None or not updates.is_neg())
+        and not (conjugable and (data.is_conj() or (updates is not None and updates.is_conj())))
     )
 
 
@@ -286,10 +294,11 @@ def reading_at(plan: GatherElementsPlan, arrays: tuple[Array, ...], exact: Call)
     if _kernels is None or layout is None:
         return exact
     read_at, new = _kernels.gather_elements_at, new_cpu(index_shape, data.dtype)
+    conjugable = data.is_complex()
 
     def call(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
         data, indices = arrays
-        if unrecorded(data, indices):
+        if unrecorded(data, indices, None, conjugable):
             try:  # (no strides or storage: sparse layouts, torch.func's wrappers; exact's)
                 if data.is_contiguous() and indices.is_contiguous():
                     result = new()
@@ -362,6 +371,7 @@ def _scattering(
     types = [TYPENUMS[x.dtype] for x in arrays]
     nbytes = math.prod(shape) * arrays[0].element_size()
     new = new_cpu(shape, dtype)
+    conjugable = arrays[0].is_complex()
 
     def view(
         x: torch.Tensor, at: int, shape: tuple[int, ...], typenum: int, start: int
@@ -373,7 +383,7 @@ def _scattering(
 
     def call(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
         data, indices, updates = arrays
-        if not ((out is None or out is data) and unrecorded(data, indices, updates)):
+        if not ((out is None or out is data) and unrecorded(data, indices, updates, conjugable)):
             return exact(arrays, out)
         try:
             # A tensor without strides or storage raises here, before anything is written:
@@ -442,10 +452,11 @@ def bind_tensor_scatter(plan: TensorScatterPlan, arrays: tuple[Array, ...], exac
     batch, size, length = shape[0], shape[axis], update_shape[axis]
     outer, inner = math.prod(shape[1:axis]), math.prod(shape[axis + 1 :]) * data.element_size()
     int64 = arrays[2].dtype == torch.int64 and arrays[1].dtype == data.dtype
+    conjugable = data.is_complex()
 
     def call(arrays: tuple[Array, ...], out: Array = None, /) -> Any:
         data, updates, indices = arrays
-        if not (out is data and unrecorded(data, indices, updates)):
+        if not (out is data and unrecorded(data, indices, updates, conjugable)):
             return exact(arrays, out)
         try:  # (no strides or storage: sparse layouts, torch.func's wrappers; exact's)
             if not data.is_contiguous():
