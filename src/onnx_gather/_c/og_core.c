@@ -130,13 +130,13 @@ og_part(npy_intp n, int t, int nt, npy_intp *lo, npy_intp *hi)
 
 /* The zero modes without a branch on validity, for items of 1, 2, 4 or 8 bytes: an invalid
  * index reads item 0 and a mask clears the value, in an unsigned integer of the item's
- * width: about 2x Gather's loop, whatever the share of bad indices (Gather's loop with a
- * branch to zeros runs at Gather's speed while they are rare: the kernel's first choice).
- * The mask comes from a sign bit, never from a compare: where a tenth of random
- * indices were invalid, a branch (GCC makes `ok ? u : 0` one) mispredicted enough to make
- * 2**20 float32 reads 2.5x Gather's, and a mask made by `-(u < s)` became a chain of `sbb`
- * from one element to the next (2x). (A right shift of a negative int64 is arithmetic on
- * every compiler the package builds with.) */
+ * width: slower than Gather's loop, but whatever the share of bad indices (Gather's loop
+ * with a branch to zeros runs at Gather's speed while they are rare: the kernel's first
+ * choice). The mask comes from a sign bit, never from a compare: where a tenth of random
+ * indices were invalid, a branch (GCC makes `ok ? u : 0` one) mispredicted, and a mask
+ * made by `-(u < s)` became a chain of `sbb` from one element to the next (the figures:
+ * docs/performance.md, "The C kernel"). (A right shift of a negative int64 is arithmetic
+ * on every compiler the package builds with.) */
 #define OG_SELECT_T(T, i, s, ws, dst, src0, sa)                               \
     {                                                                         \
         T v_;                                                                 \
@@ -160,7 +160,7 @@ og_part(npy_intp n, int t, int nt, npy_intp *lo, npy_intp *hi)
 /* The zero modes without a branch, from a table of the line's items (`line`): twice over
  * in OG_ZERO (item i + s is item i, i in [-s, s)), once in OG_ZERO_POS, then a zero item at
  * `last`. An index reads item ws + i, or that zero where the sum is past it (as unsigned:
- * a `cmov`). This costs no more than Gather's loop (OG_SELECT_T's masks cost 1.6x it). */
+ * a `cmov`). It keeps up with Gather's loop, which OG_SELECT_T's masks do not. */
 #define OG_SENTINEL_LOOP(T)                                                   \
     for (; k < n; k++) {                                                      \
         npy_uint64 u_ = (npy_uint64)(npy_int64)idx[k] + (npy_uint64)ws;       \
@@ -667,8 +667,8 @@ scan_indices(const void *ind, int ind64, npy_intp n, int ncoord, const npy_int64
 /* A job of `size` bytes, its og_job filled for an output of shape (nd, shape): the `given`
  * out once checked, or a new array.  Jobs run without the GIL, so whatever they need of the
  * arrays is copied into them here and in the impls.  Only the og_job is zeroed: clearing
- * the operator's dims too costs ~25 ns a call, and its impl and plan set each field they
- * read.  NULL with an exception set. */
+ * the operator's dims too would cost every call a memset, and its impl and plan set each
+ * field they read.  NULL with an exception set. */
 og_job *
 job_new(const char *fn, size_t size, PyArrayObject *data, PyArrayObject *ind, Py_ssize_t axis,
         PyObject *given, int check, Py_ssize_t threads, int nd, const npy_intp *shape)

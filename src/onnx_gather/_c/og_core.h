@@ -43,15 +43,15 @@
 #define OG_CHUNK 65536
 
 /* Tunables (module-private setter `_tune` exists for measurements). */
-/* Work units (about one random element read each, ~0.7 ns here) a thread must have before
- * another one is started: about 46 us of single-thread work.  A kept worker that spins
- * starts in ~1 us (og_pool.c); a sleeping one takes ~250 us to wake on the 2-core VM this
- * was measured on, and the caller then runs its share itself. */
+/* Work units (about one random element read each) a thread must have before another one
+ * is started: enough that a kept worker, which starts at once while it spins (og_pool.c),
+ * pays for itself; a sleeping one is slow to wake, and the caller then runs its share
+ * itself (the figures: docs/performance.md, "The C kernel"). */
 extern npy_intp og_min_per_thread;
 /* The work of copying `rows` blocks of `bytes` in all, in those units: a per-row cost and
- * a unit per 8 bytes (one thread copied 4096 random 1 KB rows in ~360 us, ~0.7 ns per 8
- * bytes, page faults of a new output included; at a unit per 64 bytes such a copy never
- * got its second thread, which halves it). */
+ * a unit per 8 bytes, what a random element read costs in a row copy (page faults of a
+ * new output included); at a unit per 64 bytes a large row copy never got its second
+ * thread, which halves it (docs/performance.md, "The C kernel"). */
 #define OG_COPY_WORK(rows, bytes) ((rows) * 8 + (bytes) / 8)
 extern npy_intp og_block_bytes; /* GatherElements column-block working set */
 
@@ -107,7 +107,7 @@ og_bytes_overlap(const char *a, npy_intp na, const char *b, npy_intp nb)
     return na > 0 && nb > 0 && a < b + nb && b < a + na;
 }
 
-/* Whether i, as given, is in [-s, s): one unsigned compare (s < 2^63, so 2 s fits) that
+/* Whether i, as given, is in [-s, s): one unsigned compare (s < 2^63, so 2*s fits) that
  * needs not wait for og_wrap's result, as a compare of the wrapped index does. */
 static inline int
 og_valid(npy_int64 i, npy_int64 s)

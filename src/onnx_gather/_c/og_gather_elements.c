@@ -79,8 +79,8 @@ static const og_rows_fn og_rows_table[2][6] = {
 };
 
 /* Rows shorter than this (GatherElements along the last axis) go through rows_* in one
- * loop: per-row overhead decided a top-8 of 32x1024x64 float32 (python -m benchmarks,
- * 2-core EPYC: 1.23x ONNX Runtime row by row, 0.68x in one loop). */
+ * loop: per-row overhead decided a top-8 of 32x1024x64 float32 (docs/performance.md,
+ * "The C kernel"). */
 #define OG_SHORT_ROW 64
 
 /* ------------------------------------------------------------------------------ */

@@ -33,10 +33,9 @@ typedef struct {
     for (c = 0; c < n; c++) memcpy(out + c * (SZ), data + offs[c], (SZ));
 
 /* Tuples [t0, t1): the data offset of each, its block copied to out.  Offsets are
- * computed a batch at a time (OG_ND_BATCH), then copied: 4096 full coordinates of
- * 8x256x56x56 float32 (one thread, data out of cache) went 67 -> 43 us (NumPy's
- * advanced indexing: 65 us), where one loop that computed an offset and copied its
- * element kept fewer loads in flight; with data in cache both take 21 us. */
+ * computed a batch at a time (OG_ND_BATCH), then copied: more loads in flight than one
+ * loop that computes an offset and copies its element, where data is out of cache
+ * (docs/performance.md, "The C kernel"). */
 static void
 nd_work(void *jv, int t, int nt)
 {
@@ -66,9 +65,8 @@ nd_work(void *jv, int t, int nt)
                                             : (npy_int64)((const npy_int32 *)h->ind)[at0 + j];
                 const npy_int64 s = J->sizes[j];
                 npy_int64 i = og_wrap(raw, s);
-                /* The range of the index as given: beside the wrap, not after it
-                 * (4096 full coordinates of 8x256x56x56, non-negative: 1.00-1.01x the
-                 * branching kernel of before, against 1.02-1.05x checking after it). */
+                /* The range of the index as given: beside the wrap, not after it,
+                 * which cost full coordinates more (docs/performance.md). */
                 if (OG_UNLIKELY(!og_valid(raw, s))) {
                     if (check) {
                         h->bad = 1;

@@ -41,7 +41,7 @@
  * NaN payloads and -0.0 survive.  Every offset is computed in npy_intp and every index
  * in npy_int64.
  *
- * Threads (pthreads, no OpenMP): kept workers that spin 0.5 ms after a call, then sleep
+ * Threads (pthreads, no OpenMP): kept workers that spin OG_SPIN_NS after a call, then sleep
  * (og_pool.c); a child after fork() starts its own.  Where the pool is busy (another
  * Python thread's call) and on Windows (_beginthreadex) threads are created per call
  * and joined before returning.
@@ -150,8 +150,8 @@ og_gather_nd(PyObject *self, PyObject *args)
 /* ------------------------------------------------------------------------------ */
 /* view(base, address, shape, strides, typenum): an ndarray over memory another library
  * owns (a CPU tensor's), which `base` keeps alive; strides in items, None for C order.
- * For the PyTorch backend's route to the kernels: Tensor.numpy() costs ~0.5 us a tensor,
- * this ~0.15 (plus the caller's reads of the tensor's address, sizes and strides). */
+ * For the PyTorch backend's route to the kernels: cheaper than Tensor.numpy(), even with
+ * the caller's reads of the tensor's address, sizes and strides (docs/performance.md). */
 
 static int
 address_converter(PyObject *obj, void *address)

@@ -2,17 +2,18 @@
  * A pool of worker threads for og_run (POSIX): threads made once and kept, instead of
  * created and joined on every call.
  *
- * Why: creating and joining a thread cost 17-48 us per call on the 2-core VM, a sixth of
- * a 270 us row copy; torch's and ONNX Runtime's pools keep their threads spinning between
- * calls, so back to back their second core starts at once.  A worker here spins for
- * OG_SPIN_NS after its share (a call that follows within that time starts in ~1 us),
- * yielding the core to any other runnable thread after the first microseconds, then
- * sleeps on its condition variable: an idle process holds no busy core.  Waking a
- * sleeping worker took ~250 us here (a halted vCPU): the caller runs any share whose
- * worker has not started once its own is done.
+ * Why: creating and joining a thread on every call cost a large share of a row copy;
+ * torch's and ONNX Runtime's pools keep their threads spinning between calls, so back to
+ * back their second core starts at once.  A worker here spins for OG_SPIN_NS after its
+ * share (a call that follows within that time starts at once), yielding the core to any
+ * other runnable thread after the first microseconds, then sleeps on its condition
+ * variable: an idle process holds no busy core.  Waking a sleeping worker is slow (a
+ * halted vCPU): the caller runs any share whose worker has not started once its own is
+ * done.
  *
  * Interleaved with torch.gather (whose OpenMP workers spin too), pure spinning slowed
- * torch.gather 218 -> 251 us; yielding keeps it at 220 us (/tmp probe, 2-core VM).
+ * torch.gather; yielding keeps it as it was.  The figures: docs/performance.md, "The C
+ * kernel".
  *
  * One caller at a time: a call that finds the pool busy (another Python thread inside a
  * kernel, the GIL being released) returns 0 and og_run creates its threads as before.
@@ -52,12 +53,10 @@ og_pool_run(og_work_fn fn, void *job, int nt)
 /* Workers the pool keeps at most (the caller is thread 0); larger calls create the rest
  * per call.  The library asks for at most 8 (THREADS in _backends/_numpy/_threads.py). */
 #define OG_POOL_MAX 31
-/* How long a worker waits, spinning, for the next call before it sleeps.  Measured on
- * the 2-core VM (Gather of 4096 1 KB rows, /tmp probes): under torch.compile the Python
- * between two of our calls takes ~0.3 ms, so at 0.2 ms the worker had gone to sleep and
- * the kernel took 265 us instead of 195; at 0.5 ms it stays 195, and interleaved with
- * torch.gather (whose OpenMP workers spin too) both stay within 4% of their times at
- * 0.2 ms; at 1 ms our interleaved calls got 12% slower. */
+/* How long a worker waits, spinning, for the next call before it sleeps: longer than the
+ * Python between two of our calls under torch.compile, so the worker is still awake for
+ * the next; short enough that calls interleaved with torch.gather (whose OpenMP workers
+ * spin too) keep their times (the measurements: docs/performance.md, "The C kernel"). */
 #define OG_SPIN_NS 500000
 
 typedef struct {
@@ -204,9 +203,9 @@ og_pool_run(og_work_fn fn, void *job, int nt)
     for (t = 1; t < nt; t++) {
         og_worker *w = &og_workers[t - 1];
         if (og_claim(w, w->go)) {
-            /* Not started yet: a sleeping worker's wake-up took 250 us here (a halted
-             * vCPU), longer than the share; the caller runs it, so a call costs at most
-             * about what one thread takes. */
+            /* Not started yet: a sleeping worker's wake-up (a halted vCPU) can take longer
+             * than the share; the caller runs it, so a call costs at most about what one
+             * thread takes. */
             fn(job, t, nt);
             continue;
         }

@@ -939,8 +939,8 @@ og_scatter_nd(PyObject *self, PyObject *args)
     }
     if (check == 1) job.check = 0;
     /* Wide slices split by columns (16 at least each); narrow ones run on one thread
-     * (splitting destination rows, each thread reading every tuple, ran 2.6x slower on
-     * two threads than on one: 100,000 one-element tuples into 1,000 rows). */
+     * (splitting destination rows, each thread reading every tuple, ran slower on two
+     * threads than on one: docs/performance.md, "The C kernel"). */
     units = job.width / 16;
     nt = og_nthreads(threads, OG_COPY_WORK(job.ntuples, job.ntuples * job.width * job.isz),
                      units);

@@ -159,8 +159,8 @@ og_one_value(const npy_int64 *row, npy_intp n)
 /* One item of a compile-time size where it is a common one: a memcpy the compiler turns
  * into a move. An inner row of indices of one value (og_one_value) addresses consecutive
  * items of one slice: one copy of the row. A KV-cache write's indices are one position
- * repeated: 8 copies of 64 items rather than 512 of one, 0.22 against 0.55 us a call
- * (random indices: the same). The writes keep the indices' C order: the items of one
+ * repeated: 8 copies of 64 items rather than 512 of one (docs/performance.md; random
+ * indices cost the same either way). The writes keep the indices' C order: the items of one
  * row are distinct targets. */
 #define OG_ELEMENTS_LOOP(SIZE)                                                              \
     for (o = 0; o < outer; o++) {                                                          \
