@@ -6,6 +6,7 @@ call of an ONNX operator as its node, and OpenVINO's functions as standard opera
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import jax
@@ -57,36 +58,13 @@ def _with_absent_indices(inputs: tuple[Any, ...], method: str) -> tuple[Any, ...
 class _Exporting(_jax.JaxBackend):
     """JAX's backend while jax2onnx traces: every call is ONNX operators.
 
-    An ONNX operator's call binds :data:`PRIMITIVE`; OpenVINO's functions are the base's
+    An ONNX operator's call binds :data:`PRIMITIVE` (:func:`_binding` makes its method,
+    for every ONNX operator of the registry); OpenVINO's functions are the base's
     compositions of those calls and of ``jnp`` operations (Gather-7/8's zeros: a mask and
     a Where; ScatterUpdate's negative indices made out of range for the node).
     """
 
     bind = Backend.bind  # (the method itself)
-
-    def gather(self, data: jax.Array, indices: Array, plan: Plan, /) -> jax.Array:
-        return _node("gather", plan, data, indices)
-
-    def gather_elements(self, data: jax.Array, indices: Array, plan: Plan, /) -> jax.Array:
-        return _node("gather_elements", plan, data, indices)
-
-    def gather_nd(self, data: jax.Array, indices: Array, plan: Plan, /) -> jax.Array:
-        return _node("gather_nd", plan, data, indices)
-
-    def scatter_elements(
-        self, data: jax.Array, indices: Array, updates: jax.Array, plan: Plan, out: Any = None, /
-    ) -> jax.Array:
-        return _node("scatter_elements", plan, data, indices, updates)
-
-    def scatter_nd(
-        self, data: jax.Array, indices: Array, updates: jax.Array, plan: Plan, out: Any = None, /
-    ) -> jax.Array:
-        return _node("scatter_nd", plan, data, indices, updates)
-
-    def tensor_scatter(
-        self, data: jax.Array, updates: jax.Array, indices: Array, plan: Plan, out: Any = None, /
-    ) -> jax.Array:
-        return _node("tensor_scatter", plan, data, updates, indices)
 
     openvino_gather = Backend.openvino_gather
     openvino_scatter_update = Backend.openvino_scatter_update
@@ -114,6 +92,26 @@ def _node(method: str, plan: Plan, *inputs: Any) -> jax.Array:
     out: jax.Array = PRIMITIVE.bind(*arrays, method=method, plan=plan)
     return out
 
+
+def _binding(method: str) -> Callable[..., jax.Array]:
+    """The backend method of the ONNX operator ``method`` names: one :data:`PRIMITIVE`.
+
+    It takes the operator's inputs in the registry's order, the plan, and ``out`` (not
+    read: a traced function's result is a new value).
+    """
+    count = len(_ops.ONNX_BY_METHOD[method].inputs)
+
+    def bound(self: _Exporting, /, *args: Any) -> jax.Array:
+        return _node(method, args[count], *args[:count])
+
+    bound.__name__ = bound.__qualname__ = method
+    return bound
+
+
+# Every ONNX operator of the registry, this one included when one is added: an operator
+# needs no method of its own here.
+for _method in _ops.ONNX_BY_METHOD:
+    setattr(_Exporting, _method, _binding(_method))
 
 _EXPORTING = _Exporting()
 
