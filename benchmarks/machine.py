@@ -58,3 +58,9 @@ def describe(backends: dict[str, str], extra: dict[str, Any]) -> dict[str, str]:
 
 def load_now() -> str:
     return _load()
+
+
+def table(info: dict[str, str]) -> list[str]:
+    """The conditions as markdown lines, closing a report (its results come first)."""
+    return ["", "| machine and conditions | |", "| --- | --- |",
+            *(f"| {k} | {v} |" for k, v in info.items())]  # fmt: skip

@@ -59,6 +59,7 @@ NumPy or JAX call of ours, so that probe sees the library's state as a fresh pro
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import gc
 import importlib
@@ -81,7 +82,7 @@ from typing import Any
 import numpy as np
 
 import onnx_gather as og
-from benchmarks import timer
+from benchmarks import machine, timer
 
 BACKENDS = ("numpy", "torch", "jax")
 #: (backend, mode) in the order they run: the compiled modes first (see the docstring).
@@ -838,13 +839,9 @@ def _s(t: float | None) -> str:
 
 
 def markdown(rows: Sequence[Row], info: dict[str, str], command: str, notes: Sequence[str]) -> str:
-    """The table, with the command and the conditions it was taken under."""
+    """The table, with the command and the conditions it was taken under (last)."""
     lines = [
         f"Command: `{command}`",
-        "",
-        "| machine and conditions | |",
-        "| --- | --- |",
-        *(f"| {k} | {v} |" for k, v in info.items()),
         "",
         "Ours: the program written with `og.*`; native: the same program written with the "
         "native calls named. Times are medians over interleaved rounds of one program call; "
@@ -868,6 +865,7 @@ def markdown(rows: Sequence[Row], info: dict[str, str], command: str, notes: Seq
         )
     if notes:
         lines += ["", *(f"- {n}" for n in notes)]
+    lines += machine.table(info)
     return "\n".join(lines) + "\n"
 
 
@@ -880,12 +878,9 @@ def _info(
         "python": platform.python_version(),
         "numpy": np.__version__,
     }
-    try:
-        from benchmarks import machine
-
+    # (machine.describe reads onnxruntime's version, which this table does not need)
+    with contextlib.suppress(ImportError):
         info["cpu"] = machine.describe({}, {})["cpu"]
-    except ImportError:  # machine.describe reads onnxruntime's version; not needed here
-        pass
     for name in backends:
         if name != "numpy":
             info[name] = str(importlib.import_module(name).__version__)
