@@ -393,6 +393,33 @@ def test_torch_export(op: str, form: str) -> None:
 
 
 @needs_torch
+def test_torch_export_any_size() -> None:
+    """A dim declared to take any size stays symbolic: the route chosen for speed places
+    no guard on it (a GatherElements of ``2 * n`` outputs once guarded ``n <= 131071``,
+    which torch.export refuses as a violated constraint)."""
+    torch = _torch()
+
+    class Module(torch.nn.Module):
+        def forward(self, x: Any, i: Any) -> Any:
+            return (og.gather(x, i[:, 0], axis=0), og.gather_elements(x, i, axis=1),
+                    og.gather_nd(x, i[:, :1], batch_dims=1), og.scatter_elements(x, i, -x[:, :2], axis=1))  # fmt: skip
+
+    n = torch.export.Dim("n")
+    i = torch.tensor([[0, -1], [4, 0], [-5, 2]])
+    exported = torch.export.export(
+        Module(), (torch.from_numpy(X.copy()), i), dynamic_shapes=({0: n}, {0: n})
+    )
+    x = torch.arange(35, dtype=torch.float32).reshape(7, 5)
+    other = torch.tensor([[1, -2], [3, 4], [-1, 0], [2, 2], [0, -5], [4, 1], [-3, 3]])
+    for got, expected in zip(exported.module()(x, other), Module()(x, other), strict=True):
+        assert torch.equal(got, expected)
+    with pytest.raises(
+        IndexError, match=r"index 5 at position \(1, 1\) of indices is out of range"
+    ):
+        exported.module()(x, other.where(other != 4, 5))
+
+
+@needs_torch
 def test_torch_compile_list_indices_issue_example() -> None:
     """The report: a list inside a compiled function failed with "Unsupported ndarray ..."."""
     torch = _torch()

@@ -238,12 +238,28 @@ def _elements_views_win(plan: Plan, arrays: tuple[Array, ...], out: Any) -> bool
     )
 
 
+def _known(condition: Any) -> bool:
+    """A size test that places no guard: True only where it holds for every size.
+
+    Under ``torch.export`` with dynamic dims (and ``torch.compile(dynamic=True)``) sizes
+    are symbols; a plain comparison would guard on them, which export refuses for a dim
+    declared to take any size ("Constraints violated ... satisfy the generated guard").
+    A route chosen for speed then goes where it is not known to win: INDUCTOR, which
+    serves every size.
+    """
+    if isinstance(condition, bool):  # (concrete sizes: eager calls and static graphs)
+        return condition
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    return bool(statically_known_true(condition))
+
+
 def _fused_wins(plan: Plan, data: torch.Tensor) -> bool:
     """GatherElements under ``torch.compile``: the fused operator from ``_FUSED_FROM`` outputs.
 
     Where the compiled kernel is built (without it the operator runs torch's kernels).
     """
-    return math.prod(plan.out_shape) >= _FUSED_FROM and numpy_kernels.compiled_available()
+    return _known(math.prod(plan.out_shape) >= _FUSED_FROM) and numpy_kernels.compiled_available()
 
 
 def _fused_wins_on_short_rows(plan: Plan, data: torch.Tensor) -> bool:
@@ -252,7 +268,7 @@ def _fused_wins_on_short_rows(plan: Plan, data: torch.Tensor) -> bool:
     The rows each index picks start at the axis after those the index addresses.
     """
     after = plan.axis + (len(plan.sizes) if plan.coordinates else 1)
-    return _fused_wins(plan, data) and math.prod(data.shape[after:]) < _LONG_ROW
+    return _fused_wins(plan, data) and _known(math.prod(data.shape[after:]) < _LONG_ROW)
 
 
 def _gathered_in_graph(
