@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from onnx_gather import _ops
+from onnx_gather._backends._torch import _decomposed
 from onnx_gather._backends._torch._dtypes import name_of
 from onnx_gather._backends._torch._exact import (
     nd_index,
@@ -136,6 +137,13 @@ def _run_fake(
     strings: str,
     check_bounds: bool,
 ) -> torch.Tensor:
+    """The output's shape and type.
+
+    While ``torch.export`` traces, it also registers the decomposition that
+    ``run_decompositions()`` will use (:func:`._decomposed.register`).
+    """
+    if torch.compiler.is_exporting():
+        _decomposed.register()
     plan = _plan(inputs, op, ints, check_bounds, strings)
     return inputs[0].new_empty(plan.out_shape)
 
