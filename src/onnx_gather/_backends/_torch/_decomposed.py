@@ -106,8 +106,8 @@ def _scatter(
     (:func:`._exact.counted_on`: a ``torch.cond`` that raises the eager IndexError), or,
     unchecked, with a mask of the updates kept.
     """
-    positions, keep = exact._targets(indices, data, plan)
-    target, rows, values = exact._layout(data, positions, updates, plan)
+    positions, keep = exact.targets(indices, data, plan)
+    target, rows, values = exact.layout(data, positions, updates, plan)
     return _write(target, rows, values, keep, plan.reduction).reshape(plan.out_shape)
 
 
