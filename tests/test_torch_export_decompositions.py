@@ -212,3 +212,157 @@ def test_export_keeps_run_v1_and_compile_still_falls_back_to_it() -> None:
         importlib.import_module("torch._inductor.compile_fx")
     compiled = torch.compile(fn, fullgraph=True)
     assert_identical(_bits(compiled(data, indices, updates)), _bits(fn(data, indices, updates)))
+
+
+def _same_error(program: Any, fn: Any, *args: Any) -> None:
+    """The program raises the eager call's IndexError, message and all."""
+    with pytest.raises(IndexError) as eager:
+        fn(*args)
+    with pytest.raises(IndexError, match=re.escape(str(eager.value))):
+        program(*args)
+
+
+def _identical(program: Any, fn: Any, *args: Any) -> None:
+    got, want = program(*args), fn(*args)
+    for g, w in zip(
+        *((x,) if isinstance(x, torch.Tensor) else x for x in (got, want)), strict=True
+    ):
+        assert g.dtype == w.dtype
+        bits = {torch.uint64: torch.int64}.get(g.dtype)  # (NumPy holds it; torch's equal not)
+        g, w = (g, w) if bits is None else (g.view(bits), w.view(bits))
+        assert_identical(_bits(g), _bits(w))
+
+
+@pytest.mark.parametrize("index_type", INDEX_TYPES)
+def test_openvino_scatter_update(index_type: str) -> None:
+    """Duplicates (the last wins), 2-D indices; a negative index is an error, unchecked dropped."""
+    data, updates = torch.from_numpy(DATA.copy()), _updates((4, 2, 2), 7)
+    indices = torch.tensor([[1, 3], [1, 0]], dtype=getattr(torch, index_type))
+
+    def fn(d: Any, i: Any, u: Any) -> Any:
+        return openvino.scatter_update(d, i, u, axis=1)
+
+    def dropping(d: Any, i: Any, u: Any) -> Any:
+        return openvino.scatter_update(d, i, u, axis=1, check_bounds=False)
+
+    program = _decomposed(fn, data, indices, updates)
+    _identical(program, fn, data, indices, updates)
+    unchecked = _decomposed(dropping, data, indices, updates)
+    for bad in (-1, 5):
+        wrong = indices.clone()
+        wrong[1, 0] = bad
+        _same_error(program, fn, data, wrong, updates)
+        _identical(unchecked, dropping, data, wrong, updates)
+
+
+@pytest.mark.parametrize("use_init_val", [True, False])
+@pytest.mark.parametrize("reduction", ["none", "sum", "prod", "min", "max", "mean"])
+def test_openvino_scatter_elements_update(reduction: str, use_init_val: bool) -> None:
+    data, updates = torch.from_numpy(DATA.copy()), _updates((4, 3), 8)
+    index_type = torch.int32 if use_init_val else torch.int64
+    indices = torch.tensor(ELEMENT_INDICES, dtype=index_type)
+
+    def fn(d: Any, i: Any, u: Any) -> Any:
+        return openvino.scatter_elements_update(
+            d, i, u, axis=1, reduction=reduction, use_init_val=use_init_val
+        )
+
+    program = _decomposed(fn, data, indices, updates)
+    _identical(program, fn, data, indices, updates)
+    bad = indices.clone()
+    bad[2, 1] = -6
+    _same_error(program, fn, data, bad, updates)
+
+
+@pytest.mark.parametrize("use_init_val", [True, False])
+def test_openvino_integer_mean(use_init_val: bool) -> None:
+    """Integer means round down (toward -inf), of wide unsigned types too; unchecked drops."""
+    rng = np.random.default_rng(9)
+    data = torch.from_numpy(rng.integers(-1000, 1000, (4, 5)).astype(np.int32))
+    updates = torch.from_numpy(rng.integers(-1000, 1000, (4, 3)).astype(np.int32))
+    big = torch.from_numpy(rng.integers(0, 2**63, (4, 5), dtype=np.int64)).view(torch.uint64)
+    spread = torch.from_numpy(rng.integers(0, 2**63, (4, 3), dtype=np.int64)).view(torch.uint64)
+    indices = torch.tensor(ELEMENT_INDICES)
+
+    def mean(x: Any, i: Any, y: Any, check_bounds: bool = True) -> Any:
+        return openvino.scatter_elements_update(
+            x, i, y, axis=1, reduction="mean", use_init_val=use_init_val, check_bounds=check_bounds
+        )
+
+    def fn(d: Any, i: Any, u: Any, b: Any, s: Any) -> Any:
+        return mean(d, i, u), mean(d.to(torch.int8), i, u.to(torch.int8)), mean(b, i, s)
+
+    def dropping(d: Any, i: Any, u: Any) -> Any:
+        return mean(d, i, u, check_bounds=False)
+
+    program = _decomposed(fn, data, indices, updates, big, spread)
+    _identical(program, fn, data, indices, updates, big, spread)
+    wrong = indices.clone()
+    wrong[0, 2], wrong[3, 0] = 5, -7
+    _same_error(program, fn, data, wrong, updates, big, spread)
+    _identical(_decomposed(dropping, data, indices, updates), dropping, data, wrong, updates)
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "sub", "prod", "min", "max"])
+def test_openvino_scatter_nd_update(reduction: str) -> None:
+    """Rows written twice and three times; bool's sub is XOR, counted."""
+    data, updates = torch.from_numpy(ND_DATA.copy()), _updates((6, 3), 10)
+    indices = torch.tensor(ND_INDICES, dtype=torch.int32)
+
+    def fn(d: Any, i: Any, u: Any) -> Any:
+        return openvino.scatter_nd_update(d, i, u, reduction=reduction), openvino.scatter_nd_update(
+            d > 1, i, u > 0, reduction=reduction
+        )
+
+    program = _decomposed(fn, data, indices, updates)
+    _identical(program, fn, data, indices, updates)
+    bad = indices.clone()
+    bad[3, 0] = 5
+    _same_error(program, fn, data, bad, updates)
+
+
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_tensor_scatter_that_writes_nothing(mode: str) -> None:
+    """Empty updates (``run_v1`` in an exported program): the cache, after the index check."""
+    cache = torch.from_numpy(DATA.copy()).reshape(2, 5, 2)
+    update = cache[:, :0]
+    write = torch.tensor([5, 0]) if mode == "linear" else torch.tensor([9, 0])
+
+    def fn(c: Any, u: Any, w: Any) -> Any:
+        return og.tensor_scatter(c, u, w, axis=1, mode=mode)
+
+    program = _decomposed(fn, cache, update, write)
+    _identical(program, fn, cache, update, write)
+    for bad in ([0, -1], [6, 0]) if mode == "linear" else ([0, -3],):
+        _same_error(program, fn, cache, update, torch.tensor(bad))
+
+
+def test_dynamic_shapes() -> None:
+    """Sizes as ``torch.export.Dim``: a gather, ScatterElements and OpenVINO's scatters."""
+    data, updates = torch.from_numpy(DATA.copy()), _updates((4, 3), 11)
+    indices, written = torch.tensor(ELEMENT_INDICES), torch.tensor([1, 3, 1])
+
+    def fn(d: Any, i: Any, u: Any, w: Any, v: Any) -> Any:
+        return (
+            og.gather(d.to(torch.complex64), i, axis=1),
+            og.scatter_elements(d, i, u, axis=1, reduction="add"),
+            openvino.scatter_elements_update(d, i, u, axis=1, reduction="mean"),
+            openvino.scatter_update(d, w, v, axis=1),
+        )
+
+    class Module(torch.nn.Module):
+        def forward(self, d: Any, i: Any, u: Any, w: Any, v: Any) -> Any:
+            return fn(d, i, u, w, v)
+
+    rows, count = torch.export.Dim("rows", min=2), torch.export.Dim("count", min=2)
+    exported = torch.export.export(
+        Module(), (data, indices, updates, written, _updates((4, 3), 12)),
+        dynamic_shapes=({0: rows}, {0: rows}, {0: rows}, {0: count}, {0: rows, 1: count}),
+    )  # fmt: skip
+    program = exported.run_decompositions()
+    assert _custom_ops(program) <= {"onnx_gather.out_of_range_v1.default"}
+    rng = np.random.default_rng(13)
+    more = torch.from_numpy(rng.standard_normal((6, 5)).astype(np.float32))
+    args = (more, torch.from_numpy(rng.integers(-5, 5, (6, 3))), _updates((6, 3), 14))
+    _identical(program.module(), fn, *args, torch.tensor([4, 0, 4, 2]), _updates((6, 4), 15))
+    _same_error(program.module(), fn, *args, torch.tensor([4, 0, -1, 2]), _updates((6, 4), 15))

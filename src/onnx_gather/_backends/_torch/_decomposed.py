@@ -4,9 +4,12 @@ An exported program keeps each recorded call as one ``run_v1`` (:mod:`._recorded
 its kernel is the library's, exact wherever the program runs. Another backend of
 ``torch.export`` lowers aten operators only, so ``run_decompositions()`` (torch's
 default table) replaces each ``run_v1`` with what this module traces: the same values,
-bit for bit, in aten operators, a ``torch.cond`` whose branch raises the library's
-IndexError (``onnx_gather::out_of_range_v1``, :func:`._inductor.counted_in_graph`) and,
-for a scatter's reduction, one ``torch.while_loop`` of rounds.
+bit for bit, in aten operators, a ``cond`` whose branch raises the library's IndexError
+(``onnx_gather::out_of_range_v1``, :func:`._inductor.counted_in_graph`) and, for a
+scatter's reduction, one ``while_loop`` of rounds: the operators themselves, not
+``torch.cond`` and ``torch.while_loop``, which compile with Dynamo and keep what they
+compiled (:func:`._inductor.cond`). OpenVINO's scatters are the base backend's steps
+(:class:`_Steps`); TensorScatter is recorded only where it writes nothing.
 
 How torch finds it: its default table decomposes every functional custom operator with
 a CompositeImplicitAutograd kernel (``torch._export.utils._collect_all_valid_cia_ops``,
@@ -16,7 +19,7 @@ kernels keep every other key: eager calls, ``torch.compile``, ``vmap`` and autog
 unchanged), and only once the process exports a call (:func:`register`). Torch also
 offers that kernel to other traces (fake tensors, ``make_fx``, AOTAutograd's
 functionalization): there it answers NotImplemented, and they record ``run_v1`` as
-before (:func:`_decomposing`).
+before (:func:`._inductor.decomposing`).
 """
 
 from __future__ import annotations
@@ -24,27 +27,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch._higher_order_ops.while_loop import while_loop_op
 
 from onnx_gather import _ops
+from onnx_gather._backends._base import Backend
+from onnx_gather._backends._torch import TorchBackend
 from onnx_gather._backends._torch import _exact as exact
 from onnx_gather._backends._torch._dtypes import SIGNED
-from onnx_gather._backends._torch._inductor import _functional_mode
+from onnx_gather._backends._torch._inductor import decomposing, write_indices_checked
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from onnx_gather._spec.reductions import Reduction
+    from onnx_gather._spec.tensor_scatter import TensorScatterPlan
     from onnx_gather._typing import ScatterPlan
-
-
-def _decomposing() -> bool:
-    """Whether torch asks for the decomposition to record it (``run_decompositions``).
-
-    There ``torch.export`` retraces the program functionalized (a FunctionalTensorMode is
-    in force) while exporting. Its own trace (``torch.export.export``) runs fake tensors
-    alone, and ``torch.compile`` is not exporting: both keep ``run_v1``.
-    """
-    return torch.compiler.is_exporting() and _functional_mode() is not None
 
 
 def decomposition(
@@ -53,25 +50,17 @@ def decomposition(
     """``run_v1``'s CompositeImplicitAutograd kernel: the call as torch's operators.
 
     NotImplemented where torch offers it outside ``run_decompositions``
-    (:func:`_decomposing`), and for the operators without one yet (OpenVINO's scatters,
-    whose steps read values as they go, and TensorScatter, recorded only where it writes
-    nothing): the trace then records ``run_v1`` itself.
+    (:func:`._inductor.decomposing`), and for a TensorScatter that writes something (never
+    recorded by ``torch.export``: the compiler's route writes it): the trace then records
+    ``run_v1`` itself.
     """
     operator, _ = _ops.BY_MESSAGE_NAME[op]
-    if operator.method not in DECOMPOSED or not _decomposing():
+    if operator.method not in DECOMPOSED or not decomposing():
         return NotImplemented
     from onnx_gather._backends._torch._recorded import _plan
 
     plan = _plan(inputs, op, ints, check_bounds, strings)
-    # ``torch.cond`` and ``torch.while_loop`` outside Dynamo trace their branches with
-    # Dynamo, one compilation of each branch function per call; seeing another value of
-    # an int the branch captures (an axis, a size) it made that int dynamic, a SymInt
-    # operand of the node, which a later export pass cannot name ("'int' object has no
-    # attribute 'name'", torch 2.13 ``_name_hoo_subgraph_placeholders``). Static here:
-    # each call's values are constants of its own branches.
-    with torch._dynamo.config.patch(automatic_dynamic_shapes=False):
-        out: torch.Tensor = DECOMPOSED[operator.method](*inputs, plan)
-    return out
+    return DECOMPOSED[operator.method](*inputs, plan)
 
 
 _REGISTERED = False
@@ -103,7 +92,7 @@ def _scatter(
     """ScatterElements and ScatterND: the exact route's layout, written by :func:`_write`.
 
     The indices are counted and checked as the exact route's under a compiler
-    (:func:`._exact.counted_on`: a ``torch.cond`` that raises the eager IndexError), or,
+    (:func:`._exact.counted_on`: a ``cond`` that raises the eager IndexError), or,
     unchecked, with a mask of the updates kept.
     """
     positions, keep = exact.targets(indices, data, plan)
@@ -144,7 +133,7 @@ def write(
       positions with ``amax``), then one ``index_put`` of the winners: each real row is
       written once, so the order torch applies the writes in cannot show.
     * ``add``, ``mul``, ``max``, ``min``: each update's rank among its row's updates (a
-      stable sort by row), then one round per rank in a ``torch.while_loop`` (their
+      stable sort by row), then one round per rank in a ``while_loop`` (their
       count depends on the values): round ``r`` combines each row's ``r``-th update with
       the row (:func:`._exact.combine`, the eager rounds' own rule), all at distinct rows.
       Each round reads every update (the eager rounds read only their own), so the
@@ -169,16 +158,20 @@ def write(
     )
     rounds = rank.max() + 1
 
-    def more(r: torch.Tensor, result: torch.Tensor) -> torch.Tensor:
-        return r < rounds
+    def more(r: torch.Tensor, result: torch.Tensor, *tensors: torch.Tensor) -> torch.Tensor:
+        return r < tensors[-1]  # (rounds)
 
-    def round_(r: torch.Tensor, result: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        at = torch.where(rank == r, aimed, n)
+    def round_(
+        r: torch.Tensor, result: torch.Tensor, rank: torch.Tensor, aimed: torch.Tensor,
+        values: torch.Tensor, rounds: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+        at = torch.where(rank == r, aimed, result.shape[0] - 1)  # (the spare row)
         combined = exact.combine(reduction, result[at], values)
         return r + 1, result.index_put((at,), combined)
 
     start = torch.zeros((), dtype=torch.int64, device=rows.device)
-    _, result = torch.while_loop(more, round_, (start, padded))
+    # The loop's operator itself, its tensors as operands (as :func:`._inductor.cond`).
+    _, result = while_loop_op(more, round_, (start, padded), (rank, aimed, values, rounds))
     return result[:n]
 
 
@@ -192,30 +185,104 @@ def _gather(method: str) -> Callable[..., torch.Tensor]:
     return gathered
 
 
-def _openvino(method: str) -> Callable[..., torch.Tensor]:
-    """An OpenVINO operator: the base backend's steps, traced (OpenVINO's Gather).
+class _Steps(TorchBackend):
+    """The torch backend as OpenVINO's operators' steps run on it in a decomposition.
 
-    They are ONNX operators and torch's elementwise ones (:class:`._base.Backend`); each
-    ONNX call among them is recorded as a ``run_v1`` of its own, which this module
-    decomposes in turn.
+    The base's compositions (:class:`._base.Backend`, :mod:`.._openvino`) of ONNX calls and
+    torch's elementwise operations, in operators whose shapes do not depend on the
+    indices' values: the ONNX scatters are :func:`_scatter` (a ``run_v1`` here would be
+    the OpenVINO operator's own again: its inner plan bears its name), the checked count
+    of ScatterUpdate's indices is the graph's (:func:`._exact.counted_on`, whose
+    ``cond`` raises the eager IndexError, ``[0, s-1]`` by the operator's name:
+    :func:`._indices.rule`), and uint64's floor division reads no value. The gathers are
+    the backend's, each a ``run_v1`` decomposed in turn.
     """
 
-    def steps(*args: Any) -> torch.Tensor:
-        from onnx_gather._backends._base import Backend
-        from onnx_gather._backends._torch import backend
+    writes_in_place = False  # (each step a new tensor: nothing traced writes in place)
+    openvino_gather = Backend.openvino_gather
+    openvino_scatter_update = Backend.openvino_scatter_update
+    openvino_scatter_elements_update = Backend.openvino_scatter_elements_update
+    openvino_scatter_nd_update = Backend.openvino_scatter_nd_update
 
-        out: torch.Tensor = getattr(Backend, method)(backend, *args)
+    def all_known(self, flags: torch.Tensor, /) -> bool:
+        """False: the program's indices are its inputs, whatever the traced ones hold."""
+        return False
+
+    def counted(self, indices: Any, data: torch.Tensor, plan: Any, /) -> torch.Tensor:
+        """Checked indices counted from the end, the check in the graph (ScatterUpdate's)."""
+        return exact.counted_on(indices, data, plan)
+
+    def scatter_elements(
+        self, data: torch.Tensor, indices: torch.Tensor, updates: torch.Tensor, plan: Any,
+        out: None = None, /,
+    ) -> torch.Tensor:  # fmt: skip
+        """ONNX ScatterElements as :func:`_scatter` (no ``out``: :attr:`writes_in_place`)."""
+        return _scatter(data, indices, updates, plan)
+
+    scatter_nd = scatter_elements
+
+    def floor_divided(self, total: torch.Tensor, n: torch.Tensor, /) -> torch.Tensor:
+        """As the backend's; uint64 through its int64 bits, on the device.
+
+        ``t // n`` for ``t = 2h + b``: ``q = 2 (h // n)`` leaves ``t - q n`` in
+        ``[0, 2n)``, exact in int64 whatever ``q n`` wraps to, then one more where it is
+        at least ``n``.
+        """
+        if total.dtype != torch.uint64:
+            return super().floor_divided(total, n)
+        t, d = total.view(torch.int64), n.to(torch.int64)
+        half = (t >> 1) & torch.iinfo(torch.int64).max  # (a logical shift)
+        q = (half // d) * 2
+        q = q + (t - q * d >= d).to(torch.int64)
+        return q.view(torch.uint64)
+
+
+_STEPS = _Steps()
+
+
+def _openvino(method: str) -> Callable[..., torch.Tensor]:
+    """An OpenVINO operator: the base's steps, traced on :class:`_Steps`."""
+
+    def steps(*args: Any) -> torch.Tensor:
+        out: torch.Tensor = getattr(_STEPS, method)(*args)
         return out.contiguous()
 
     return steps
 
 
+def _tensor_scatter(
+    data: torch.Tensor, updates: torch.Tensor, indices: torch.Tensor, plan: TensorScatterPlan
+) -> Any:
+    """TensorScatter, recorded only where it writes nothing (empty updates, checked).
+
+    A copy of the cache, after the check of the write indices in the graph
+    (:func:`._inductor.write_indices_checked`), whose zero the copy depends on (a
+    ``where`` between the cache and itself), so no pass drops the check.
+    """
+    if updates.numel():  # (never recorded: the compiler's route writes them)
+        return NotImplemented
+    result = data.clone(memory_format=torch.contiguous_format)
+    if not plan.check_bounds:
+        return result
+    zero = write_indices_checked(indices, plan)
+    return torch.where(zero == 0, result, result)
+
+
 #: Each operator's decomposition, by its registry method name: ``(*inputs, plan)``.
-DECOMPOSED: dict[str, Callable[..., torch.Tensor]] = {
+DECOMPOSED: dict[str, Callable[..., Any]] = {
     "gather": _gather("gather"),
     "gather_elements": _gather("gather_elements"),
     "gather_nd": _gather("gather_nd"),
     "scatter_elements": _scatter,
     "scatter_nd": _scatter,
-    **{method: _openvino(method) for method in ("openvino_gather",)},
+    "tensor_scatter": _tensor_scatter,
+    **{
+        method: _openvino(method)
+        for method in (
+            "openvino_gather",
+            "openvino_scatter_update",
+            "openvino_scatter_elements_update",
+            "openvino_scatter_nd_update",
+        )
+    },
 }

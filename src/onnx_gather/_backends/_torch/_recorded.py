@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from onnx_gather import _ops
-from onnx_gather._backends._torch import _decomposed
 from onnx_gather._backends._torch._dtypes import name_of
 from onnx_gather._backends._torch._exact import (
     nd_index,
@@ -143,6 +142,9 @@ def _run_fake(
     ``run_decompositions()`` will use (:func:`._decomposed.register`).
     """
     if torch.compiler.is_exporting():
+        # (imported here: it builds on the backend, which imports this module)
+        from onnx_gather._backends._torch import _decomposed
+
         _decomposed.register()
     plan = _plan(inputs, op, ints, check_bounds, strings)
     return inputs[0].new_empty(plan.out_shape)
