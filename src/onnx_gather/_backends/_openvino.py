@@ -199,7 +199,9 @@ def mean(backend: Steps, total: Array, counts: Array, use_init_val: bool) -> Any
         # signalling NaNs, which the where below drops.)
         with np.errstate(invalid="ignore", divide="ignore"):
             quotient = xp.astype(xp.astype(total, wide) / xp.astype(n, wide), total.dtype)
-            nan = xp.asarray(float("nan"), dtype=total.dtype, device=device(total))
+            # (``full``, not ``asarray``: a factory a torch decomposition traces, where a
+            # tensor made from a value is a constant it cannot lift)
+            nan = xp.full((), float("nan"), dtype=total.dtype, device=device(total))
             quotient = xp.where(quotient != quotient, nan, quotient)
     else:
         quotient = backend.floor_divided(total, n)

@@ -245,17 +245,17 @@ def scatter_elements(
     one write as NumPy's (:mod:`onnx_gather._backends._numpy._scatter`): data seen as rows,
     each update aimed at one, applied by :func:`write`; scatter_gradients by :func:`scatter_gradients`.
     """
-    return _scattered(data, _targets(indices, data, plan), updates, plan)
+    return _scattered(data, targets(indices, data, plan), updates, plan)
 
 
 def scatter_nd(
     data: torch.Tensor, indices: Array, updates: torch.Tensor, plan: ScatterNDPlan
 ) -> torch.Tensor:
     """ONNX ScatterND in torch operations, as :func:`scatter_elements` does ScatterElements."""
-    return _scattered(data, _targets(indices, data, plan), updates, plan)
+    return _scattered(data, targets(indices, data, plan), updates, plan)
 
 
-def _layout(
+def layout(
     data: torch.Tensor, positions: torch.Tensor, updates: torch.Tensor, plan: ScatterPlan
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Data as rows, the row of each update, the updates as rows (views, no copies)."""
@@ -269,10 +269,10 @@ def _layout(
 
 
 def _scattered(
-    data: torch.Tensor, targets: Any, updates: torch.Tensor, plan: ScatterPlan
+    data: torch.Tensor, aimed: Any, updates: torch.Tensor, plan: ScatterPlan
 ) -> torch.Tensor:
-    positions, keep = targets
-    target, rows, values = _layout(data, positions, updates, plan)
+    positions, keep = aimed
+    target, rows, values = layout(data, positions, updates, plan)
     if torch.is_grad_enabled() and (data.requires_grad or updates.requires_grad):
         result = _Write.apply(target, rows, values, keep, plan.reduction)
     else:
@@ -351,7 +351,7 @@ def scatter_gradients(
     ``indices`` as the call had them; ``result`` its output.
     """
     positions, keep = counted(xp, indices.to(torch.int64), plan, BoundsPolicy.DROP)
-    target, rows, values = _layout(data, positions, updates, plan)
+    target, rows, values = layout(data, positions, updates, plan)
     g_target, g_values = row_gradients(
         grad.reshape(target.shape), target, rows, values, result.reshape(target.shape),
         keep.reshape(-1), plan.reduction,
@@ -477,7 +477,7 @@ def _write(
     return (result ^ flip).view(target.dtype)
 
 
-def _targets(indices: Array, data: torch.Tensor, plan: Plan) -> tuple[torch.Tensor, Any]:
+def targets(indices: Array, data: torch.Tensor, plan: Plan) -> tuple[torch.Tensor, Any]:
     """Indices counted from the end on data's device: checked, or with a mask of those kept."""
     if plan.check_bounds:
         return counted_on(indices, data, plan), None

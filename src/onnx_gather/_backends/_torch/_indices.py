@@ -85,9 +85,21 @@ TAGS: dict[str, Any] = (
 )
 
 
-def rule(op: str, axis: int, sizes: Sequence[int], coordinates: bool) -> _spec.Bounds:
-    """The checked range rule the operators below take as their arguments."""
+def rule(op: str, axis: int, sizes: Sequence[int], coordinates: bool) -> Plan:
+    """The checked range rule the operators below take as their arguments.
+
+    ``[-s, s-1]`` (:class:`onnx_gather._spec.Bounds`), except where ``op`` names OpenVINO's
+    ScatterUpdate, whose indices lie in ``[0, s-1]``: its plan's own rule
+    (:class:`onnx_gather._spec.openvino_scatter.ScatterUpdatePlan`; the name keeps the
+    operators' schemas as they were).
+    """
+    from onnx_gather import _ops
+    from onnx_gather._spec.openvino_scatter import ScatterUpdatePlan
+
     sizes = tuple(sizes)
+    operator = _ops.BY_MESSAGE_NAME.get(op)
+    if operator is not None and operator[0].method == "openvino_scatter_update":
+        return ScatterUpdatePlan(op, True, (), axis, sizes[0], None, (), ())  # type: ignore[arg-type]
     return _spec.Bounds(op, True, (), axis, min(sizes, default=0), sizes, coordinates)
 
 

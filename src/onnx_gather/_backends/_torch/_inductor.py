@@ -13,12 +13,12 @@ from onnx_gather._backends._positions import tuple_rows
 from onnx_gather._backends._torch._dtypes import SIGNED
 from onnx_gather._backends._torch._indices import counted_int64, rule, xp
 from onnx_gather._indices import from_end
+from onnx_gather._spec.tensor_scatter import TensorScatterPlan
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from onnx_gather._spec import Plan
-    from onnx_gather._spec.tensor_scatter import TensorScatterPlan
     from onnx_gather._typing import ScatterPlan
 
 
@@ -32,8 +32,21 @@ def _out_of_range(
     sizes as a tensor (int64, one per coordinate, or 0-d), which a compiler passes to the
     branch as it passes ``indices``. Where no index is out of range (under ``vmap`` of a
     batch both branches run) it returns the other branch's value, an int64 zero.
+
+    ``op`` chooses the rule: the operator's range (:func:`._indices.rule`), or, where it
+    names TensorScatter, its write-index rule (:func:`write_indices_checked`: ``sizes``
+    holds the cache's length along the axis and the update's, ``coordinates`` says
+    circular mode).
     """
-    counted_int64(indices, rule(op, axis, sizes.reshape(-1).tolist(), coordinates))
+    from onnx_gather import _ops
+
+    operator = _ops.BY_MESSAGE_NAME.get(op)
+    if operator is not None and operator[0].method == "tensor_scatter":
+        size, length = sizes.tolist()
+        plan = TensorScatterPlan(op, True, (), axis, size, length, coordinates)
+        plan.raise_if_bad(indices.reshape(-1).tolist())
+    else:
+        counted_int64(indices, rule(op, axis, sizes.reshape(-1).tolist(), coordinates))
     return torch.zeros((), dtype=torch.int64, device=indices.device)
 
 
@@ -58,6 +71,35 @@ def _out_of_range_vmap(
     if sizes_bdim is not None:
         sizes = sizes.select(sizes_bdim, 0)
     return _out_of_range(indices, sizes, *args), None
+
+
+def decomposing() -> bool:
+    """Whether torch asks for ``run_v1``'s decomposition to record it (``run_decompositions``).
+
+    There ``torch.export`` retraces the program functionalized (a FunctionalTensorMode is
+    in force) while exporting. Its own trace (``torch.export.export``) runs fake tensors
+    alone, and ``torch.compile`` is not exporting: both keep ``run_v1``
+    (:mod:`._decomposed`).
+    """
+    return torch.compiler.is_exporting() and _functional_mode() is not None
+
+
+def cond(pred: torch.Tensor, true_fn: Any, false_fn: Any, operands: tuple[Any, ...]) -> Any:
+    """``torch.cond``; in a decomposition (:func:`decomposing`) its operator itself.
+
+    ``torch.cond`` outside Dynamo compiles one wrapper function with Dynamo at each call,
+    and Dynamo keeps what it compiled for that function's code, with guards on the
+    operands' sizes: checked against a later call's symbolic sizes (a program exported
+    with ``torch.export.Dim``) each guard of a former call's static sizes specializes
+    them, and the program then refuses any other size ("Guard failed: 4 ==
+    d.size()[0]", torch 2.13). The operator (``cond_op``, what Dynamo's graph calls)
+    traces the branches under the decomposition's own trace, with nothing kept.
+    """
+    if decomposing():
+        from torch._higher_order_ops.cond import cond_op
+
+        return cond_op(pred, true_fn, false_fn, operands)
+    return torch.cond(pred, true_fn, false_fn, operands)
 
 
 def _no_index_out_of_range(indices: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
@@ -144,13 +186,33 @@ def counted_in_graph(indices: torch.Tensor, plan: Plan) -> torch.Tensor:
     )
     rule = (plan.op, plan.axis, plan.coordinates)
     if math.prod(plan.out_shape) > math.prod(indices.shape):  # rows
-        return torch.cond(
+        return cond(
             bad, lambda i, s: _counted_or_out_of_range(i, s, *rule), _counted_by, (indices, stacked)
         )
-    zero = torch.cond(
+    zero = cond(
         bad, lambda i, s: _out_of_range(i, s, *rule), _no_index_out_of_range, (indices, stacked)
     )
     return _counted_by(indices, stacked) + zero
+
+
+def write_indices_checked(indices: torch.Tensor, plan: TensorScatterPlan) -> torch.Tensor:
+    """TensorScatter's write indices checked in the graph: an int64 zero, or its IndexError.
+
+    As :func:`counted_in_graph`'s check under ``torch.export``: a reduction finds whether
+    a write index breaks the rule (:meth:`~onnx_gather._spec.tensor_scatter.TensorScatterPlan.bad`),
+    and only then does the graph run :func:`_out_of_range`, which raises the eager
+    IndexError naming it. Its sizes are the cache's length along the axis and the
+    update's, a tensor operand; its ``coordinates`` flag is the circular mode.
+    """
+    bad = torch.any(plan.bad(indices))
+    sizes = torch.stack(
+        [indices.new_full((), n, dtype=torch.int64) for n in (plan.size, plan.length)]
+    )
+    rule = (plan.op, plan.axis, plan.circular)
+    zero: torch.Tensor = cond(
+        bad, lambda i, s: _out_of_range(i, s, *rule), _no_index_out_of_range, (indices, sizes)
+    )
+    return zero
 
 
 #: Under ``torch.compile``: the most pairs of updates compared to find each target's

@@ -136,6 +136,16 @@ def _run_fake(
     strings: str,
     check_bounds: bool,
 ) -> torch.Tensor:
+    """The output's shape and type.
+
+    While ``torch.export`` traces, it also registers the decomposition that
+    ``run_decompositions()`` will use (:func:`._decomposed.register`).
+    """
+    if torch.compiler.is_exporting():
+        # (imported here: it builds on the backend, which imports this module)
+        from onnx_gather._backends._torch import _decomposed
+
+        _decomposed.register()
     plan = _plan(inputs, op, ints, check_bounds, strings)
     return inputs[0].new_empty(plan.out_shape)
 
