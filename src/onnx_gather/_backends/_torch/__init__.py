@@ -11,6 +11,7 @@ from onnx_gather import _ops
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._base import Backend
 from onnx_gather._backends._numpy import _kernels
+from onnx_gather._backends._torch import _decomposed as decomposed
 from onnx_gather._backends._torch import _dtypes, _onnx
 from onnx_gather._backends._torch import _exact as exact
 from onnx_gather._backends._torch import _inductor as inductor
@@ -52,7 +53,7 @@ def _gathering(
         if way is Route.RECORDED:
             if isinstance(indices, np.ndarray):  # host indices: a constant of the graph
                 indices = _constant(indices, data)
-            return recorded.call(data, indices, plan=plan)
+            return _record(data, indices, plan=plan)
         if way is Route.TRITON:
             return getattr(triton(), method)(data, indices, plan)
         return own(data, indices, plan)
@@ -173,7 +174,7 @@ class TorchBackend(Backend):
         if way is Route.NUMPY_VIEWS:
             return numpy_views.on_numpy(numpy_kernels.openvino_gather, data, indices, plan)
         if way is Route.RECORDED:
-            return recorded.call(data, _on(data, indices), plan=plan)
+            return _record(data, _on(data, indices), plan=plan)
         if way is Route.ONNX:  # (the TorchScript exporter; the dynamo one binds _EXPORTING)
             return _EXPORTING.openvino_gather(data, indices, plan)
         return super().openvino_gather(data, indices, plan)
@@ -281,7 +282,7 @@ class TorchBackend(Backend):
             return inductor.tensor_scatter(data, updates, _on(data, indices), plan)
         grad = torch.is_grad_enabled() and (data.requires_grad or updates.requires_grad)
         if way is Route.RECORDED:
-            result = recorded.call(data, updates, _on(data, indices), plan=plan)
+            result = _record(data, updates, _on(data, indices), plan=plan)
         elif out is None or grad:
             result = exact.tensor_scatter(data, updates, indices, plan)
         else:  # in place, or into out: nothing but the cache is copied
@@ -383,8 +384,19 @@ def _openvino(
         and torch.is_grad_enabled()
         and (data.requires_grad or updates.requires_grad)
     )
-    result = recorded.call(data, _on(data, indices), updates, plan=plan)
+    result = _record(data, _on(data, indices), updates, plan=plan)
     return _into(out, result, grad)
+
+
+def _record(*inputs: torch.Tensor, plan: Plan) -> torch.Tensor:
+    """The call as one ``run_v1`` of the graph being recorded (:func:`._recorded.call`).
+
+    Under ``torch.export`` the decompositions that ``run_decompositions()`` lowers it
+    with are registered first (once, :func:`._decomposed.register`).
+    """
+    if torch.compiler.is_exporting():
+        decomposed.register(backend)
+    return recorded.call(*inputs, plan=plan)
 
 
 def _on(data: torch.Tensor, indices: Array) -> torch.Tensor:
@@ -447,7 +459,7 @@ def _scatter_call(
         result = inductor.scatter(data, indices, updates, plan)
     elif way is Route.RECORDED:
         # (under torch.func.vmap: its rule calls the operator per batch entry)
-        result = recorded.call(data, indices, updates, plan=plan)
+        result = _record(data, indices, updates, plan=plan)
     else:
         exact.check_servable(data, indices)
         result = own(data, indices, updates, plan)

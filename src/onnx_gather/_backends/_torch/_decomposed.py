@@ -1,25 +1,14 @@
 """``onnx_gather::run_v1`` as torch's own operators, for ``ExportedProgram.run_decompositions()``.
 
-An exported program keeps each recorded call as one ``run_v1`` (:mod:`._recorded`):
-its kernel is the library's, exact wherever the program runs. Another backend of
-``torch.export`` lowers aten operators only, so ``run_decompositions()`` (torch's
-default table) replaces each ``run_v1`` with what this module traces: the same values,
-bit for bit, in aten operators, a ``cond`` whose branch raises the library's IndexError
-(``onnx_gather::out_of_range_v1``, :func:`._inductor.counted_in_graph`) and, for a
-scatter's reduction, one ``while_loop`` of rounds: the operators themselves, not
-``torch.cond`` and ``torch.while_loop``, which compile with Dynamo and keep what they
-compiled (:func:`._inductor.cond`). OpenVINO's scatters are the base backend's steps
-(:class:`_Steps`); TensorScatter is recorded only where it writes nothing.
-
-How torch finds it: its default table decomposes every functional custom operator with
-a CompositeImplicitAutograd kernel (``torch._export.utils._collect_all_valid_cia_ops``,
-torch 2.13), and one written in Python (``OpOverload.py_impl``) is the decomposition
-itself (``_get_decomp_for_cia``). It is registered on that key only (the operator's own
-kernels keep every other key: eager calls, ``torch.compile``, ``vmap`` and autograd are
-unchanged), and only once the process exports a call (:func:`register`). Torch also
-offers that kernel to other traces (fake tensors, ``make_fx``, AOTAutograd's
-functionalization): there it answers NotImplemented, and they record ``run_v1`` as
-before (:func:`._inductor.decomposing`).
+An exported program keeps each recorded call as one ``run_v1`` (:mod:`._recorded`),
+exact wherever the program runs. Another backend of ``torch.export`` lowers aten
+operators only, so ``run_decompositions()`` (torch's default table) replaces each
+``run_v1`` with what this module traces: the same values, bit for bit, in aten
+operators, a ``cond`` whose branch raises the library's IndexError
+(``onnx_gather::out_of_range_v1``) and, for a scatter's reduction, one ``while_loop`` of
+rounds (the operators themselves, not ``torch.cond`` and ``torch.while_loop``, which
+compile with Dynamo and keep what they compiled: :func:`._inductor.cond`). How torch
+finds it, and when: :func:`register`.
 """
 
 from __future__ import annotations
@@ -31,10 +20,10 @@ from torch._higher_order_ops.while_loop import while_loop_op
 
 from onnx_gather import _ops
 from onnx_gather._backends._base import Backend
-from onnx_gather._backends._torch import TorchBackend
 from onnx_gather._backends._torch import _exact as exact
 from onnx_gather._backends._torch._dtypes import SIGNED
 from onnx_gather._backends._torch._inductor import decomposing, write_indices_checked
+from onnx_gather._backends._torch._recorded import plan_again
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -57,29 +46,38 @@ def decomposition(
     operator, _ = _ops.BY_MESSAGE_NAME[op]
     if operator.method not in DECOMPOSED or not decomposing():
         return NotImplemented
-    from onnx_gather._backends._torch._recorded import _plan
-
-    plan = _plan(inputs, op, ints, check_bounds, strings)
+    plan = plan_again(inputs, op, ints, check_bounds, strings)
     return DECOMPOSED[operator.method](*inputs, plan)
 
 
-_REGISTERED = False
+#: The torch backend as OpenVINO's steps run on it (:class:`_Steps`), once registered.
+_STEPS: Backend | None = None
 
 
-def register() -> None:
+def register(backend: Backend) -> None:
     """Make :func:`decomposition` ``run_v1``'s CompositeImplicitAutograd kernel (once).
 
-    Called as a call is exported (``run_v1``'s fake kernel while ``torch.export`` traces),
-    so before any ``run_decompositions()`` of the program. Inductor's decomposition
-    table is imported first: it is a copy of torch's default table taken at its import
-    (``torch/_inductor/decomposition.py``), and inductor refuses to fall back to an
-    operator that table decomposes ("both a fallback and a decomp for same op"), which
-    ``torch.compile`` of a ``run_v1`` needs.
+    Torch's default table decomposes every functional custom operator with a
+    CompositeImplicitAutograd kernel (``torch._export.utils._collect_all_valid_cia_ops``,
+    torch 2.13), and one written in Python (``OpOverload.py_impl``) is the decomposition
+    itself (``_get_decomp_for_cia``). It is registered on that key only: the operator's
+    own kernels keep every other key (eager calls, ``torch.compile``, ``vmap``, autograd).
+    Torch also offers that kernel to other traces (fake tensors, ``make_fx``, AOTAutograd's
+    functionalization): there it answers NotImplemented, and they record ``run_v1`` as
+    before (:func:`._inductor.decomposing`).
+
+    The torch backend calls this as it records a call under ``torch.export``, so before
+    any ``run_decompositions()`` of the program, and hands itself over: OpenVINO's steps
+    run on it (:class:`_Steps`, a mixin placed before its class: the backend imports this
+    module, which so needs no import of it). Inductor's decomposition table is imported first: it is a copy of torch's
+    default table taken at its import (``torch/_inductor/decomposition.py``), and
+    inductor refuses to fall back to an operator that table decomposes ("both a fallback
+    and a decomp for same op"), which ``torch.compile`` of a ``run_v1`` needs.
     """
-    global _REGISTERED
-    if _REGISTERED:
+    global _STEPS
+    if _STEPS is not None:
         return
-    _REGISTERED = True
+    _STEPS = type("Steps", (_Steps, type(backend)), {})()
     import torch._inductor.decomposition  # (its table, without run_v1)
 
     key = torch._C.DispatchKey.CompositeImplicitAutograd
@@ -185,10 +183,12 @@ def _gather(method: str) -> Callable[..., torch.Tensor]:
     return gathered
 
 
-class _Steps(TorchBackend):
+class _Steps(Backend):
     """The torch backend as OpenVINO's operators' steps run on it in a decomposition.
 
-    The base's compositions (:class:`._base.Backend`, :mod:`.._openvino`) of ONNX calls and
+    A mixin, placed before the backend's class (:func:`register`).
+
+    The base's compositions (:class:`.._base.Backend`, :mod:`.._openvino`) of ONNX calls and
     torch's elementwise operations, in operators whose shapes do not depend on the
     indices' values: the ONNX scatters are :func:`_scatter` (a ``run_v1`` here would be
     the OpenVINO operator's own again: its inner plan bears its name), the checked count
@@ -237,14 +237,11 @@ class _Steps(TorchBackend):
         return q.view(torch.uint64)
 
 
-_STEPS = _Steps()
-
-
 def _openvino(method: str) -> Callable[..., torch.Tensor]:
     """An OpenVINO operator: the base's steps, traced on :class:`_Steps`."""
 
     def steps(*args: Any) -> torch.Tensor:
-        out: torch.Tensor = getattr(_STEPS, method)(*args)
+        out: torch.Tensor = getattr(_STEPS, method)(*args)  # (registered: it recorded)
         return out.contiguous()
 
     return steps

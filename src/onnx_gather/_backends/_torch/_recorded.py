@@ -82,7 +82,7 @@ def joined_attributes(op: str, ints: Sequence[int], strings: str) -> tuple[Any, 
     )
 
 
-def _plan(
+def plan_again(
     inputs: Sequence[torch.Tensor], op: str, ints: Sequence[int], check: bool, strings: str = ""
 ) -> Any:
     """The call's plan, made again by the operator's planner (symbolic shapes too).
@@ -114,13 +114,13 @@ def _run(
     messages do ("GatherND-13"), ``ints`` holds its integer attributes and ``strings`` its
     string ones joined by commas (a scatter's reduction), in the registry's order
     (normalised, as the plan has them; a schema takes no list of strings). The operator's
-    planner plans the call again from them (:func:`_plan`): for the fake (meta) kernel on
+    planner plans the call again from them (:func:`plan_again`): for the fake (meta) kernel on
     symbolic shapes, and for this one, which runs the backend's eager kernel
     (:func:`register`: the compiled kernel on CPU, Triton or torch's own kernels on CUDA)
     and raises the eager IndexError when the graph runs. The version in the operator's
     name keeps the meaning of graphs exported today when the schema changes.
     """
-    plan = _plan(inputs, op, ints, check_bounds, strings)
+    plan = plan_again(inputs, op, ints, check_bounds, strings)
     operator, _ = _ops.BY_MESSAGE_NAME[op]
     out = _EAGER[operator.method](*inputs, plan)
     # A custom op's output never aliases an input (an identity gather could, on a path
@@ -136,17 +136,7 @@ def _run_fake(
     strings: str,
     check_bounds: bool,
 ) -> torch.Tensor:
-    """The output's shape and type.
-
-    While ``torch.export`` traces, it also registers the decomposition that
-    ``run_decompositions()`` will use (:func:`._decomposed.register`).
-    """
-    if torch.compiler.is_exporting():
-        # (imported here: it builds on the backend, which imports this module)
-        from onnx_gather._backends._torch import _decomposed
-
-        _decomposed.register()
-    plan = _plan(inputs, op, ints, check_bounds, strings)
+    plan = plan_again(inputs, op, ints, check_bounds, strings)
     return inputs[0].new_empty(plan.out_shape)
 
 
@@ -239,7 +229,7 @@ def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> N
     ctx.method = _ops.BY_MESSAGE_NAME[op][0].method
     keep, _ = BACKWARDS[ctx.method]
     ctx.save_for_backward(*keep(arrays, output))
-    ctx.plan = _plan(arrays, op, ints, check_bounds, strings)
+    ctx.plan = plan_again(arrays, op, ints, check_bounds, strings)
     ctx.data_shape = arrays[0].shape
 
 
