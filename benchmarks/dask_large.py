@@ -44,6 +44,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 GIB = 2**30
+#: In the report file, what follows this line is written by hand (the analysis of a run)
+#: and kept when the report is written again.
+KEPT = "<!-- Below: written by hand, kept when the benchmark rewrites this page. -->"
 
 
 # --- input formulas: the same values on the workers (per block) and in NumPy -------------
@@ -472,6 +475,9 @@ def main(argv: list[str] | None = None) -> int:
     text = report(args, results)
     print(text)
     if args.out is not None and args.from_json is None:
+        old = args.out.read_text() if args.out.exists() else ""
+        if KEPT in old:
+            text += "\n" + KEPT + old.split(KEPT, 1)[1]
         args.out.write_text(text)
         args.out.with_suffix(".json").write_text(json.dumps(results, indent=1) + "\n")
     same = all(

@@ -26,7 +26,7 @@ from onnx_gather._backends import _dask as backend
 from onnx_gather._backends._dask import _points as points
 
 DASK = next(lib for lib in LIBS if lib.name == "dask")
-BY_BLOCK = ("gather-elements-route", "gather-nd-route", "gather-elements-local")
+BY_BLOCK = ("gatherelements-route", "gather-nd-route", "gatherelements-local")
 
 
 def _kinds(out: da.Array) -> set[str]:
@@ -157,7 +157,7 @@ def test_the_planner_chooses_by_the_bytes_each_plan_moves(bytes_only: None) -> N
     """Few indices against much data: by block; many against little data: rechunk it."""
     data = da.zeros((64, 4096), chunks=(16, 512), dtype=np.float32)
     few = da.zeros((64, 8), chunks=(16, 8), dtype=np.int64)
-    assert "gather-elements-route" in _kinds(og.gather_elements(data, few, axis=1))
+    assert "gatherelements-route" in _kinds(og.gather_elements(data, few, axis=1))
     assert not {"rechunk-merge", "take_along_block"} & _kinds(og.gather_elements(data, few, 1))
     small = da.zeros((64, 16), chunks=(16, 4), dtype=np.float32)
     many = da.zeros((64, 4096), chunks=(16, 512), dtype=np.int64)
@@ -178,10 +178,10 @@ def test_the_planner_counts_tasks_too() -> None:
     """Tiny arrays in many blocks: the by-block plan's tasks cost more than moving the data."""
     data = da.zeros((64, 4096), chunks=(16, 512), dtype=np.float32)
     few = da.zeros((64, 8), chunks=(16, 8), dtype=np.int64)
-    assert "gather-elements-route" not in _kinds(og.gather_elements(data, few, axis=1))
+    assert "gatherelements-route" not in _kinds(og.gather_elements(data, few, axis=1))
     big = da.zeros((2048, 2**16), chunks=(512, 2**14), dtype=np.float32)  # 512 MiB
     rows = da.zeros((2048, 8), chunks=(512, 8), dtype=np.int64)
-    assert "gather-elements-route" in _kinds(og.gather_elements(big, rows, axis=1))
+    assert "gatherelements-route" in _kinds(og.gather_elements(big, rows, axis=1))
 
 
 # --- local indices move no data ---------------------------------------------------------
@@ -214,13 +214,13 @@ def test_host_local_indices_read_one_data_block_per_task() -> None:
     data = da.from_array(src, chunks=(4, 6))
     idx = _local(8, 4, 6, 24)  # host indices are cut like data: 6 columns a block
     out = og.gather_elements(data, idx, axis=1)
-    assert _kinds(out) == {"array", "gather-elements-local"}
+    assert _kinds(out) == {"array", "gatherelements-local"}
     readers = _data_readers(out, data)
     for block, tasks in readers.items():
-        assert all(t[0].startswith("gather-elements-local") for t in tasks), block
+        assert all(t[0].startswith("gatherelements-local") for t in tasks), block
     dsk = dict(out.__dask_graph__())
     for key in dsk:
-        if key[0].startswith("gather-elements-local"):
+        if key[0].startswith("gatherelements-local"):
             assert sum(d[0] == data.name for d in get_dependencies(dsk, key)) == 1
     assert_identical(DASK.to_numpy(out), np.take_along_axis(src, idx, 1))
 
@@ -233,12 +233,12 @@ def test_dask_local_indices_move_no_data(client: Any, bytes_only: None) -> None:
     idx = _local(8, 4, 600, 8)
     lazy = da.from_array(idx, chunks=(4, 2))
     out = og.gather_elements(data, lazy, axis=1)
-    assert "gather-elements-part" in _kinds(out)
+    assert "gatherelements-part" in _kinds(out)
     assert not {"rechunk-merge", "take_along_block"} & _kinds(out)
     for tasks in _data_readers(out, data).values():
-        assert all(t[0].startswith("gather-elements-part") for t in tasks)
+        assert all(t[0].startswith("gatherelements-part") for t in tasks)
     dsk = dict(out.__dask_graph__())
-    parts = [k for k in dsk if k[0].startswith("gather-elements-part")]
+    parts = [k for k in dsk if k[0].startswith("gatherelements-part")]
     values = dict(zip(parts, dask.get(dsk, parts), strict=True))
     for key, part in values.items():
         reads = next(d for d in get_dependencies(dsk, key) if d[0] == data.name)
@@ -275,7 +275,7 @@ def test_by_block_on_a_cluster_matches_numpy(client: Any, bytes_only: None) -> N
     pairs = np.stack([rng.integers(-40, 40, 500), rng.integers(-300, 300, 500)], axis=-1)
     got = og.gather_elements(data, da.from_array(idx, chunks=(10, 7)), 1)
     nd = og.gather_nd(data, da.from_array(pairs, chunks=(128, 2)))
-    assert "gather-elements-route" in _kinds(got)
+    assert "gatherelements-route" in _kinds(got)
     assert "gather-nd-route" in _kinds(nd)
     a, b = client.compute([got, nd], sync=True)
     assert_identical(a, og.gather_elements(src, idx, 1))

@@ -234,7 +234,7 @@ def _gather_elements_by_block(
         reached = _reached(values, counted.chunks, stops, a)
         if all(len(c) == 1 for c in reached.values()):
             owners = {bi: c[0] for bi, c in reached.items()}
-            return points.gather_local("gather-elements", data, counted, a, owners)
+            return points.gather_local("gatherelements", data, counted, a, owners)
         lazy, count = counted, False
     else:
         lazy, count = indices.rechunk({d: data.chunks[d] for d in range(data.ndim) if d != a}), True
@@ -249,7 +249,7 @@ def _gather_elements_by_block(
     kwargs = {"plan": plan, "count": count, "axis": a, "stops": stops}
     route = (points.route_elements, kwargs)
     return points.gather_by_block(
-        "gather-elements", data, lazy, route, reach, data.ndim, lazy.chunks, data.ndim
+        "gatherelements", data, lazy, route, reach, data.ndim, lazy.chunks, data.ndim
     )
 
 

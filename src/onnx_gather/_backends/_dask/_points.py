@@ -45,9 +45,13 @@ def tasks(index_blocks: int, reach: int) -> int:
 def split(owner: np.ndarray, targets: tuple[int, ...]) -> list[np.ndarray]:
     """For each target, the positions (ascending) whose owner it is.
 
-    One comparison pass per target while they are few; past that one stable sort by
-    owner (a radix sort on 16-bit keys), cut where each owner's run begins and ends.
+    Two passes where one owner has them all; one comparison pass per target while they
+    are few; past that one stable sort by owner (a radix sort on 16-bit keys), cut where
+    each owner's run begins and ends.
     """
+    if owner.size and owner.min() == owner.max():  # (indices local to one data block)
+        every = np.arange(owner.size)
+        return [every if t == owner[0] else every[:0] for t in targets]
     if len(targets) <= 4:
         return [np.flatnonzero(owner == t) for t in targets]
     keys = owner.astype(np.int16 if max(targets) < 2**15 else np.int64)
@@ -78,8 +82,29 @@ def _widest(stops: Sequence[int]) -> int:
 
 
 def owners(values: np.ndarray, stops: Sequence[int]) -> np.ndarray:
-    """The chunk (of the chunks ending at ``stops``) each counted coordinate falls in."""
+    """The chunk (of the chunks ending at ``stops``) each counted coordinate falls in.
+
+    Chunks of one width (the last may be shorter): a division; else a binary search.
+    """
+    width = stops[0] if stops else 0
+    if width and all(s == (i + 1) * width for i, s in enumerate(stops[:-1])):
+        return np.minimum(values // width, len(stops) - 1)
     return np.minimum(np.searchsorted(stops, values, side="right"), len(stops) - 1)
+
+
+def element_offsets(
+    pos: np.ndarray, local: np.ndarray, shape: tuple[int, ...], axis: int, width: int
+) -> np.ndarray:
+    """Offsets (C order) in a block of ``shape`` but ``width`` along ``axis``.
+
+    Of the entries at ``pos`` (C order) of a block of ``shape``, each moved to ``local``
+    along the axis.
+    """
+    inner = math.prod(shape[axis + 1 :])
+    length = shape[axis] * inner  # positions per step of the dims before the axis
+    if inner == 1:
+        return (pos // length) * width + local
+    return (pos // length) * (width * inner) + local * inner + pos % inner
 
 
 def route_elements(
@@ -107,9 +132,7 @@ def route_elements(
     kind = small(flat.size, _widest(stops) * length)
     positions, offsets = [], []
     for c, pos in zip(targets, split(owner, targets), strict=True):
-        width = stops[c] - starts[c]
-        local = flat[pos] - starts[c]
-        at = (pos // length) * (width * inner) + local * inner + pos % inner
+        at = element_offsets(pos, flat[pos] - starts[c], block.shape, axis, stops[c] - starts[c])
         positions.append(pos.astype(kind))
         offsets.append(at.astype(kind))
     return positions, offsets
@@ -190,6 +213,8 @@ def join(
     """One output block: each part's values at its positions (every position is owned once)."""
     out = np.empty((math.prod(lead), *trail), dtype)
     for pos, values in zip(routed[0], parts, strict=True):
+        if pos.size == len(out):  # (all from one data block, in order: no copy)
+            return values.reshape(lead + trail)
         if pos.size:
             out[pos] = values
     return out.reshape(lead + trail)

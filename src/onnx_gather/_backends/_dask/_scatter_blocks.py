@@ -67,9 +67,14 @@ def route_elements(
     pieces = []
     for c, chosen in enumerate(points.split(owner, tuple(range(len(stops))))):
         pos = order[chosen]
-        coords = list(np.unravel_index(pos, block.shape))
-        coords[axis] = flat[pos] - starts[c]
-        rows = np.ravel_multi_index(tuple(coords), shapes[c]) if pos.size else pos
+        local = flat[pos] - starts[c]
+        same = [n == m for n, m in zip(block.shape, shapes[c], strict=True)]
+        if all(same[:axis] + same[axis + 1 :]):
+            rows = points.element_offsets(pos, local, block.shape, axis, shapes[c][axis])
+        else:  # (data's block is larger off the axis: the indices end inside it)
+            coords = list(np.unravel_index(pos, block.shape))
+            coords[axis] = local
+            rows = np.ravel_multi_index(tuple(coords), shapes[c]) if pos.size else pos
         kind = points.small(math.prod(shapes[c]))
         pieces.append((np.asarray(rows).astype(kind), upd[pos]))
     return pieces
@@ -186,7 +191,7 @@ def _scatter_elements(
         return None
     stops = tuple(accumulate(data.chunks[a]))
     starts = [tuple(accumulate(c, initial=0)) for c in indices.chunks]
-    name, route, piece = _names("scatter-elements", data, indices, updates, plan)
+    name, route, piece = _names("scatterelements", data, indices, updates, plan)
     graph: dict[str, dict[Any, Any]] = {name: {}, route: {}, piece: {}}
     aimed: dict[tuple[int, ...], list[Any]] = {}
     for bi in np.ndindex(*indices.numblocks):
