@@ -84,11 +84,12 @@ def _widest(stops: Sequence[int]) -> int:
 def owners(values: np.ndarray, stops: Sequence[int]) -> np.ndarray:
     """The chunk (of the chunks ending at ``stops``) each counted coordinate falls in.
 
-    Chunks of one width (the last may be shorter): a division; else a binary search.
+    Chunks of one width (the last may be shorter): a shift (a power of two) or a
+    division; else a binary search.
     """
     width = stops[0] if stops else 0
     if width and all(s == (i + 1) * width for i, s in enumerate(stops[:-1])):
-        return np.minimum(values // width, len(stops) - 1)
+        return np.minimum(_divided(values, width), len(stops) - 1)
     return np.minimum(np.searchsorted(stops, values, side="right"), len(stops) - 1)
 
 
@@ -103,8 +104,16 @@ def element_offsets(
     inner = math.prod(shape[axis + 1 :])
     length = shape[axis] * inner  # positions per step of the dims before the axis
     if inner == 1:
-        return (pos // length) * width + local
-    return (pos // length) * (width * inner) + local * inner + pos % inner
+        return _divided(pos, length) * width + local
+    wide = local.astype(np.int64, copy=False)  # (int32 indices times inner may pass 2**31)
+    return _divided(pos, length) * (width * inner) + wide * inner + pos % inner
+
+
+def _divided(values: np.ndarray, n: int) -> np.ndarray:
+    """``values // n`` for non-negative ``values``; a shift where ``n`` is a power of two."""
+    if n > 0 and n & (n - 1) == 0:
+        return values >> (n.bit_length() - 1)
+    return values // max(n, 1)
 
 
 def route_elements(
@@ -124,15 +133,18 @@ def route_elements(
     coordinates are ``p``'s with the axis' one replaced by ``i - start``.
     """
     counted = counted_block(block, plan, offset) if count else block
-    flat = counted.reshape(-1).astype(np.int64, copy=False)
+    flat = counted.reshape(-1)  # (int32 or int64: counted, so within the axis)
     owner = owners(flat, stops)
     inner = math.prod(block.shape[axis + 1 :])
     length = block.shape[axis] * inner  # positions per step of the dims before the axis
     starts = (0, *stops)
-    kind = small(flat.size, _widest(stops) * length)
+    outer = flat.size // length if length else 0
+    kind = small(flat.size, outer * _widest(stops) * inner)  # (the largest data block)
     positions, offsets = [], []
     for c, pos in zip(targets, split(owner, targets), strict=True):
-        at = element_offsets(pos, flat[pos] - starts[c], block.shape, axis, stops[c] - starts[c])
+        at = element_offsets(
+            pos, flat[pos] - np.int64(starts[c]), block.shape, axis, stops[c] - starts[c]
+        )
         positions.append(pos.astype(kind))
         offsets.append(at.astype(kind))
     return positions, offsets

@@ -59,15 +59,15 @@ def route_elements(
     one replaced by its index minus the chunk's start.
     """
     values, keep = _checked(block, plan, offset)
-    flat = np.asarray(values).reshape(-1).astype(np.int64, copy=False)
+    flat = np.asarray(values).reshape(-1)  # (int32 or int64: counted, so within the axis)
     upd = updates.reshape(-1)
-    order = np.arange(flat.size) if keep is None else np.flatnonzero(np.asarray(keep))
-    owner = points.owners(flat[order], stops)
+    order = None if keep is None else np.flatnonzero(np.asarray(keep))
+    owner = points.owners(flat if order is None else flat[order], stops)
     starts = (0, *stops)
     pieces = []
     for c, chosen in enumerate(points.split(owner, tuple(range(len(stops))))):
-        pos = order[chosen]
-        local = flat[pos] - starts[c]
+        pos = chosen if order is None else order[chosen]
+        local = flat[pos] - np.int64(starts[c])
         same = [n == m for n, m in zip(block.shape, shapes[c], strict=True)]
         if all(same[:axis] + same[axis + 1 :]):
             rows = points.element_offsets(pos, local, block.shape, axis, shapes[c][axis])
