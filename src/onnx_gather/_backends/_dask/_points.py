@@ -76,7 +76,7 @@ def small(*bounds: int) -> type[np.signedinteger[Any]]:
     return np.int32 if max(bounds, default=0) < 2**31 else np.int64
 
 
-def _widest(stops: Sequence[int]) -> int:
+def widest(stops: Sequence[int]) -> int:
     """The longest of the chunks ending at ``stops``."""
     return max((b - a for a, b in zip((0, *stops), stops, strict=False)), default=0)
 
@@ -139,7 +139,7 @@ def route_elements(
     length = block.shape[axis] * inner  # positions per step of the dims before the axis
     starts = (0, *stops)
     outer = flat.size // length if length else 0
-    kind = small(flat.size, outer * _widest(stops) * inner)  # (the largest data block)
+    kind = small(flat.size, outer * widest(stops) * inner)  # (the largest data block)
     positions, offsets = [], []
     for c, pos in zip(targets, split(owner, targets), strict=True):
         at = element_offsets(
@@ -152,10 +152,25 @@ def route_elements(
 
 def owners_nd(tuples: np.ndarray, stops: tuple[tuple[int, ...], ...]) -> np.ndarray:
     """The data block (C order over the addressed dims' blocks) each counted tuple reads."""
-    if not stops:
-        return np.zeros(len(tuples), np.intp)
-    per_dim = tuple(owners(tuples[:, d], s) for d, s in enumerate(stops))
-    return np.asarray(np.ravel_multi_index(per_dim, tuple(len(s) for s in stops)))
+    return locate_nd(tuples, stops)[0]
+
+
+def locate_nd(
+    tuples: np.ndarray, stops: tuple[tuple[int, ...], ...]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each counted tuple's data block (as :func:`owners_nd`) and row in it (C order).
+
+    One pass per addressed dim over all tuples, so splitting by block only picks.
+    """
+    owner = np.zeros(len(tuples), np.int64)
+    at = np.zeros(len(tuples), np.int64)
+    for d, s in enumerate(stops):
+        per_dim = owners(tuples[:, d], s)
+        starts = np.array((0, *s[:-1]), np.int64)
+        widths = np.array(s, np.int64) - starts
+        owner = owner * len(s) + per_dim
+        at = at * widths[per_dim] + (tuples[:, d] - starts[per_dim])
+    return owner, at
 
 
 def route_nd(
@@ -172,28 +187,14 @@ def route_nd(
     an offset is the tuple's row in its block's addressed dims, in C order.
     """
     counted = counted_block(block, plan, offset) if count else block
-    k = len(stops)
-    tuples = counted.reshape(-1, k).astype(np.int64, copy=False)
-    owner = owners_nd(tuples, stops)
-    grid = tuple(len(s) for s in stops)
-    kind = small(len(tuples), math.prod(_widest(s) for s in stops))
+    tuples = counted.reshape(-1, len(stops))
+    owner, at = locate_nd(tuples, stops)
+    kind = small(len(tuples), math.prod(widest(s) for s in stops))
     positions, offsets = [], []
-    for t, pos in zip(targets, split(owner, targets), strict=True):
-        at = rows_in_block(tuples[pos], np.unravel_index(t, grid), stops)
+    for pos in split(owner, targets):
         positions.append(pos.astype(kind))
-        offsets.append(at.astype(kind))
+        offsets.append(at[pos].astype(kind))
     return positions, offsets
-
-
-def rows_in_block(
-    tuples: np.ndarray, block: Sequence[Any], stops: tuple[tuple[int, ...], ...]
-) -> np.ndarray:
-    """Counted tuples' rows (C order over the addressed dims) in the data block ``block``."""
-    at = np.zeros(len(tuples), np.int64)
-    for d, c in enumerate(block):
-        start = stops[d][c - 1] if c else 0
-        at = at * (stops[d][c] - start) + tuples[:, d] - start
-    return at
 
 
 def _offsets(routed: Routed, i: int) -> np.ndarray:

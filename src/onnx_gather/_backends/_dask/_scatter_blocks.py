@@ -96,16 +96,17 @@ def route_nd(
     """
     values, keep = _checked(block, plan, offset)
     k = len(stops)
-    tuples = np.asarray(values).reshape(-1, k).astype(np.int64, copy=False)
+    tuples = np.asarray(values).reshape(-1, k)
     slices = updates.reshape((len(tuples), *updates.shape[block.ndim - 1 :]))
-    order = np.arange(len(tuples)) if keep is None else np.flatnonzero(np.asarray(keep))
-    owner = points.owners_nd(tuples[order], stops)
-    grid = tuple(len(s) for s in stops)
+    order = None if keep is None else np.flatnonzero(np.asarray(keep))
+    owner, rows = points.locate_nd(tuples if order is None else tuples[order], stops)
+    blocks = math.prod(len(s) for s in stops)
     trailing = list(itertools.product(*(range(len(c) - 1) for c in cuts)))
+    kind = points.small(math.prod(points.widest(s) for s in stops))
     pieces = []
-    for t, chosen in enumerate(points.split(owner, tuple(range(math.prod(grid))))):
-        pos = order[chosen]
-        at = points.rows_in_block(tuples[pos], np.unravel_index(t, grid), stops)
+    for chosen in points.split(owner, tuple(range(blocks))):
+        pos = chosen if order is None else order[chosen]
+        at = rows[chosen].astype(kind)
         for u in trailing:
             box = tuple(slice(c[i], c[i + 1]) for c, i in zip(cuts, u, strict=True))
             width = math.prod(c[i + 1] - c[i] for c, i in zip(cuts, u, strict=True))
