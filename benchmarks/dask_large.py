@@ -436,6 +436,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--memory-limit", default="3GiB", help="per worker")
     parser.add_argument("--only", nargs="*", default=None, help="workload names")
+    parser.add_argument(
+        "--plan",
+        choices=["auto", "move-data"],
+        default="auto",
+        help="move-data: the plans that move data (rechunk, reshape, records), for comparison",
+    )
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, to check it runs")
     parser.add_argument("--out", type=Path, help="write the report here, raw results beside it")
     parser.add_argument(
@@ -447,6 +453,19 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         args.updates_cols, args.updated_rows, args.points, args.points_chunk = 128, 64, 4096, 1024
         args.memory_limit = "1GiB"
     return args
+
+
+def _force_plan(plan: str) -> None:
+    """Make the client build the plans that move data instead of indices (``move-data``)."""
+    if plan == "auto":
+        return
+    from onnx_gather._backends import _dask as backend
+    from onnx_gather._backends._dask import _scatter
+
+    backend._by_block = lambda *_: False  # type: ignore[assignment]
+    backend._nd_by_block = lambda *_: False  # type: ignore[assignment]
+    backend._gather_elements_by_block = lambda *_: None  # type: ignore[assignment]
+    _scatter.by_block = lambda *_: None  # type: ignore[assignment]
 
 
 def _selected(args: argparse.Namespace) -> list[Workload]:
@@ -465,6 +484,7 @@ def main(argv: list[str] | None = None) -> int:
             "time": time.time(),
             "dask": {},
         }
+        _force_plan(args.plan)
         for work in _selected(args):
             results["dask"][work.name] = {
                 "operator": run_dask(args, work, operator=True),

@@ -238,10 +238,11 @@ def test_dask_local_indices_move_no_data(client: Any, bytes_only: None) -> None:
     for tasks in _data_readers(out, data).values():
         assert all(t[0].startswith("gatherelements-part") for t in tasks)
     dsk = dict(out.__dask_graph__())
-    parts = [k for k in dsk if k[0].startswith("gatherelements-part")]
-    values = dict(zip(parts, dask.get(dsk, parts), strict=True))
+    picks = [k for k in dsk if k[0].startswith("gatherelements-values")]
+    values = dict(zip(picks, dask.get(dsk, picks), strict=True))
     for key, part in values.items():
-        reads = next(d for d in get_dependencies(dsk, key) if d[0] == data.name)
+        (source,) = get_dependencies(dsk, key)  # the part of one data block
+        reads = next(d for d in get_dependencies(dsk, source) if d[0] == data.name)
         indices_block = key[1:3]
         assert (part.size > 0) == (reads[2] == indices_block[1]), (key, reads)
     # On a cluster: data is generated on the workers; only indices and values travel.

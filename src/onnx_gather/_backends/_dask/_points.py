@@ -36,8 +36,8 @@ TASK_BYTES = 2**20
 def tasks(index_blocks: int, reach: int) -> int:
     """The number of tasks :func:`gather_by_block` makes.
 
-    A route and a join per indices block; an offsets and a part task per indices block
-    and data block it can reach.
+    A route and a join per indices block; an offsets and a values task per indices block
+    and data block it can reach; a part per data block (counted with data's own).
     """
     return index_blocks * (2 + 2 * reach)
 
@@ -216,6 +216,16 @@ def take_part(block: np.ndarray, offsets: np.ndarray, k: int) -> np.ndarray:
     return np.asarray(block[np.unravel_index(offsets, block.shape[:k])])
 
 
+def take_parts(block: np.ndarray, offsets: list[np.ndarray], k: int) -> list[np.ndarray]:
+    """:func:`take_part` for each indices block reading ``block``."""
+    return [take_part(block, at, k) for at in offsets]
+
+
+def _pick(parts: list[np.ndarray], i: int) -> np.ndarray:
+    """One indices block's values of a data block's part: all its join needs of it."""
+    return parts[i]
+
+
 def join(
     routed: Routed,
     parts: list[np.ndarray],
@@ -248,9 +258,10 @@ def gather_by_block(
     For each indices block a *route* task counts and checks the block, finds the data
     block each entry reads (its *owner*) and splits the entries by owner: for each data
     block it can reach, the entries' positions in the indices block and their offsets in
-    that data block. A *part* task per (indices block, reachable data block) takes the
-    values at those offsets from the data block, where it lies; a *join* task per output
-    block puts the parts' values at their positions. Only offsets (one small integer per
+    that data block. A *part* task per data block takes, for each indices block that may
+    read it, the values at those offsets, where the block lies (one task reads it, so it
+    is released once that task has run); a *join* task per output block puts the values
+    at their positions. Only offsets (one small integer per
     index) and values (one item per index) move. A part whose data block no entry of its
     indices block reads is empty, so indices local to one data block move nothing else.
 
@@ -281,12 +292,16 @@ def gather_by_block(
     """
     token = tokenize(data, indices, route[1], k, out_chunks)
     prefix = op.lower()
-    names = {s: f"{prefix}-{s}-{token}" for s in ("route", "offsets", "part")}
+    names = {s: f"{prefix}-{s}-{token}" for s in ("route", "offsets", "part", "values")}
     name = f"{prefix}-{token}"
     starts = [tuple(accumulate(c, initial=0)) for c in indices.chunks]
     fn, kwargs = route
     graph: dict[str, dict[Any, Any]] = {key: {} for key in (*names.values(), name)}
     trail = tuple(c[0] for c in out_chunks[lead_dims:])
+    # One part per data block, over every indices block that may read it: the block is
+    # then read by one task, run once its routes are done, and released after it.
+    readers: dict[tuple[int, ...], list[Any]] = {}
+    joins: dict[tuple[int, ...], list[Any]] = {}
     for bi in np.ndindex(*indices.numblocks):
         offset = tuple(starts[d][b] for d, b in enumerate(bi))
         targets = reach(bi)
@@ -298,13 +313,19 @@ def gather_by_block(
             [(indices.name, *bi)],
             {**kwargs, "offset": offset, "targets": owners},
         )
-        parts = []
+        joins[bi] = []
         for i, (_, block) in enumerate(targets):
-            okey, pkey = (names["offsets"], *bi, i), (names["part"], *bi, i)
+            okey = (names["offsets"], *bi, i)
             graph[names["offsets"]][okey] = (_offsets, rkey, i)
-            graph[names["part"]][pkey] = (take_part, (data.name, *block), okey, k)
-            parts.append(pkey)
+            readers.setdefault(block, []).append(okey)
+            vkey = (names["values"], *bi, i)
+            graph[names["values"]][vkey] = (_pick, (names["part"], *block), len(readers[block]) - 1)
+            joins[bi].append(vkey)
+    for block, okeys in readers.items():
+        graph[names["part"]][(names["part"], *block)] = (take_parts, (data.name, *block), okeys, k)
+    for bi, parts in joins.items():
         lead = tuple(out_chunks[d][bi[d]] for d in range(lead_dims))
+        rkey = (names["route"], *bi)
         graph[name][(name, *bi[:lead_dims], *(0,) * len(trail))] = (
             join,
             rkey,
@@ -317,7 +338,8 @@ def gather_by_block(
         names["route"]: set(indices.__dask_layers__()),
         names["offsets"]: {names["route"]},
         names["part"]: {names["offsets"], *data.__dask_layers__()},
-        name: {names["route"], names["part"]},
+        names["values"]: {names["part"]},
+        name: {names["route"], names["values"]},
     }
     return array(graph, deps, [data, indices], name, out_chunks, data)
 
