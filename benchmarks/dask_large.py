@@ -1,6 +1,6 @@
 """The indexing operators on a 4 GiB float32 array: Dask cluster vs. NumPy on the same cores.
 
-``python -m benchmarks.dask_large [--smoke] [--only NAME ...] [--out docs/dask-benchmark.md]``
+``python -m benchmarks.dask_large [--smoke] [--only NAME ...] [--plan move-data] [--out FILE]``
 
 Workloads (:data:`WORKLOADS`), all on ``data`` float32 ``rows x cols`` in ``--chunks``:
 GatherElements along axis 1 with random indices and with indices local to each output
