@@ -252,3 +252,24 @@ def test_by_block_with_no_update() -> None:
     nothing = da.zeros((0, 4), chunks=2, dtype=np.float32)
     rows = og.scatter_nd(lazy, np.zeros((0, 1), np.int64), nothing)
     assert_identical(rows.compute(), data)
+
+
+@pytest.mark.usefixtures("by_block")
+def test_by_block_with_chunks_once_unknown() -> None:
+    """Unknown chunk sizes are refused; once computed, the by-block plan gives NumPy's bits."""
+    rng = np.random.default_rng(10)
+    data = rng.standard_normal((6, 10)).astype(np.float32)
+    indices = rng.integers(-10, 10, (6, 10))
+    updates = rng.standard_normal((6, 10)).astype(np.float32)
+    lazy = da.from_array(indices, chunks=(2, 4))
+    unknown = lazy[lazy[:, 0] > -100]
+    with pytest.raises(ValueError, match="unknown shape"):
+        og.scatter_elements(da.from_array(data, chunks=3), unknown, da.from_array(updates), axis=1)
+    known = unknown.compute_chunk_sizes()
+    result = og.scatter_elements(
+        da.from_array(data, chunks=3), known, da.from_array(updates, chunks=2), axis=1,
+        reduction="add",
+    )  # fmt: skip
+    assert "scatterelements-route" in _kinds(result)
+    want = og.scatter_elements(data, indices, updates, axis=1, reduction="add")
+    assert_identical(result.compute(), want)

@@ -178,6 +178,7 @@ def scatter(
 def _scatter_elements(
     data: da.Array, indices: Array, updates: da.Array, plan: ScatterPlan
 ) -> da.Array | None:
+    """ScatterElements by block: inputs cut like data off the axis, a piece per chunk along it."""
     a = plan.axis
     n = data.numblocks[a]
     shape = tuple(int(s) for s in updates.shape)
@@ -224,6 +225,7 @@ def _scatter_elements(
 def _scatter_nd(
     data: da.Array, indices: Array, updates: da.Array, plan: ScatterPlan
 ) -> da.Array | None:
+    """ScatterND by block: index tuples whole, a piece per data block (row and trailing)."""
     k = len(plan.sizes)
     lead = updates.ndim - (data.ndim - k)  # indices.ndim - 1
     updates = updates.rechunk({d: -1 for d in range(lead, updates.ndim)})
