@@ -195,14 +195,18 @@ def numpy_only(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """A smoke run of the benchmarks (tiny sizes, few rounds, no thresholds).
 
-    It proves the runner and its report work; the full run, which writes
-    docs/benchmarks.md and docs/benchmarks.png, is ``python -m benchmarks``.
+    It proves the runners and their reports work; the full runs, which write
+    docs/benchmarks.md and docs/benchmarks.png, and docs/dask-benchmark.md, are
+    ``python -m benchmarks`` and ``python -m benchmarks.dask_large``.
     """
     session.install(
-        "-r", "backends/numpy.txt", "-r", "backends/torch.txt", "-r", "backends/jax.txt"
-    )
+        "-r", "backends/numpy.txt", "-r", "backends/torch.txt", "-r", "backends/jax.txt",
+        "-r", "backends/dask.txt",
+    )  # fmt: skip
     session.install("-e", ".[test]", "matplotlib")
-    session.run("python", "-m", "benchmarks", "--smoke", "--out", session.create_tmp())
+    tmp = Path(session.create_tmp())
+    session.run("python", "-m", "benchmarks", "--smoke", "--out", str(tmp))
+    session.run("python", "-m", "benchmarks.dask_large", "--smoke", "--out", str(tmp / "dask.md"))
 
 
 @session

@@ -15,11 +15,13 @@ import dask.array as da
 import numpy as np
 from dask.array.core import normalize_chunks
 from dask.array.utils import meta_from_array
+from dask.utils import parse_bytes
 
 from onnx_gather import _spec
 from onnx_gather._backends import _numpy as numpy_kernels
 from onnx_gather._backends._base import Backend, Call
 from onnx_gather._backends._dask import _chunks as chunking
+from onnx_gather._backends._dask import _points as points
 from onnx_gather._backends._dask import _scatter as scatters
 from onnx_gather._host import check_strings, counted_on_host
 from onnx_gather._spec.gather import GatherPlan
@@ -105,17 +107,6 @@ def _join_parts(
     return out.reshape(pre + indices.shape + post)
 
 
-def _take_along_block(block: np.ndarray, indices: np.ndarray, axis: int) -> np.ndarray:
-    """GatherElements within one data block that spans the whole axis.
-
-    The NumPy backend's kernel (compiled, or pure NumPy), on indices already counted and
-    checked: it reads any strides and any rank (np.take_along_axis stops at 31 index
-    arrays on NumPy 1.x, 63 on NumPy 2).
-    """
-    plan = GatherElementsPlan("GatherElements", False, indices.shape, axis, block.shape[axis], None)
-    return numpy_kernels.gather_elements(block, indices, plan)
-
-
 def _zeros(data: da.Array, shape: tuple[int, ...]) -> da.Array:
     """Zeros of ``data``'s dtype and array type: the output that reads nothing.
 
@@ -196,10 +187,146 @@ def _take_along_axis(data: da.Array, indices: da.Array, a: int) -> da.Array:
     ind = tuple(range(rank))
     data_ind = (*ind[:a], rank, *ind[a + 1 :])  # data's axis: its one block goes whole
     return da.blockwise(
-        _take_along_block, ind, data, data_ind, indices, ind,
+        points.take_along_block, ind, data, data_ind, indices, ind,
         axis=a, concatenate=True, align_arrays=False,  # aligned just above
         dtype=data.dtype, meta=meta_from_array(data, ndim=rank),
     )  # fmt: skip
+
+
+def _by_block(data: da.Array, indices: da.Array, plan: GatherElementsPlan) -> bool:
+    """Whether GatherElements moves fewer bytes by data block than by rechunking data.
+
+    Rechunking data whole along the axis moves and concatenates every data byte; the
+    by-block plan (:mod:`._points`) moves, per index, a position and an offset to the
+    data block it reads and a value back, and writes the value once more into its output
+    block, in more tasks (each counted as :data:`._points.TASK_BYTES`). Data in one chunk
+    along the axis needs neither.
+    """
+    n = data.numblocks[plan.axis]
+    if n == 1 or data.ndim > _RECHUNK_RANK:
+        return False
+    moved = indices.size * (points.ROUTE_BYTES + 2 * data.dtype.itemsize)
+    extra = points.tasks(math.prod(indices.numblocks), n) - math.prod(data.numblocks)
+    return bool(moved + points.TASK_BYTES * extra < 2 * data.nbytes)
+
+
+def _gather_elements_by_block(
+    data: da.Array, indices: Array, plan: GatherElementsPlan
+) -> da.Array | None:
+    """GatherElements by data block (:mod:`._points`) where that moves less, else None.
+
+    Host indices whose every block reads one data block make one task per block, on
+    that data block alone: nothing moves. Otherwise :func:`_by_block` chooses.
+
+    Indices are cut like data off the axis (their block then meets one data block there).
+    Host indices are counted and checked now, and each block's reach is known: the data
+    chunks along the axis its entries fall in. Dask indices are counted in their route
+    tasks and may reach every chunk along the axis.
+    """
+    a = plan.axis
+    if data.numblocks[a] == 1 or data.ndim > _RECHUNK_RANK:
+        return None
+    stops = tuple(accumulate(data.chunks[a]))
+    if isinstance(indices, np.ndarray):
+        values = counted_on_host(plan, indices)
+        along = chunking.like_data(data)[a]  # (off the axis: data's chunks, even uneven)
+        counted = da.from_array(values, chunks={**dict(enumerate(data.chunks)), a: along})
+        reached = _reached(values, counted.chunks, stops, a)
+        if all(len(c) == 1 for c in reached.values()):
+            owners = {bi: c[0] for bi, c in reached.items()}
+            return points.gather_local("gatherelements", data, counted, a, owners)
+        lazy, count = counted, False
+    else:
+        lazy, count = indices.rechunk({d: data.chunks[d] for d in range(data.ndim) if d != a}), True
+        everywhere = tuple(range(len(stops)))
+        reached = {bi: everywhere for bi in np.ndindex(*lazy.numblocks)}
+    if not _by_block(data, lazy, plan):
+        return None
+
+    def reach(bi: tuple[int, ...]) -> list[tuple[int, tuple[int, ...]]]:
+        return [(c, (*bi[:a], c, *bi[a + 1 :])) for c in reached[bi]]
+
+    kwargs = {"plan": plan, "count": count, "axis": a, "stops": stops}
+    route = (points.route_elements, kwargs)
+    return points.gather_by_block(
+        "gatherelements", data, lazy, route, reach, data.ndim, lazy.chunks, data.ndim
+    )
+
+
+def _reached(
+    values: np.ndarray, chunks: tuple[tuple[int, ...], ...], stops: tuple[int, ...], axis: int
+) -> dict[tuple[int, ...], tuple[int, ...]]:
+    """For each block (of ``chunks``) of counted host indices, the data chunks it reads."""
+    starts = [tuple(accumulate(c, initial=0)) for c in chunks]
+    reached = {}
+    for bi in np.ndindex(*(len(c) for c in chunks)):
+        cut = tuple(slice(starts[d][b], starts[d][b + 1]) for d, b in enumerate(bi))
+        found = np.unique(points.owners(values[cut], stops))
+        reached[bi] = tuple(int(c) for c in found)
+    return reached
+
+
+def _nd_by_block(data: da.Array, indices: Array, plan: GatherNDPlan) -> bool:
+    """Whether GatherND (no batch dims) moves fewer bytes by data block than by reshaping.
+
+    The reshape to one addressed dim (a Gather of linear positions) rechunks data whole
+    along all addressed dims but the first and along the trailing ones; the by-block plan
+    (:mod:`._points`) moves, per tuple, a position and an offset, and its row of the
+    trailing dims back, and writes that row once more; it too needs the trailing dims
+    whole. Data in one block over the addressed dims needs neither.
+    """
+    k = len(plan.sizes)
+    n = math.prod(data.numblocks[:k])
+    if n == 1 or data.ndim > _RECHUNK_RANK:
+        return False
+    row = math.prod(data.shape[k:]) * data.dtype.itemsize
+    tuples = math.prod(indices.shape[:-1])
+    if isinstance(indices, da.Array):
+        blocks = math.prod(indices.numblocks[:-1])
+    else:  # (host tuples get dask's auto chunks)
+        blocks = -(-indices.nbytes // parse_bytes(dask.config.get("array.chunk-size")))
+    extra = points.tasks(blocks, n) - math.prod(data.numblocks)
+    moved = tuples * (points.ROUTE_BYTES + 2 * row)
+    return bool(moved + points.TASK_BYTES * extra < 2 * data.nbytes)
+
+
+def _gather_nd_by_block(data: da.Array, indices: Array, plan: GatherNDPlan) -> da.Array:
+    """GatherND without batch dims by data block (:mod:`._points`).
+
+    Index tuples whole along the last dim; data whole along its trailing (not addressed)
+    dims. Host tuples are counted and checked now and each block reaches only the data
+    blocks its tuples address; dask tuples are counted in their route tasks.
+    """
+    k = len(plan.sizes)
+    data = data.rechunk({d: -1 for d in range(k, data.ndim)})
+    stops = tuple(tuple(accumulate(data.chunks[d])) for d in range(k))
+    grid = tuple(data.numblocks[:k])
+    if isinstance(indices, np.ndarray):
+        values = counted_on_host(plan, indices)
+        # (dask's auto chunks divide by the size: none for no tuple)
+        lead = ["auto" if values.size else -1] * (values.ndim - 1)
+        chunks = normalize_chunks((*lead, -1), values.shape, dtype=np.int64)
+        lazy, count = da.from_array(values, chunks=chunks), False
+        starts = [tuple(accumulate(c, initial=0)) for c in chunks]
+        reached = {}
+        for bi in np.ndindex(*lazy.numblocks):
+            cut = tuple(slice(starts[d][b], starts[d][b + 1]) for d, b in enumerate(bi))
+            found = np.unique(points.owners_nd(values[cut].reshape(-1, k), stops))
+            reached[bi] = tuple(int(t) for t in found)
+    else:
+        lazy, count = indices.rechunk({indices.ndim - 1: -1}), True
+        everywhere = tuple(range(math.prod(grid)))
+        reached = {bi: everywhere for bi in np.ndindex(*lazy.numblocks)}
+    trailing = (0,) * (data.ndim - k)
+
+    def reach(bi: tuple[int, ...]) -> list[tuple[int, tuple[int, ...]]]:
+        return [(t, (*map(int, np.unravel_index(t, grid)), *trailing)) for t in reached[bi]]
+
+    kwargs = {"plan": plan, "count": count, "stops": stops}
+    out_chunks = (*lazy.chunks[:-1], *data.chunks[k:])
+    return points.gather_by_block(
+        "gather-nd", data, lazy, (points.route_nd, kwargs), reach, k, out_chunks, lazy.ndim - 1
+    )
 
 
 class DaskBackend(Backend):
@@ -323,6 +450,8 @@ class DaskBackend(Backend):
         b, sizes = plan.batch_dims, plan.sizes
         k = len(sizes)
         rest = tuple(int(n) for n in data.shape[b + k :])
+        if b == 0 and 0 not in sizes and _nd_by_block(data, indices, plan):
+            return _gather_nd_by_block(data, indices, plan)
         tuples = _counted_tuples(indices, plan, data)
         if 0 in sizes:  # every tuple reads an empty axis: zeros, once the check has run
             if _reads_nothing(indices, plan):
@@ -371,10 +500,13 @@ class DaskBackend(Backend):
         """
         if _reads_nothing(indices, plan):
             return _zeros(data, plan.out_shape)
-        indices = _counted_indices(indices, plan, chunking.like_data(data))
         block = plan.block()
         if block is not None:
             data = data[block]
+        planned = _gather_elements_by_block(data, indices, plan)
+        if planned is not None:
+            return planned
+        indices = _counted_indices(indices, plan, chunking.like_data(data))
         rank = data.ndim
         if rank <= _RECHUNK_RANK:
             return _take_along_axis(data, indices, plan.axis)

@@ -14,6 +14,7 @@ from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
 from onnx_gather import _spec
+from onnx_gather._backends._dask._scatter_blocks import scatter as by_block
 from onnx_gather._backends._numpy._scatter import result_dtype, write
 from onnx_gather._host import counted_on_host
 from onnx_gather._indices import BoundsPolicy, counted
@@ -52,6 +53,9 @@ def scatter(data: da.Array, indices: Array, updates: da.Array, plan: ScatterPlan
     wide = result_dtype(data.dtype, updates.dtype)  # (strings: every update whole)
     if wide != data.dtype:
         data = data.astype(wide)
+    blocked = by_block(data, indices, updates, plan)
+    if blocked is not None:
+        return blocked
     nd = plan.coordinates
     k = len(plan.sizes) if nd else data.ndim
     if nd:
