@@ -21,7 +21,6 @@ from torch._higher_order_ops.while_loop import while_loop_op
 from onnx_gather import _ops
 from onnx_gather._backends._base import Backend
 from onnx_gather._backends._torch import _exact as exact
-from onnx_gather._backends._torch._dtypes import SIGNED
 from onnx_gather._backends._torch._inductor import decomposing, write_indices_checked
 from onnx_gather._backends._torch._recorded import plan_again
 
@@ -105,13 +104,8 @@ def _write(
     keep: torch.Tensor | None,
     reduction: Reduction,
 ) -> torch.Tensor:
-    """:func:`write`, wide unsigned types through their signed twins (as :func:`._exact._write`)."""
-    signed = SIGNED.get(target.dtype)
-    if signed is None:
-        return write(target, rows, values, keep, reduction)
-    flip = torch.iinfo(signed).min if reduction in ("max", "min") else 0
-    result = write(target.view(signed) ^ flip, rows, values.view(signed) ^ flip, keep, reduction)
-    return (result ^ flip).view(target.dtype)
+    """:func:`write`, wide unsigned types through their signed twins (:func:`._exact.signed_twins`)."""
+    return exact.signed_twins(write, target, rows, values, keep, reduction)
 
 
 def write(

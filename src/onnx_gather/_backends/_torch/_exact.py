@@ -22,6 +22,8 @@ from onnx_gather._backends._torch._numpy_views import reduced_on_kernel
 from onnx_gather._indices import BoundsPolicy, counted
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from onnx_gather._spec import Plan
     from onnx_gather._spec.gather import GatherPlan
     from onnx_gather._spec.gather_elements import GatherElementsPlan
@@ -468,12 +470,28 @@ def _write(
     keep: Array,
     reduction: Reduction,
 ) -> torch.Tensor:
-    """:func:`write`, wide unsigned types through their signed twins (:data:`._dtypes.SIGNED`)."""
+    """:func:`write`, wide unsigned types through their signed twins (:func:`signed_twins`)."""
+    return signed_twins(write, target, rows, values, keep, reduction)
+
+
+def signed_twins(
+    writer: Callable[..., torch.Tensor],
+    target: torch.Tensor,
+    rows: torch.Tensor,
+    values: torch.Tensor,
+    keep: Any,
+    reduction: Reduction,
+) -> torch.Tensor:
+    """``writer(target, rows, values, keep, reduction)``, wide unsigned types as signed.
+
+    Torch's kernels take their signed twins (:data:`._dtypes.SIGNED`); for max and min
+    the sign bit is flipped, so the order of the bits is the unsigned order.
+    """
     signed = SIGNED.get(target.dtype)
     if signed is None:
-        return write(target, rows, values, keep, reduction)
+        return writer(target, rows, values, keep, reduction)
     flip = torch.iinfo(signed).min if reduction in ("max", "min") else 0
-    result = write(target.view(signed) ^ flip, rows, values.view(signed) ^ flip, keep, reduction)
+    result = writer(target.view(signed) ^ flip, rows, values.view(signed) ^ flip, keep, reduction)
     return (result ^ flip).view(target.dtype)
 
 
