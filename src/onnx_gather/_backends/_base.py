@@ -550,3 +550,20 @@ def _take_linear(xp: Any, data: Array, indices: Array, axis: int) -> Any:
     linear = element_positions(xp, indices, tuple(data.shape), axis, data.device)
     flat = xp.reshape(data, (-1,))
     return xp.reshape(xp.take(flat, xp.reshape(linear, (-1,)), axis=0), tuple(indices.shape))
+
+
+class Composing(Backend):
+    """A mixin, before a backend's class: a traced program's steps, as the base composes them.
+
+    OpenVINO's functions are the base's compositions of ONNX calls and elementwise
+    operations (the backend's own kernels for them read index values, which a trace has
+    not got), and no flag is known while tracing: the program's indices are its inputs,
+    whatever the traced ones hold. The exporters (torch's, jax2onnx's) and torch's
+    ``run_decompositions`` trace through it.
+    """
+
+    openvino_gather = Backend.openvino_gather
+    openvino_scatter_update = Backend.openvino_scatter_update
+    openvino_scatter_elements_update = Backend.openvino_scatter_elements_update
+    openvino_scatter_nd_update = Backend.openvino_scatter_nd_update
+    all_known = Backend.all_known

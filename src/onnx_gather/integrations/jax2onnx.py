@@ -21,7 +21,7 @@ from jax2onnx.plugins.plugin_system import PrimitiveLeafPlugin, register_primiti
 
 from onnx_gather import _ops
 from onnx_gather._backends import _jax
-from onnx_gather._backends._base import Backend
+from onnx_gather._backends._base import Backend, Composing
 from onnx_gather._dtypes import numpy_dtype_name
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def _with_absent_indices(inputs: tuple[Any, ...], method: str) -> tuple[Any, ...
     return inputs
 
 
-class _Exporting(_jax.JaxBackend):
+class _Exporting(Composing, _jax.JaxBackend):
     """JAX's backend while jax2onnx traces: every call is ONNX operators.
 
     An ONNX operator's call binds :data:`PRIMITIVE` (:func:`_binding` makes its method,
@@ -65,15 +65,6 @@ class _Exporting(_jax.JaxBackend):
     """
 
     bind = Backend.bind  # (the method itself)
-
-    openvino_gather = Backend.openvino_gather
-    openvino_scatter_update = Backend.openvino_scatter_update
-    openvino_scatter_elements_update = Backend.openvino_scatter_elements_update
-    openvino_scatter_nd_update = Backend.openvino_scatter_nd_update
-
-    def all_known(self, flags: Any, /) -> bool:
-        """False: the function's indices are its inputs, whatever the traced ones hold."""
-        return False
 
     def keep(self, where: Any, x: jax.Array, /) -> jax.Array:
         return jnp.where(where, x, jnp.zeros((), x.dtype))

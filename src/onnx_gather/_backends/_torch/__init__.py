@@ -9,7 +9,7 @@ import torch
 
 from onnx_gather import _ops
 from onnx_gather._backends import _numpy as numpy_kernels
-from onnx_gather._backends._base import Backend
+from onnx_gather._backends._base import Backend, Composing
 from onnx_gather._backends._numpy import _kernels
 from onnx_gather._backends._torch import _decomposed as decomposed
 from onnx_gather._backends._torch import _dtypes, _onnx
@@ -563,7 +563,7 @@ for _method in (
     recorded.register(_method, _openvino_when_the_graph_runs(_method))
 
 
-class _Exporting(TorchBackend):
+class _Exporting(Composing, TorchBackend):
     """The backend while ``torch.onnx.export`` traces a model: every call is ONNX operators.
 
     An ONNX operator's call is its own node (:func:`._onnx.node`, through :func:`_node`),
@@ -577,15 +577,6 @@ class _Exporting(TorchBackend):
     # (a reduction's second scatter into the first's result would add an in-place copy)
     writes_in_place = False
     bind = Backend.bind  # (the method itself)
-
-    openvino_gather = Backend.openvino_gather
-    openvino_scatter_update = Backend.openvino_scatter_update
-    openvino_scatter_elements_update = Backend.openvino_scatter_elements_update
-    openvino_scatter_nd_update = Backend.openvino_scatter_nd_update
-
-    def all_known(self, flags: torch.Tensor, /) -> bool:
-        """False: the model's indices are its inputs, whatever the traced ones hold."""
-        return False
 
     def negated(self, x: torch.Tensor, /) -> torch.Tensor:
         """``0 - x``: ONNX's Neg takes no unsigned type, its Sub wraps them around."""

@@ -19,7 +19,7 @@ import torch
 from torch._higher_order_ops.while_loop import while_loop_op
 
 from onnx_gather import _ops
-from onnx_gather._backends._base import Backend
+from onnx_gather._backends._base import Backend, Composing
 from onnx_gather._backends._torch import _exact as exact
 from onnx_gather._backends._torch._inductor import decomposing, write_indices_checked
 from onnx_gather._backends._torch._recorded import plan_again
@@ -177,7 +177,7 @@ def _gather(method: str) -> Callable[..., torch.Tensor]:
     return gathered
 
 
-class _Steps(Backend):
+class _Steps(Composing):
     """The torch backend as OpenVINO's operators' steps run on it in a decomposition.
 
     A mixin, placed before the backend's class (:func:`register`).
@@ -193,14 +193,6 @@ class _Steps(Backend):
     """
 
     writes_in_place = False  # (each step a new tensor: nothing traced writes in place)
-    openvino_gather = Backend.openvino_gather
-    openvino_scatter_update = Backend.openvino_scatter_update
-    openvino_scatter_elements_update = Backend.openvino_scatter_elements_update
-    openvino_scatter_nd_update = Backend.openvino_scatter_nd_update
-
-    def all_known(self, flags: torch.Tensor, /) -> bool:
-        """False: the program's indices are its inputs, whatever the traced ones hold."""
-        return False
 
     def counted(self, indices: Any, data: torch.Tensor, plan: Any, /) -> torch.Tensor:
         """Checked indices counted from the end, the check in the graph (ScatterUpdate's)."""
