@@ -26,8 +26,11 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from libs import LIBS, Library
@@ -139,3 +142,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if other:
         config.hook.pytest_deselected(items=other)
         items[:] = chosen
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    """A dask.distributed client of a local cluster of two worker processes (per module)."""
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",  # (any free port: another process may hold 8787)
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        distributed.Client(cluster, set_as_default=False) as c,
+    ):
+        yield c

@@ -8,7 +8,6 @@ only a lazy, chunked library has.
 from __future__ import annotations
 
 import itertools
-import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -379,22 +378,6 @@ def test_no_output_block_aliases_an_input_block(op: str) -> None:
 
 
 # --- a real cluster ---------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    distributed = pytest.importorskip("distributed")
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",  # (any free port: another process may hold 8787)
-            silence_logs=logging.ERROR,
-        ) as cluster,
-        distributed.Client(cluster, set_as_default=False) as c,
-    ):
-        yield c
 
 
 def test_distributed_cluster_matches_numpy(client: Any) -> None:

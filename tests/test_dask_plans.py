@@ -7,9 +7,7 @@ Each plan gives NumPy's bits on every case of the shared table and on uneven, em
 
 from __future__ import annotations
 
-import logging
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import dask
@@ -250,22 +248,6 @@ def test_dask_local_indices_move_no_data(client: Any, bytes_only: None) -> None:
     (placed,) = client.persist([made])
     result = og.gather_elements(placed, lazy, axis=1)
     assert_identical(client.compute(result).result(), np.take_along_axis(src, idx, 1))
-
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    distributed = pytest.importorskip("distributed")
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            silence_logs=logging.ERROR,
-        ) as cluster,
-        distributed.Client(cluster, set_as_default=False) as c,
-    ):
-        yield c
 
 
 def test_by_block_on_a_cluster_matches_numpy(client: Any, bytes_only: None) -> None:
